@@ -1,0 +1,28 @@
+# Set-up and entry points. `make run` runs the main job; `make test` runs the tests.
+PYTHON_BOOT := $(shell scripts/find_python.sh)
+VENV := .venv
+PY := $(VENV)/bin/python
+
+.PHONY: run test test-all bench install install-dev
+
+$(VENV)/.installed: pyproject.toml
+	@test -n "$(PYTHON_BOOT)" || { scripts/find_python.sh; exit 1; }
+	$(PYTHON_BOOT) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e ".[dev,benchmarks]"
+	touch $@
+
+install: $(VENV)/.installed
+
+run: install
+	$(VENV)/bin/pragmodels run fits/reference_game.json
+
+test: install
+	PRAGMODELS_DATA_DIR=$${PRAGMODELS_DATA_DIR:-../shared/data} $(PY) -m pytest -q -m "not slow" tests
+
+test-all: install
+	PRAGMODELS_DATA_DIR=$${PRAGMODELS_DATA_DIR:-../shared/data} $(PY) -m pytest -q tests
+
+bench: install
+	$(PY) benchmarks/listener_table.py
+	$(PY) benchmarks/fit_speed.py

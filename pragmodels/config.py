@@ -1,0 +1,63 @@
+"""Process-level settings: CPU devices for parallel chains and JAX's persistent compilation cache.
+
+Layering: imports only the standard library at module level (``jax`` lazily), so that
+:func:`configure_host_devices` can run before JAX initialises its backends.
+
+Environment variables
+---------------------
+``PRAGMODELS_HOST_DEVICES``
+    Number of CPU devices JAX exposes (one per chain for ``chain_method="parallel"``).
+    Default: the number of CPU cores. Set to ``0`` to leave ``XLA_FLAGS`` untouched.
+``PRAGMODELS_COMPILATION_CACHE``
+    A directory: switches on JAX's persistent compilation cache there at import, so that a
+    second Python process reuses compiled NUTS kernels instead of recompiling them.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+__all__ = ["configure_host_devices", "enable_compilation_cache"]
+
+
+def configure_host_devices(n: int | None = None) -> int:
+    """Ask XLA for ``n`` host (CPU) devices; effective only before JAX's first computation.
+
+    Returns the number requested, or 0 when it was left alone (``XLA_FLAGS`` already names a
+    device count, or JAX has already initialised its backends).
+    """
+    if n is None:
+        n = int(os.environ.get("PRAGMODELS_HOST_DEVICES", os.cpu_count() or 1))
+    flags = os.environ.get("XLA_FLAGS", "")
+    if n <= 0 or "xla_force_host_platform_device_count" in flags:
+        return 0
+    jax_mod = sys.modules.get("jax")
+    if jax_mod is not None:
+        try:
+            from jax._src import xla_bridge
+
+            if xla_bridge.backends_are_initialized():
+                return 0
+        except Exception:  # pragma: no cover - private API moved
+            return 0
+    os.environ["XLA_FLAGS"] = f"{flags} --xla_force_host_platform_device_count={n}".strip()
+    return n
+
+
+def enable_compilation_cache(path: str | os.PathLike | None = None) -> str | None:
+    """Switch on JAX's persistent compilation cache in ``path``.
+
+    ``path=None`` reads ``PRAGMODELS_COMPILATION_CACHE``; returns the directory used, or None.
+    Every compiled kernel is cached (no minimum compile time or size).
+    """
+    path = path or os.environ.get("PRAGMODELS_COMPILATION_CACHE")
+    if not path:
+        return None
+    import jax
+
+    os.makedirs(path, exist_ok=True)
+    jax.config.update("jax_compilation_cache_dir", str(path))
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
+    return str(path)

@@ -1,0 +1,25 @@
+"""Upstream data sets: registry (pinned URL, sha256, licence, citation), fetch, tidy loaders.
+
+Layering: ``registry`` -> ``fetch`` -> ``schema`` -> ``loaders``; standard library, numpy and
+pandas only (no JAX).
+"""
+
+from pragmodels.datasets.fetch import DataIntegrityError, locate, sha256_of
+from pragmodels.datasets.loaders import (
+    ATTRIBUTES,
+    LLMS,
+    PROMPTS,
+    SCENARIO_TO_LLM,
+    load_drinq,
+    load_social_human,
+    load_social_llm,
+    load_wavelength,
+)
+from pragmodels.datasets.registry import REGISTRY, DataFile
+from pragmodels.datasets.schema import DataSchemaError
+
+__all__ = [
+    "REGISTRY", "DataFile", "DataIntegrityError", "DataSchemaError", "locate", "sha256_of",
+    "ATTRIBUTES", "LLMS", "PROMPTS", "SCENARIO_TO_LLM",
+    "load_social_human", "load_social_llm", "load_wavelength", "load_drinq",
+]

@@ -1,0 +1,224 @@
+"""Tidy, validated pandas frames for the registered data sets.
+
+Layering: :mod:`pragmodels.datasets.fetch`, :mod:`pragmodels.datasets.schema`, ``pandas``.
+
+Every loader takes ``path=None`` (use the registry: mirror or verified download) or an explicit
+file, and ``verify_hash`` (checked against the registry even for an explicit path, unless
+switched off). Nothing is dropped: invalid LLM responses stay in the frame with ``valid=False``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from pragmodels.datasets.fetch import locate, verify
+from pragmodels.datasets.registry import get
+from pragmodels.datasets.schema import (
+    DataSchemaError,
+    check_in,
+    check_integer,
+    check_range,
+    require_columns,
+)
+
+__all__ = [
+    "ATTRIBUTES",
+    "PROMPTS",
+    "LLMS",
+    "SCENARIO_TO_LLM",
+    "load_social_human",
+    "load_social_llm",
+    "load_wavelength",
+    "load_drinq",
+]
+
+ATTRIBUTES = ("competent", "knowledgeable", "well-prepared", "helpful", "likeable", "pedantic")
+PROMPTS = ("MIN", "ALT", "KMA", "COM")
+LLMS = ("gpt", "claude", "gemini")
+#: human scenario labels -> the LLM files' labels (as in the upstream metrics code)
+SCENARIO_TO_LLM = {"bike": "bicycle", "cooking": "pasta", "absence": "office",
+                   "house": "house", "cinema": "cinema", "conference": "conference"}
+
+
+def _resolve(key: str, path, verify_hash: bool) -> Path:
+    if path is None:
+        return locate(key, verify_hash=verify_hash)
+    path = Path(path)
+    return verify(path, get(key)) if verify_hash else path
+
+
+def _read_csv(path: Path, **kw) -> pd.DataFrame:
+    try:
+        return pd.read_csv(path, **kw)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as e:
+        raise DataSchemaError(f"{path}: not a readable CSV file ({e}).") from e
+
+
+def load_social_human(path=None, *, verify_hash: bool = True) -> pd.DataFrame:
+    """Solt et al. (2025) Exp. 1: one row per participant x attribute (362 x 6 rows).
+
+    Columns: ``participant_id, scenario`` (LLM-file labels: bicycle, pasta, office, ...),
+    ``scenario_human`` (original label), ``context`` (low/high), ``form`` (precise/approx),
+    ``attribute`` (:data:`ATTRIBUTES`), ``rating`` (int 1-7).
+    """
+    p = _resolve("social_human", path, verify_hash)
+    raw = _read_csv(p)
+    cols = {a: a.replace("-", "_") for a in ATTRIBUTES}
+    require_columns(raw, ["participant_id", "scenario", "context", "form", *cols.values()], p)
+    check_in(raw, "scenario", SCENARIO_TO_LLM, p)
+    check_in(raw, "context", ("lowPr", "highPr"), p)
+    check_in(raw, "form", ("precise", "approx"), p)
+    for c in cols.values():
+        check_integer(raw, c, p)
+        check_range(raw, c, 1, 7, p)
+    if raw["participant_id"].duplicated().any():
+        _dup = raw["participant_id"].duplicated()
+        raise DataSchemaError(
+            f"{p}: column 'participant_id', row {int(np.flatnonzero(_dup)[0])}: value "
+            f"{raw.loc[_dup, 'participant_id'].iloc[0]!r} appears twice; expected one row per participant."
+        )
+    wide = pd.DataFrame({
+        "participant_id": raw["participant_id"].astype("int64"),
+        "scenario": raw["scenario"].map(SCENARIO_TO_LLM),
+        "scenario_human": raw["scenario"],
+        "context": raw["context"].map({"lowPr": "low", "highPr": "high"}),
+        "form": raw["form"],
+        **{a: raw[c].astype("int64") for a, c in cols.items()},
+    })
+    long = wide.melt(
+        id_vars=["participant_id", "scenario", "scenario_human", "context", "form"],
+        value_vars=list(ATTRIBUTES), var_name="attribute", value_name="rating",
+    )
+    return long.reset_index(drop=True)
+
+
+def load_social_llm(prompts=PROMPTS, *, paths: dict | None = None, verify_hash: bool = True) -> pd.DataFrame:
+    """LLM Likert ratings (3 LLMs x 4 prompts x 10 samples), invalid responses kept.
+
+    Columns: ``model, prompt, scenario, context, form, attribute, sample_id, rating`` (nullable
+    Int64), ``valid`` (bool), ``raw_response``. ``rating`` is null exactly where the upstream
+    record has no Likert value; ``valid`` is the upstream flag.
+    """
+    frames = []
+    for prompt in prompts:
+        if prompt not in PROMPTS:
+            raise ValueError(f"unknown prompt {prompt!r}; expected one of {PROMPTS}.")
+        p = _resolve(f"social_llm_{prompt}", (paths or {}).get(prompt), verify_hash)
+        try:
+            records = json.loads(Path(p).read_text())
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            raise DataSchemaError(f"{p}: not valid JSON ({e}).") from e
+        if not isinstance(records, list):
+            raise DataSchemaError(f"{p}: expected a JSON list of records; got {type(records).__name__}.")
+        df = pd.DataFrame.from_records(records)
+        require_columns(df, ["model", "scenario", "context", "utterance", "attribute",
+                             "sample_id", "likert", "valid", "raw_response"], p)
+        check_in(df, "model", LLMS, p)
+        check_in(df, "scenario", SCENARIO_TO_LLM.values(), p)
+        check_in(df, "context", ("low", "high"), p)
+        check_in(df, "utterance", ("precise", "approx"), p)
+        check_in(df, "attribute", ATTRIBUTES, p)
+        check_in(df, "valid", (True, False), p)
+        check_integer(df, "likert", p, nullable=True)
+        check_range(df, "likert", 1, 7, p, nullable=True)
+        valid_null = df["valid"].astype(bool) & df["likert"].isna()
+        if valid_null.any():
+            row = int(np.flatnonzero(valid_null)[0])
+            raise DataSchemaError(f"{p}: column 'likert', row {row}: null but 'valid' is true.")
+        frames.append(pd.DataFrame({
+            "model": df["model"], "prompt": prompt, "scenario": df["scenario"],
+            "context": df["context"], "form": df["utterance"], "attribute": df["attribute"],
+            "sample_id": df["sample_id"].astype("int64"),
+            "rating": pd.array(df["likert"], dtype="Int64"),
+            "valid": df["valid"].astype(bool) & df["likert"].notna(),
+            "raw_response": df["raw_response"].astype(str),
+        }))
+    return pd.concat(frames, ignore_index=True)
+
+
+def load_wavelength(path=None, *, verify_hash: bool = True, long: bool = False) -> pd.DataFrame:
+    """WavelengthEval: 100 items (50 scales x 2 targets) with 40 human guesses each.
+
+    ``long=False``: one row per item, columns ``item, left, right, clue, target, response_mean,
+    responses`` (tuple of 40 ints). ``long=True``: one row per guess, columns ``item, left,
+    right, clue, target, guess`` (4,000 rows). Values lie on a 0-100 scale.
+    """
+    p = _resolve("wavelength", path, verify_hash)
+    raw = _read_csv(p)
+    require_columns(raw, ["left", "right", "clue", "target", "response_list", "response_mean"], p)
+    check_integer(raw, "target", p)
+    check_range(raw, "target", 0, 100, p)
+    responses = []
+    for i, s in enumerate(raw["response_list"]):
+        try:
+            vals = json.loads(s)
+        except (TypeError, json.JSONDecodeError):
+            raise DataSchemaError(f"{p}: column 'response_list', row {i}: value {s!r}; expected a JSON list of ints.") from None
+        arr = np.asarray(vals, float)
+        if arr.ndim != 1 or arr.size == 0 or not np.all((arr >= 0) & (arr <= 100) & (arr == np.round(arr))):
+            raise DataSchemaError(
+                f"{p}: column 'response_list', row {i}: value {s!r}; expected integers in [0, 100]."
+            )
+        if not np.isclose(arr.mean(), raw["response_mean"].iloc[i], atol=1e-6):
+            raise DataSchemaError(
+                f"{p}: column 'response_mean', row {i}: value {raw['response_mean'].iloc[i]!r} "
+                f"!= mean of response_list ({arr.mean():.4f})."
+            )
+        responses.append(tuple(int(v) for v in arr))
+    items = pd.DataFrame({
+        "item": np.arange(len(raw)), "left": raw["left"], "right": raw["right"], "clue": raw["clue"],
+        "target": raw["target"].astype("int64"), "response_mean": raw["response_mean"].astype(float),
+        "responses": responses,
+    })
+    if not long:
+        return items
+    out = items.drop(columns=["response_mean"]).explode("responses").rename(columns={"responses": "guess"})
+    out["guess"] = out["guess"].astype("int64")
+    return out.reset_index(drop=True)
+
+
+_OPTION = re.compile(r"^([A-E])\.\s*(.*)$")
+
+
+def load_drinq(path=None, *, verify_hash: bool = True) -> pd.DataFrame:
+    """DRInQ validated items (231 rows): question, context, five options, consensus letter.
+
+    Columns: ``item, question, context, option_A .. option_E, consensus`` (A-E),
+    ``implied_comment`` (may be null), ``implied_letter`` (the option whose text equals
+    ``implied_comment``, else null). The two labels disagree in most rows upstream; both are kept.
+    """
+    p = _resolve("drinq", path, verify_hash)
+    raw = _read_csv(p)
+    require_columns(raw, ["question", "context", "options", "consensus", "implied_comment"], p)
+    check_in(raw, "consensus", list("ABCDE"), p)
+    rows = []
+    for i, text in enumerate(raw["options"]):
+        lines = [ln.strip() for ln in str(text).strip().split("\n") if ln.strip()]
+        parsed = [_OPTION.match(ln) for ln in lines]
+        if len(lines) != 5 or not all(parsed) or [m.group(1) for m in parsed] != list("ABCDE"):
+            raise DataSchemaError(
+                f"{p}: column 'options', row {i}: value {text!r}; expected five lines 'A. ...' to 'E. ...'."
+            )
+        rows.append({f"option_{m.group(1)}": m.group(2).strip() for m in parsed})
+    opts = pd.DataFrame(rows)
+    implied = raw["implied_comment"]
+
+    def _letter(i):
+        if pd.isna(implied.iloc[i]):
+            return None
+        target = str(implied.iloc[i]).strip()
+        hits = [c[-1] for c in opts.columns if opts[c].iloc[i] == target]
+        return hits[0] if hits else None
+
+    out = pd.concat([
+        pd.DataFrame({"item": np.arange(len(raw)), "question": raw["question"], "context": raw["context"]}),
+        opts,
+        pd.DataFrame({"consensus": raw["consensus"], "implied_comment": implied,
+                      "implied_letter": [_letter(i) for i in range(len(raw))]}),
+    ], axis=1)
+    return out

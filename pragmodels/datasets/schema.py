@@ -1,0 +1,54 @@
+"""Schema checks for tidy frames; every error names the file, the column and the value.
+
+Layering: ``pandas`` and ``numpy`` only.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["DataSchemaError", "require_columns", "check_in", "check_range", "check_integer"]
+
+
+class DataSchemaError(ValueError):
+    """A data file parsed but broke its documented schema."""
+
+
+def require_columns(df: pd.DataFrame, columns, file) -> None:
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        raise DataSchemaError(
+            f"{file}: missing column(s) {missing}; found {list(df.columns)}."
+        )
+
+
+def _fail(df, mask, column, file, expected):
+    row = int(np.flatnonzero(np.asarray(mask))[0])
+    value = df[column].iloc[row]
+    raise DataSchemaError(
+        f"{file}: column {column!r}, row {row}: value {value!r}; expected {expected}."
+    )
+
+
+def check_in(df, column, allowed, file) -> None:
+    mask = ~df[column].isin(list(allowed))
+    if mask.any():
+        _fail(df, mask, column, file, f"one of {sorted(allowed)}")
+
+
+def check_integer(df, column, file, *, nullable: bool = False) -> None:
+    col = pd.to_numeric(df[column], errors="coerce")
+    bad = col.isna() & ~(df[column].isna() & nullable)
+    bad |= col.notna() & (col != col.round())
+    if bad.any():
+        _fail(df, bad, column, file, "an integer" + (" or null" if nullable else ""))
+
+
+def check_range(df, column, lo, hi, file, *, nullable: bool = False) -> None:
+    col = pd.to_numeric(df[column], errors="coerce")
+    bad = ~((col >= lo) & (col <= hi))
+    if nullable:
+        bad &= df[column].notna()
+    if bad.any():
+        _fail(df, bad, column, file, f"a number in [{lo}, {hi}]")

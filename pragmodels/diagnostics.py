@@ -1,0 +1,92 @@
+"""Convergence diagnostics with warnings a user can act on.
+
+Layering: imports ``arviz_stats`` and ``numpy``; used by :mod:`pragmodels.inference`.
+Thresholds follow Vehtari et al. (2021): r_hat <= 1.01 and bulk/tail ESS >= 100 per chain.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import xarray as xr
+
+__all__ = ["FitWarning", "FitDiagnosticsError", "Diagnostics", "diagnose", "RHAT_MAX", "ESS_PER_CHAIN"]
+
+RHAT_MAX = 1.01
+ESS_PER_CHAIN = 100
+
+
+class FitWarning(UserWarning):
+    """A fit finished but its diagnostics say its results may not be trustworthy."""
+
+
+class FitDiagnosticsError(RuntimeError):
+    """Raised by ``fit(..., strict=True)`` when diagnostics fail; nothing is written to disk."""
+
+
+@dataclass
+class Diagnostics:
+    divergences: int
+    max_rhat: float
+    min_ess_bulk: float
+    min_ess_tail: float
+    num_chains: int
+    problems: list[str]
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def as_attrs(self) -> dict:
+        return {
+            "divergences": int(self.divergences),
+            "max_rhat": float(self.max_rhat),
+            "min_ess_bulk": float(self.min_ess_bulk),
+            "min_ess_tail": float(self.min_ess_tail),
+        }
+
+
+def _worst(ds: xr.Dataset, fn) -> tuple[float, str]:
+    worst, where = np.nan, ""
+    for name, da in ds.data_vars.items():
+        vals = np.asarray(da)
+        if vals.size == 0 or np.all(np.isnan(vals)):
+            continue
+        v = fn(vals)
+        if np.isnan(worst) or (fn is np.nanmax and v > worst) or (fn is np.nanmin and v < worst):
+            worst, where = float(v), name
+    return worst, where
+
+
+def diagnose(tree: xr.DataTree, emit: bool = True) -> Diagnostics:
+    """Count divergences, find the worst r_hat and ESS, and warn (``FitWarning``) on problems."""
+    from arviz_stats import ess, rhat
+
+    post = tree["posterior"].to_dataset()
+    n_chains = int(post.sizes["chain"])
+    div = int(np.asarray(tree["sample_stats"]["diverging"]).sum()) if "diverging" in tree["sample_stats"] else 0
+    problems = []
+    with warnings.catch_warnings():
+        # constant deterministic sites (e.g. a cost fixed at 0) give NaN diagnostics; ignored
+        warnings.simplefilter("ignore", RuntimeWarning)
+        r, r_name = _worst(rhat(post), np.nanmax) if n_chains > 1 else (np.nan, "")
+        eb, eb_name = _worst(ess(post, method="bulk"), np.nanmin)
+        et, et_name = _worst(ess(post, method="tail"), np.nanmin)
+    if div:
+        problems.append(
+            f"{div} divergent transitions after warm-up: the posterior is not explored reliably; "
+            "raise target_accept or reparameterise (e.g. non-centred hierarchies)."
+        )
+    if r > RHAT_MAX:
+        problems.append(f"r_hat = {r:.3f} > {RHAT_MAX} for {r_name!r}: chains disagree; run longer.")
+    floor = ESS_PER_CHAIN * n_chains
+    if eb < floor:
+        problems.append(f"bulk ESS = {eb:.0f} < {floor} for {eb_name!r}: too few effective draws.")
+    if et < floor:
+        problems.append(f"tail ESS = {et:.0f} < {floor} for {et_name!r}: tail quantiles unreliable.")
+    if emit:
+        for p in problems:
+            warnings.warn(p, FitWarning, stacklevel=3)
+    return Diagnostics(div, r, eb, et, n_chains, problems)

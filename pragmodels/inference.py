@@ -1,0 +1,182 @@
+"""``fit``: NUTS over a NumPyro model, returned as an ArviZ ``DataTree`` with provenance.
+
+Layering: imports ``numpyro.infer`` (never ``numpyro.sample``), ``arviz_base`` and
+:mod:`pragmodels.likelihoods`, :mod:`pragmodels.diagnostics`, :mod:`pragmodels.results_io`.
+
+A model is a plain Python function ``model(**data)`` whose observation sites come from
+:mod:`pragmodels.likelihoods`. It may carry two optional attributes used for provenance:
+``model.name`` (str) and ``model.priors`` (``{parameter: Prior}``), which the factories in
+:mod:`pragmodels.rsa_models` set.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import time
+from datetime import datetime, timezone
+from importlib.metadata import version as _pkg_version
+
+import jax
+import numpy as np
+import numpyro
+from numpyro.infer import MCMC, NUTS, Predictive
+from numpyro import handlers
+
+from pragmodels.diagnostics import FitDiagnosticsError, diagnose
+from pragmodels.likelihoods import predictive_mode
+from pragmodels.priors import priors_to_json
+from pragmodels.results_io import data_hash, save_netcdf
+
+__all__ = ["fit", "CHAIN_METHODS"]
+
+CHAIN_METHODS = ("parallel", "vectorized", "sequential")
+_MCMC_CACHE: dict = {}
+
+
+def _as_key(rng_key):
+    if isinstance(rng_key, (int, np.integer)):
+        return jax.random.key(int(rng_key)), int(rng_key)
+    if isinstance(rng_key, jax.Array):
+        return rng_key, np.asarray(jax.random.key_data(rng_key) if jax.dtypes.issubdtype(
+            rng_key.dtype, jax.dtypes.prng_key) else rng_key).tolist()
+    raise TypeError(f"rng_key must be an int seed or a jax PRNG key; got {type(rng_key).__name__}.")
+
+
+def _validate_data(data) -> dict:
+    if not isinstance(data, dict):
+        raise TypeError(f"data must be a dict of model keyword arguments; got {type(data).__name__}.")
+    out = {}
+    for k, v in data.items():
+        if v is None or isinstance(v, (int, float, bool, str)):
+            out[k] = v
+            continue
+        arr = np.asarray(v)
+        if arr.dtype.kind == "f" and np.isnan(arr).any():
+            idx = tuple(int(i) for i in np.argwhere(np.isnan(arr))[0])
+            raise ValueError(f"data[{k!r}]{list(idx)} is NaN; drop or impute missing values explicitly.")
+        out[k] = v
+    return out
+
+
+def _pick_chain_method(chain_method: str, num_chains: int) -> str:
+    if chain_method not in CHAIN_METHODS:
+        raise ValueError(f"chain_method must be one of {CHAIN_METHODS}; got {chain_method!r}.")
+    if chain_method == "parallel" and jax.local_device_count() < num_chains:
+        # numpyro would warn and silently run sequentially; vectorised chains are faster on CPU.
+        return "vectorized" if jax.default_backend() == "cpu" else "sequential"
+    return chain_method
+
+
+def _observed_sites(model, data) -> list[str]:
+    """Trace the model once, eagerly: validates observations by name and finds observed sites."""
+    tr = handlers.trace(handlers.seed(model, 0)).get_trace(**data)
+    return [n for n, s in tr.items() if s["type"] == "sample" and s["is_observed"]]
+
+
+def fit(
+    rng_key,
+    model,
+    data: dict,
+    *,
+    num_warmup: int = 1000,
+    num_samples: int = 1000,
+    num_chains: int = 4,
+    chain_method: str = "parallel",
+    target_accept: float = 0.8,
+    max_tree_depth: int = 10,
+    progress_bar: bool = True,
+    dims: dict | None = None,
+    coords: dict | None = None,
+    posterior_predictive: bool = True,
+    name: str | None = None,
+    priors: dict | None = None,
+    out=None,
+    strict: bool = False,
+):
+    """Fit ``model(**data)`` with NUTS and return an ArviZ ``DataTree``.
+
+    Parameters
+    ----------
+    rng_key : int or jax PRNG key
+        Explicit seed; recorded in the provenance attributes.
+    model : callable
+        NumPyro model; observation sites must come from :mod:`pragmodels.likelihoods`.
+    data : dict
+        Keyword arguments of the model (arrays are passed as arguments, not jit constants).
+    chain_method : {"parallel", "vectorized", "sequential"}
+        ``parallel`` uses one device per chain (CPU cores via ``PRAGMODELS_HOST_DEVICES``, or
+        GPUs); with too few devices it falls back to ``vectorized`` on CPU.
+    dims, coords : dict, optional
+        Extra ArviZ dims/coords; plate names already name the batch dims.
+    out : path, optional
+        Write the result to this netCDF file atomically, only after the fit succeeded (and,
+        with ``strict=True``, only if its diagnostics pass).
+    strict : bool
+        Raise :class:`~pragmodels.diagnostics.FitDiagnosticsError` instead of warning.
+
+    Returns
+    -------
+    xarray.DataTree
+        Groups posterior, sample_stats, log_likelihood, posterior_predictive, observed_data;
+        root attributes hold the provenance (data hash, model, priors, sampler settings, seed,
+        versions, diagnostics, wall time).
+    """
+    from arviz_base import from_numpyro
+
+    key, seed_repr = _as_key(rng_key)
+    data = _validate_data(data)
+    observed = _observed_sites(model, data)
+    if not observed:
+        raise ValueError("the model has no observed sites: pass the observations in `data`.")
+    method = _pick_chain_method(chain_method, num_chains)
+    settings = dict(
+        sampler="NUTS", num_warmup=num_warmup, num_samples=num_samples, num_chains=num_chains,
+        chain_method=method, target_accept=target_accept, max_tree_depth=max_tree_depth,
+    )
+    cache_key = (model, tuple(sorted(settings.items())), progress_bar)
+    mcmc = _MCMC_CACHE.get(cache_key)
+    if mcmc is None:
+        kernel = NUTS(model, target_accept_prob=target_accept, max_tree_depth=max_tree_depth)
+        mcmc = MCMC(kernel, num_warmup=num_warmup, num_samples=num_samples, num_chains=num_chains,
+                    chain_method=method, progress_bar=progress_bar, jit_model_args=True)
+        _MCMC_CACHE[cache_key] = mcmc
+    t0 = time.perf_counter()
+    key_mcmc, key_pp = jax.random.split(key)
+    mcmc.run(key_mcmc, **data, extra_fields=("diverging",))
+    pp = None
+    if posterior_predictive:
+        samples = mcmc.get_samples()
+        with predictive_mode():
+            pp = Predictive(model, posterior_samples=samples, return_sites=observed)(key_pp, **data)
+        pp = {k: np.asarray(v) for k, v in pp.items()}
+    tree = from_numpyro(mcmc, posterior_predictive=pp, log_likelihood=True, dims=dims, coords=coords)
+    wall = time.perf_counter() - t0
+    diag = diagnose(tree, emit=not strict)
+    model_name = name or getattr(model, "name", None) or getattr(model, "__name__", repr(model))
+    priors = priors if priors is not None else getattr(model, "priors", None)
+    from pragmodels import __version__
+
+    tree.attrs.update(
+        pragmodels_version=__version__,
+        jax_version=jax.__version__,
+        numpyro_version=numpyro.__version__,
+        arviz_base_version=_pkg_version("arviz-base"),
+        python_version=platform.python_version(),
+        backend=jax.default_backend(),
+        created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        model=str(model_name),
+        priors=priors_to_json(priors) if priors else "{}",
+        sampler_settings=json.dumps(settings),
+        seed=json.dumps(seed_repr),
+        data_sha256=data_hash(data),
+        observed_sites=json.dumps(observed),
+        wall_time_s=float(wall),
+        diagnostics=json.dumps(diag.as_attrs()),
+        diagnostics_ok=int(diag.ok),
+    )
+    if strict and not diag.ok:
+        raise FitDiagnosticsError("; ".join(diag.problems))
+    if out is not None:
+        save_netcdf(tree, out)
+    return tree

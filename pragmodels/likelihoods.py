@@ -1,0 +1,179 @@
+"""Observation models: the only module in pragmodels that calls ``numpyro.sample``.
+
+Layering: imports ``jax``, ``numpyro``, :mod:`pragmodels.logmath` and :mod:`pragmodels.priors`;
+never ``arviz``. Each observation model opens a ``numpyro.plate`` named after its dim, so that
+ArviZ names the observation axis after it, and mixes a ``lapse`` share of uniform responses
+into the choice distribution (``lapse=0`` switches it off).
+
+Observed values are validated eagerly when they are concrete NumPy/JAX arrays (that is, when
+the model is traced once before sampling by :func:`pragmodels.fit`): an out-of-range value
+raises a ``ValueError`` that names the site, the index and the value.
+
+Inside :func:`predictive_mode` every observation model ignores ``obs`` and samples fresh
+responses; :func:`pragmodels.fit` uses it for the posterior predictive.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import numpyro
+import numpyro.distributions as dist
+
+from pragmodels.logmath import log_mix_uniform, log_normalize
+from pragmodels.priors import Prior
+
+__all__ = [
+    "sample_prior",
+    "predictive_mode",
+    "choices",
+    "listener_choices",
+    "speaker_choices",
+    "choice_counts",
+    "binned_responses",
+    "likert_ratings",
+]
+
+_PREDICTIVE = contextvars.ContextVar("pragmodels_predictive", default=False)
+
+
+@contextlib.contextmanager
+def predictive_mode():
+    """Within this block observation models sample instead of conditioning on ``obs``."""
+    token = _PREDICTIVE.set(True)
+    try:
+        yield
+    finally:
+        _PREDICTIVE.reset(token)
+
+
+def sample_prior(name: str, prior: Prior, sample_shape: tuple[int, ...] = ()):
+    """Sample a parameter from a declarative :class:`~pragmodels.priors.Prior`."""
+    d = prior.distribution()
+    if sample_shape:
+        d = d.expand(sample_shape).to_event(len(sample_shape))
+    return numpyro.sample(name, d)
+
+
+def _concrete(x) -> np.ndarray | None:
+    if x is None or isinstance(x, jax.core.Tracer):
+        return None
+    return np.asarray(x)
+
+
+def _check_index(name: str, obs, n_options: int, what: str) -> None:
+    arr = _concrete(obs)
+    if arr is None:
+        return
+    bad = ~((arr >= 0) & (arr < n_options) & (arr == np.round(arr)))
+    if bad.any():
+        i = tuple(int(k) for k in np.argwhere(bad)[0])
+        raise ValueError(
+            f"observation site {name!r}: {name}{list(i)} = {arr[i]!r}; expected an integer "
+            f"{what} index in 0..{n_options - 1}."
+        )
+
+
+def _obs(obs):
+    return None if _PREDICTIVE.get() else obs
+
+
+def choices(name: str, log_probs, obs=None, *, lapse=0.0, dim: str = "trial", what: str = "option"):
+    """Single categorical responses, one per row of ``log_probs``.
+
+    Shapes: ``log_probs [dim, option]`` (normalised over ``option``), ``obs [dim]`` integer
+    option indices, ``lapse []`` or ``[dim]``.
+    """
+    log_probs = jnp.asarray(log_probs)
+    if log_probs.ndim != 2:
+        raise ValueError(f"site {name!r}: log_probs must have shape [{dim}, {what}]; got {log_probs.shape}.")
+    n, k = log_probs.shape
+    if obs is not None and np.shape(obs) != (n,):
+        raise ValueError(f"site {name!r}: obs must have shape ({n},) to match log_probs; got {np.shape(obs)}.")
+    _check_index(name, obs, k, what)
+    logits = log_mix_uniform(log_probs, lapse, axis=-1)
+    with numpyro.plate(dim, n):
+        return numpyro.sample(name, dist.Categorical(logits=logits, validate_args=False), obs=_obs(obs))
+
+
+def listener_choices(name, log_listener, obs=None, *, lapse=0.0, dim="trial"):
+    """Listener choices over states. ``log_listener [dim, state]``, ``obs [dim]`` state indices."""
+    return choices(name, log_listener, obs, lapse=lapse, dim=dim, what="state")
+
+
+def speaker_choices(name, log_speaker, obs=None, *, lapse=0.0, dim="trial"):
+    """Speaker choices over utterances. ``log_speaker [dim, utterance]``, ``obs [dim]``."""
+    return choices(name, log_speaker, obs, lapse=lapse, dim=dim, what="utterance")
+
+
+def choice_counts(name: str, log_probs, counts, *, lapse=0.0, dim: str = "utterance"):
+    """Count vectors of responses (multinomial), one row per condition.
+
+    Shapes: ``log_probs [dim, option]``, ``counts [dim, option]`` non-negative integers. The row
+    totals are fixed by ``counts`` (also in predictive mode, which redraws the counts).
+    """
+    log_probs = jnp.asarray(log_probs)
+    arr = _concrete(counts)
+    if arr is not None:
+        if arr.shape != log_probs.shape:
+            raise ValueError(f"site {name!r}: counts shape {arr.shape} != log_probs shape {log_probs.shape}.")
+        bad = ~((arr >= 0) & (arr == np.round(arr)))
+        if bad.any():
+            i = tuple(int(k) for k in np.argwhere(bad)[0])
+            raise ValueError(f"site {name!r}: counts{list(i)} = {arr[i]!r}; expected a non-negative integer.")
+    counts = jnp.asarray(counts)
+    total = counts.sum(-1)
+    logits = log_normalize(log_mix_uniform(log_probs, lapse, axis=-1), axis=-1)
+    with numpyro.plate(dim, log_probs.shape[0]):
+        return numpyro.sample(
+            name, dist.Multinomial(total_count=total, logits=logits, validate_args=False), obs=_obs(counts)
+        )
+
+
+def binned_responses(name: str, log_probs, obs_bin=None, *, lapse=0.0, dim: str = "trial"):
+    """Responses on a continuous scale (e.g. a 0-100 slider) binned to the model's states.
+
+    Bin the raw responses with :func:`pragmodels.semantics.bin_index` first (it rejects values
+    off the scale by name). The likelihood is the probability mass of the bin, so log-likelihoods
+    are comparable across models that share a binning. Shapes as :func:`choices`.
+    """
+    return choices(name, log_probs, obs_bin, lapse=lapse, dim=dim, what="bin")
+
+
+def ordinal_log_probs(latent, cutpoints) -> jax.Array:
+    """Ordered-logistic category log-probabilities.
+
+    ``P(y = k) = σ(c_k − η) − σ(c_{k−1} − η)`` with ``c_0 = −∞``, ``c_K = +∞``.
+    Shapes: ``latent [...]``, ``cutpoints [K - 1]`` increasing -> ``[..., K]``.
+    """
+    latent = jnp.asarray(latent)[..., None]
+    c = jnp.asarray(cutpoints)
+    upper = jnp.concatenate([jax.nn.sigmoid(c - latent), jnp.ones_like(latent)], -1)
+    lower = jnp.concatenate([jnp.zeros_like(latent), jax.nn.sigmoid(c - latent)], -1)
+    return jnp.log(jnp.clip(upper - lower, 1e-30, 1.0))
+
+
+def likert_ratings(name: str, latent, cutpoints, obs=None, *, lapse=0.0, low: int = 1,
+                   dim: str = "response"):
+    """Ordinal ratings on a ``low .. low + K - 1`` scale (ordered logistic on a latent score).
+
+    Shapes: ``latent [dim]``, ``cutpoints [K - 1]`` increasing, ``obs [dim]`` integer ratings.
+    The sampled site holds the category index ``rating - low`` (0-based).
+    """
+    log_probs = ordinal_log_probs(latent, cutpoints)
+    k = log_probs.shape[-1]
+    arr = _concrete(obs)
+    if arr is not None:
+        bad = ~((arr >= low) & (arr <= low + k - 1) & (arr == np.round(arr)))
+        if bad.any():
+            i = tuple(int(j) for j in np.argwhere(bad)[0])
+            raise ValueError(
+                f"observation site {name!r}: {name}{list(i)} = {arr[i]!r}; expected an integer "
+                f"rating in {low}..{low + k - 1}."
+            )
+    idx = None if obs is None else jnp.asarray(obs) - low
+    return choices(name, log_probs, idx, lapse=lapse, dim=dim, what="rating")

@@ -1,0 +1,58 @@
+"""Log-space primitives that stay finite, with finite gradients, when probabilities are zero.
+
+Layering: imports only ``jax``; imported by ``semantics``, ``agents`` and ``likelihoods``.
+
+The convention throughout pragmodels: a conditional distribution whose normaliser is zero
+(an utterance true of no state, a state no utterance fits) is *undefined*; its whole row is
+returned as ``-inf`` (probability zero everywhere) rather than NaN, and no gradient flows
+through it. Downstream agents treat such rows as impossible events, so they never poison
+other rows.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+__all__ = ["log_normalize", "masked_scale", "log_mix_uniform"]
+
+
+def log_normalize(x: jax.Array, axis: int) -> jax.Array:
+    """Normalise log-weights along ``axis`` (``x - logsumexp(x, axis)``), safely.
+
+    Slices whose entries are all ``-inf`` come back as all ``-inf`` with zero gradient,
+    instead of NaN. ``+inf`` and NaN inputs are not supported (validate inputs eagerly with
+    :func:`pragmodels.semantics.check_log_semantics`).
+    """
+    m = jnp.max(x, axis=axis, keepdims=True)
+    finite = m > -jnp.inf
+    m_safe = jnp.where(finite, lax.stop_gradient(m), 0.0)
+    s = jnp.sum(jnp.exp(x - m_safe), axis=axis, keepdims=True)
+    lse = jnp.log(jnp.where(finite, s, 1.0)) + m_safe
+    return jnp.where(finite, x - lse, -jnp.inf)
+
+
+def masked_scale(log_p: jax.Array, alpha: jax.Array, offset: jax.Array) -> jax.Array:
+    """``alpha * (log_p - offset)`` where ``log_p`` is finite, ``-inf`` elsewhere.
+
+    The double ``where`` keeps ``d/d alpha`` at zero (not ``-inf * 0 = NaN``) for entries
+    with zero probability, which is what makes 0/1 lexica differentiable.
+    """
+    ok = log_p > -jnp.inf
+    safe = jnp.where(ok, log_p, 0.0)
+    return jnp.where(ok, alpha * (safe - offset), -jnp.inf)
+
+
+def log_mix_uniform(log_p: jax.Array, weight: jax.Array, axis: int = -1) -> jax.Array:
+    """``log((1 - weight) * p + weight / n)`` along ``axis``, with ``n = log_p.shape[axis]``.
+
+    ``weight`` in [0, 1] broadcasts against ``log_p`` with ``axis`` removed. At
+    ``weight == 0`` the input is returned unchanged (gradients stay finite).
+    """
+    n = log_p.shape[axis]
+    w = jnp.expand_dims(jnp.asarray(weight, dtype=log_p.dtype), axis)
+    pos = w > 0
+    w_safe = jnp.where(pos, w, 0.5)
+    mixed = jnp.logaddexp(jnp.log1p(-w_safe) + log_p, jnp.log(w_safe) - jnp.log(n))
+    return jnp.where(pos, mixed, log_p)
