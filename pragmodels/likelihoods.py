@@ -73,7 +73,7 @@ def _check_index(name: str, obs, n_options: int, what: str) -> None:
     if bad.any():
         i = tuple(int(k) for k in np.argwhere(bad)[0])
         raise ValueError(
-            f"observation site {name!r}: {name}{list(i)} = {arr[i]!r}; expected an integer "
+            f"observation site {name!r}: {name}{list(i)} = {arr[i].item()!r}; expected an integer "
             f"{what} index in 0..{n_options - 1}."
         )
 
@@ -124,7 +124,7 @@ def choice_counts(name: str, log_probs, counts, *, lapse=0.0, dim: str = "uttera
         bad = ~((arr >= 0) & (arr == np.round(arr)))
         if bad.any():
             i = tuple(int(k) for k in np.argwhere(bad)[0])
-            raise ValueError(f"site {name!r}: counts{list(i)} = {arr[i]!r}; expected a non-negative integer.")
+            raise ValueError(f"site {name!r}: counts{list(i)} = {arr[i].item()!r}; expected a non-negative integer.")
     counts = jnp.asarray(counts)
     total = counts.sum(-1)
     logits = log_normalize(log_mix_uniform(log_probs, lapse, axis=-1), axis=-1)
@@ -172,7 +172,7 @@ def likert_ratings(name: str, latent, cutpoints, obs=None, *, lapse=0.0, low: in
         if bad.any():
             i = tuple(int(j) for j in np.argwhere(bad)[0])
             raise ValueError(
-                f"observation site {name!r}: {name}{list(i)} = {arr[i]!r}; expected an integer "
+                f"observation site {name!r}: {name}{list(i)} = {arr[i].item()!r}; expected an integer "
                 f"rating in {low}..{low + k - 1}."
             )
     idx = None if obs is None else jnp.asarray(obs) - low

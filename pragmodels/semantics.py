@@ -36,7 +36,7 @@ def boolean_semantics(lexicon) -> jnp.ndarray:
     if bad.any():
         u, s = np.argwhere(bad)[0]
         raise ValueError(
-            f"lexicon[{u}, {s}] = {arr[u, s]!r}; a Boolean lexicon holds only 0/1 or True/False "
+            f"lexicon[{u}, {s}] = {arr[u, s].item()!r}; a Boolean lexicon holds only 0/1 or True/False "
             "(use graded_semantics for truth values in [0, 1])."
         )
     return jnp.where(jnp.asarray(arr, bool), 0.0, -jnp.inf).astype(jnp.float32)
@@ -48,7 +48,7 @@ def graded_semantics(truth) -> jnp.ndarray:
     bad = ~((arr >= 0) & (arr <= 1))
     if bad.any():
         u, s = np.argwhere(bad)[0]
-        raise ValueError(f"truth[{u}, {s}] = {arr[u, s]!r}; graded truth values must lie in [0, 1].")
+        raise ValueError(f"truth[{u}, {s}] = {arr[u, s].item()!r}; graded truth values must lie in [0, 1].")
     with np.errstate(divide="ignore"):
         return jnp.asarray(np.log(arr), jnp.float32)
 
@@ -72,7 +72,7 @@ def check_log_semantics(log_semantics, name: str = "log_semantics") -> np.ndarra
     if bad.any():
         idx = tuple(int(i) for i in np.argwhere(bad)[0])
         raise ValueError(
-            f"{name}{list(idx)} = {arr[idx]!r}; log-semantics must be finite or -inf "
+            f"{name}{list(idx)} = {arr[idx].item()!r}; log-semantics must be finite or -inf "
             "(-inf marks 'false'; NaN and +inf are not probabilities)."
         )
     return arr
@@ -96,6 +96,6 @@ def bin_index(values, edges, name: str = "response") -> np.ndarray:
     if bad.any():
         i = int(np.argwhere(bad.ravel())[0][0])
         raise ValueError(
-            f"{name}[{i}] = {v.ravel()[i]!r} lies outside the scale [{e[0]}, {e[-1]}]."
+            f"{name}[{i}] = {v.ravel()[i].item()!r} lies outside the scale [{e[0]}, {e[-1]}]."
         )
     return np.clip(np.searchsorted(e, v, side="right") - 1, 0, len(e) - 2).astype(np.int32)

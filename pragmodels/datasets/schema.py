@@ -26,6 +26,7 @@ def require_columns(df: pd.DataFrame, columns, file) -> None:
 def _fail(df, mask, column, file, expected):
     row = int(np.flatnonzero(np.asarray(mask))[0])
     value = df[column].iloc[row]
+    value = value.item() if hasattr(value, "item") else value
     raise DataSchemaError(
         f"{file}: column {column!r}, row {row}: value {value!r}; expected {expected}."
     )

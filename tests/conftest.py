@@ -1,0 +1,15 @@
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+os.environ.setdefault("PRAGMODELS_DATA_DIR", str(ROOT.parent / "shared" / "data"))
+
+
+@pytest.fixture
+def mirror() -> Path:
+    path = Path(os.environ["PRAGMODELS_DATA_DIR"])
+    if not path.is_dir():
+        pytest.fail(f"offline mirror not found at {path}; set PRAGMODELS_DATA_DIR")
+    return path

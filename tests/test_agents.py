@@ -1,0 +1,232 @@
+"""RSA agents against a naive NumPy loop, worked examples and invariants.
+
+Tolerance: agents run in float32; 2e-5 absolute on probabilities is ~100 float32 ulps at 1,
+ample for depth <= 5 recursions and far below any modelling difference.
+"""
+
+import itertools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import pragmodels as pm
+from pragmodels.semantics import boolean_semantics
+from tests import naive_rsa
+
+ATOL = 2e-5
+
+
+def random_lexicon(rng, n_u, n_s, graded=False, empty=True):
+    truth = rng.uniform(0.05, 1, (n_u, n_s)) if graded else (rng.uniform(size=(n_u, n_s)) < 0.5).astype(float)
+    truth = truth * (rng.uniform(size=(n_u, n_s)) < 0.7)
+    if empty:
+        truth[0] = 0.0  # an utterance true of no state
+        truth[:, -1] = 0.0  # a state no utterance fits
+    return truth
+
+
+def to_log(truth):
+    with np.errstate(divide="ignore"):
+        return jnp.asarray(np.log(truth), jnp.float32)
+
+
+def undefined_rows_ok(log_p, ref):
+    """-inf rows in pragmodels are exactly the rows the naive loop leaves at zero mass."""
+    p = np.exp(np.asarray(log_p, float))
+    assert not np.isnan(np.asarray(log_p)).any()
+    np.testing.assert_allclose(p, ref, atol=ATOL)
+
+
+@pytest.mark.parametrize("depth", range(6))
+@pytest.mark.parametrize("prior_at", ["all", "top"])
+@pytest.mark.parametrize("graded", [False, True])
+def test_listener_matches_naive_loop(depth, prior_at, graded):
+    rng = np.random.default_rng(depth * 10 + graded)
+    for _ in range(3):
+        n_u, n_s = rng.integers(3, 8, 2)
+        truth = random_lexicon(rng, n_u, n_s, graded)
+        alpha = rng.uniform(0.3, 4)
+        cost = rng.uniform(0, 2, n_u)
+        prior = rng.dirichlet(np.ones(n_s))
+        got = pm.pragmatic_listener(to_log(truth), alpha, cost, jnp.log(prior), depth, prior_at=prior_at)
+        ref = naive_rsa.rsa(truth, alpha, cost, prior, depth, prior_at)
+        undefined_rows_ok(got, ref)
+
+
+@pytest.mark.parametrize("depth", range(1, 6))
+@pytest.mark.parametrize("prior_at", ["all", "top"])
+def test_speaker_matches_naive_loop(depth, prior_at):
+    rng = np.random.default_rng(100 + depth)
+    for _ in range(3):
+        n_u, n_s = rng.integers(3, 8, 2)
+        truth = random_lexicon(rng, n_u, n_s)
+        alpha, cost, prior = rng.uniform(0.3, 4), rng.uniform(0, 2, n_u), rng.dirichlet(np.ones(n_s))
+        got = pm.pragmatic_speaker(to_log(truth), alpha, cost, jnp.log(prior), depth, prior_at=prior_at)
+        assert got.shape == (n_s, n_u)
+        undefined_rows_ok(got, naive_rsa.rsa(truth, alpha, cost, prior, depth, prior_at, role="speaker"))
+
+
+def test_qud_speaker_and_listener_match_naive_loop():
+    rng = np.random.default_rng(7)
+    truth = random_lexicon(rng, 5, 6, graded=True, empty=False)
+    qud = np.array([0, 0, 1, 1, 2, 2])
+    alpha, cost, prior = 1.7, rng.uniform(0, 1, 5), rng.dirichlet(np.ones(6))
+    for depth in (1, 2):
+        got = pm.pragmatic_speaker(to_log(truth), alpha, cost, jnp.log(prior), depth, qud=qud)
+        undefined_rows_ok(got, naive_rsa.rsa(truth, alpha, cost, prior, depth, qud=qud, role="speaker"))
+        got = pm.pragmatic_listener(to_log(truth), alpha, cost, jnp.log(prior), depth, qud=qud)
+        undefined_rows_ok(got, naive_rsa.rsa(truth, alpha, cost, prior, depth, qud=qud))
+
+
+@pytest.mark.parametrize("depth", [1, 2, 3])
+@pytest.mark.parametrize("prior_at", ["all", "top"])
+def test_lexical_uncertainty_matches_naive_loop(depth, prior_at):
+    rng = np.random.default_rng(depth)
+    truths = np.stack([random_lexicon(rng, 4, 5, graded=g) for g in (False, True, False)])
+    lex_prior = rng.dirichlet(np.ones(3))
+    alpha, cost, prior = 2.0, rng.uniform(0, 1, 4), rng.dirichlet(np.ones(5))
+    got = pm.lexical_uncertainty_listener(to_log(truths), alpha, cost, jnp.log(prior),
+                                          jnp.log(lex_prior), depth, prior_at=prior_at)
+    ref = naive_rsa.lexical_uncertainty(truths, lex_prior, alpha, cost, prior, depth, prior_at)
+    undefined_rows_ok(got, ref)
+
+
+def test_worked_example_problang_reference_game():
+    # problang.org ch. 1 (Scontras, Tessler & Franke): blue square, blue circle, green square;
+    # with alpha = 1, L1("blue") = (0.6, 0.4, 0) and S1(. | blue circle) = (1/3 blue, 2/3 circle).
+    lex = np.array([[1, 1, 0], [0, 0, 1], [1, 0, 1], [0, 1, 0]])  # blue, green, square, circle
+    sem = boolean_semantics(lex)
+    l1 = np.exp(np.asarray(pm.pragmatic_listener(sem, 1.0)))
+    np.testing.assert_allclose(l1[0], [0.6, 0.4, 0.0], atol=1e-6)
+    s1 = np.exp(np.asarray(pm.pragmatic_speaker(sem, 1.0)))
+    np.testing.assert_allclose(s1[1], [1 / 3, 0, 0, 2 / 3], atol=1e-6)
+
+
+def test_worked_example_frank_goodman_prior_at_top():
+    # Frank & Goodman (2012): uniform literal listener, salience prior only at the top.
+    lex = np.array([[1, 1, 0], [0, 1, 1]])
+    prior = np.array([0.5, 0.3, 0.2])
+    l1 = np.exp(np.asarray(pm.pragmatic_listener(boolean_semantics(lex), 1.0, None, jnp.log(prior), prior_at="top")))
+    # S1(u0|s0)=1, S1(u0|s1)=1/2 -> L1(.|u0) ∝ (0.5*1, 0.3*0.5, 0)
+    np.testing.assert_allclose(l1[0], np.array([0.5, 0.15, 0.0]) / 0.65, atol=1e-6)
+
+
+def test_rows_normalise_and_undefined_rows_are_minus_inf():
+    rng = np.random.default_rng(3)
+    truth = random_lexicon(rng, 6, 7)
+    sem = to_log(truth)
+    for depth in range(4):
+        lis = np.asarray(pm.pragmatic_listener(sem, 2.0, depth=depth))
+        assert np.all(np.isneginf(lis[0]))  # utterance true of nothing
+        defined = ~np.all(np.isneginf(lis), axis=1)
+        np.testing.assert_allclose(np.exp(lis[defined]).sum(1), 1.0, atol=1e-5)
+        assert np.all(np.exp(lis[:, -1]) == 0)  # the state nothing fits is never inferred
+    spk = np.asarray(pm.pragmatic_speaker(sem, 2.0))
+    assert np.all(np.isneginf(spk[-1]))
+    np.testing.assert_allclose(np.exp(spk[:-1]).sum(1)[np.any(truth[:, :-1] > 0, 0)], 1.0, atol=1e-5)
+
+
+def test_alpha_zero_is_uniform_over_true_utterances():
+    rng = np.random.default_rng(4)
+    truth = random_lexicon(rng, 5, 6, graded=True, empty=False)
+    for alpha in (0.0, 1e-7):
+        spk = np.exp(np.asarray(pm.pragmatic_speaker(to_log(truth), alpha, rng.uniform(0, 3, 5))))
+        for s in range(6):
+            true = truth[:, s] > 0
+            np.testing.assert_allclose(spk[s, true], 1 / true.sum(), atol=1e-5)
+            assert np.all(spk[s, ~true] == 0)
+
+
+def test_large_alpha_approaches_argmax():
+    rng = np.random.default_rng(5)
+    truth = random_lexicon(rng, 5, 6, graded=True, empty=False)
+    cost = rng.uniform(0, 1, 5)
+    l0 = naive_rsa.listener0(truth, np.ones(6))
+    spk = np.exp(np.asarray(pm.pragmatic_speaker(to_log(truth), 200.0, cost)))
+    with np.errstate(divide="ignore"):
+        util = np.log(l0) - cost[:, None]
+    for s in range(6):
+        assert spk[s, np.argmax(util[:, s])] > 0.99
+
+
+def test_permuting_states_permutes_outputs():
+    rng = np.random.default_rng(6)
+    truth = random_lexicon(rng, 5, 6, graded=True)
+    prior = rng.dirichlet(np.ones(6))
+    perm = rng.permutation(6)
+    a = np.asarray(pm.pragmatic_listener(to_log(truth), 1.5, None, jnp.log(prior), 2))
+    b = np.asarray(pm.pragmatic_listener(to_log(truth[:, perm]), 1.5, None, jnp.log(prior[perm]), 2))
+    np.testing.assert_allclose(np.exp(a[:, perm]), np.exp(b), atol=1e-6)
+    uperm = rng.permutation(5)
+    c = np.asarray(pm.pragmatic_speaker(to_log(truth[uperm]), 1.5, None, jnp.log(prior), 2))
+    d = np.asarray(pm.pragmatic_speaker(to_log(truth), 1.5, None, jnp.log(prior), 2))
+    np.testing.assert_allclose(np.exp(c), np.exp(d[:, uperm]), atol=1e-6)
+
+
+def test_vmap_equals_loop_over_alphas_and_items():
+    rng = np.random.default_rng(8)
+    sems = jnp.stack([to_log(random_lexicon(rng, 4, 5, graded=True)) for _ in range(6)])
+    alphas = jnp.asarray(rng.uniform(0.5, 5, 6), jnp.float32)
+    f = jax.jit(jax.vmap(lambda s, a: pm.pragmatic_listener(s, a, depth=2)))
+    batched = np.asarray(f(sems, alphas))
+    looped = np.stack([np.asarray(pm.pragmatic_listener(s, a, depth=2)) for s, a in zip(sems, alphas)])
+    np.testing.assert_allclose(batched, looped, atol=1e-6)
+
+
+@pytest.mark.parametrize("depth", [1, 2, 3, 5])
+def test_gradients_finite_on_01_lexicon_with_empty_row_and_column(depth):
+    rng = np.random.default_rng(9)
+    truth = random_lexicon(rng, 5, 6)
+    sem = to_log(truth)
+
+    def loss(alpha, cost, sem):
+        lis = pm.pragmatic_listener(sem, alpha, cost, None, depth)
+        spk = pm.pragmatic_speaker(sem, alpha, cost, None, depth)
+        finite = lambda x: jnp.where(jnp.isfinite(x), x, 0.0).sum()
+        return finite(lis) + finite(spk) + finite(pm.lapse_mixture(lis, 0.1))
+
+    grads = jax.grad(loss, argnums=(0, 1, 2))(2.0, jnp.ones(5) * 0.3, sem)
+    for g in grads:
+        assert np.all(np.isfinite(np.asarray(g)))
+    assert float(grads[0]) != 0.0  # alpha really matters
+    # entries at -inf (false) get zero gradient: they have no probability to move
+    assert np.all(np.asarray(grads[2])[truth == 0] == 0)
+
+
+def test_gradient_matches_finite_difference():
+    rng = np.random.default_rng(10)
+    truth = random_lexicon(rng, 4, 5, graded=True, empty=False)
+    sem = to_log(truth)
+    f = lambda a: pm.pragmatic_listener(sem, a, None, None, 2)[1, 2]
+    with jax.enable_x64(True):
+        with np.errstate(divide="ignore"):
+            sem64 = jnp.asarray(np.log(truth))
+        f64 = lambda a: pm.pragmatic_listener(sem64, a, None, None, 2)[1, 2]
+        fd = (f64(1.5 + 1e-6) - f64(1.5 - 1e-6)) / 2e-6
+        np.testing.assert_allclose(float(jax.grad(f64)(1.5)), float(fd), rtol=1e-5)
+    np.testing.assert_allclose(float(jax.grad(f)(1.5)), float(fd), rtol=1e-3)
+
+
+def test_lapse_mixture():
+    log_p = jnp.log(jnp.array([[0.7, 0.3, 0.0], [1.0, 0.0, 0.0]]))
+    mixed = np.exp(np.asarray(pm.lapse_mixture(log_p, 0.3)))
+    np.testing.assert_allclose(mixed, 0.7 * np.exp(np.asarray(log_p)) + 0.1, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(pm.lapse_mixture(log_p, 0.0)), np.asarray(log_p))
+    g = jax.grad(lambda e: pm.lapse_mixture(log_p, e)[0, 2])(0.2)
+    np.testing.assert_allclose(float(g), 1 / 0.2, rtol=1e-5)  # d/de log(e/3) = 1/e
+
+
+def test_bad_arguments_are_named():
+    sem = boolean_semantics(np.eye(3))
+    with pytest.raises(ValueError, match="depth must be a Python int >= 1; got 0"):
+        pm.pragmatic_speaker(sem, 1.0, depth=0)
+    with pytest.raises(ValueError, match="prior_at must be 'all' or 'top'; got 'bottom'"):
+        pm.pragmatic_listener(sem, 1.0, prior_at="bottom")
+    with pytest.raises(ValueError, match=r"lexicon\[0, 1\] = 2"):
+        boolean_semantics([[1, 2], [0, 1]])
+    with pytest.raises(ValueError, match=r"log_semantics\[1, 0\] = nan"):
+        pm.semantics.check_log_semantics(np.array([[0.0, 0.0], [np.nan, 0.0]]))
+    with pytest.raises(ValueError, match="shape \\[lexicon, utterance, state\\]"):
+        pm.lexical_uncertainty_listener(sem, 1.0)

@@ -1,0 +1,162 @@
+"""fit(): an exact grid posterior vs NUTS, DataTree structure, provenance, diagnostics, atomic saves."""
+
+import json
+import os
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pytest
+from scipy import stats
+
+import pragmodels as pm
+from pragmodels.diagnostics import FitDiagnosticsError, FitWarning
+from pragmodels.rsa_models import speaker_model
+from pragmodels.semantics import boolean_semantics
+
+# blue square, blue circle, green square; utterances blue, green, square, circle
+LEX = np.array([[1, 1, 0], [0, 0, 1], [1, 0, 1], [0, 1, 0]], float)
+COST_DESIGN = np.array([[0.0], [0.0], [1.0], [0.0]])  # only "square" is costly
+TRUE_ALPHA, TRUE_COST = 2.0, 0.5
+
+
+def naive_speaker_logp(alpha, cost):
+    """log S1(u | s) in plain NumPy: alpha, cost broadcastable arrays of shape B -> [*B, state, utterance]."""
+    alpha = np.asarray(alpha, float)[..., None, None]
+    cost = np.asarray(cost, float)[..., None, None]
+    l0 = LEX / LEX.sum(1, keepdims=True)  # [u, s]
+    with np.errstate(divide="ignore"):
+        log_l0 = np.log(l0).T  # [s, u]
+    ok = np.isfinite(log_l0)
+    w = np.where(ok, alpha * (np.where(ok, log_l0, 0) - COST_DESIGN[:, 0] * cost), -np.inf)
+    return w - np.logaddexp.reduce(w, axis=-1, keepdims=True)
+
+
+@pytest.fixture(scope="module")
+def speaker_data():
+    rng = np.random.default_rng(2024)
+    logp = naive_speaker_logp(np.array(TRUE_ALPHA), np.array(TRUE_COST))
+    state = np.repeat(np.arange(3), 80)
+    choice = np.array([rng.choice(4, p=np.exp(logp[s])) for s in state])
+    return dict(log_semantics=boolean_semantics(LEX), state=state, choice=choice, cost_design=COST_DESIGN)
+
+
+@pytest.fixture(scope="module")
+def fitted(speaker_data):
+    model = speaker_model(fit_lapse=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FitWarning)  # this fit must be clean
+        return pm.fit(11, model, speaker_data, num_warmup=1000, num_samples=2000, num_chains=4,
+                      progress_bar=False)
+
+
+def grid_posterior(data):
+    alpha = np.linspace(1e-3, 8, 801)
+    cost = np.linspace(0, 6, 1201)
+    logp = naive_speaker_logp(alpha[:, None], cost[None, :])  # [A, C, s, u]
+    loglik = logp[:, :, data["state"], data["choice"]].sum(-1)
+    logpost = (loglik + stats.lognorm(s=1.0, scale=np.exp(0.5)).logpdf(alpha)[:, None]
+               + stats.halfnorm(scale=2.0).logpdf(cost)[None, :])
+    post = np.exp(logpost - logpost.max())
+    post /= post.sum()
+    return alpha, cost, post
+
+
+def grid_quantile(values, mass, q):
+    cdf = np.cumsum(mass)
+    return float(np.interp(q, cdf, values))
+
+
+def test_nuts_matches_exact_grid_posterior(fitted, speaker_data):
+    """NUTS quantiles vs quantiles of the posterior enumerated on an 801 x 1201 grid.
+
+    Tolerance: 4 Monte Carlo standard errors of each quantile (arviz-stats mcse, quantile
+    method) plus one grid step; a correct sampler fails one of six checks with p ~ 4e-4.
+    """
+    from arviz_stats import mcse
+
+    alpha, cost, post = grid_posterior(speaker_data)
+    assert post[-5:, :].sum() < 1e-6 and post[:, -5:].sum() < 1e-6  # grid covers the posterior
+    marg = {"alpha": (alpha, post.sum(1)), "cost_weight": (cost, post.sum(0))}
+    for name, (grid, mass) in marg.items():
+        draws = fitted["posterior"][name].values.reshape(-1)
+        for q in (0.05, 0.5, 0.95):
+            se = float(mcse(fitted, var_names=[name], method="quantile", prob=q)[name].values.reshape(-1)[0])
+            got, want = float(np.quantile(draws, q)), grid_quantile(grid, mass, q)
+            step = grid[1] - grid[0]
+            assert abs(got - want) < 4 * se + step, (name, q, got, want, se)
+    # and the truth is recovered within the posterior's 95% interval
+    a = fitted["posterior"]["alpha"].values
+    assert np.quantile(a, 0.025) < TRUE_ALPHA < np.quantile(a, 0.975)
+
+
+def test_datatree_groups_dims_and_provenance(fitted, speaker_data):
+    for group in ("posterior", "sample_stats", "log_likelihood", "posterior_predictive", "observed_data"):
+        assert group in fitted.children, group
+    assert fitted["log_likelihood"]["choice"].dims == ("chain", "draw", "trial")
+    assert fitted["posterior_predictive"]["choice"].shape == (4, 2000, 240)
+    assert fitted["observed_data"]["choice"].values.tolist() == speaker_data["choice"].tolist()
+    # posterior predictive frequencies track the observed ones (240 trials; 0.08 ~ 3 binomial sd)
+    pp = fitted["posterior_predictive"]["choice"].values.reshape(-1, 240)
+    for u in range(4):
+        assert abs((pp == u).mean() - (speaker_data["choice"] == u).mean()) < 0.08
+    attrs = fitted.attrs
+    assert attrs["data_sha256"] == pm.results_io.data_hash(speaker_data)
+    assert json.loads(attrs["seed"]) == 11
+    assert json.loads(attrs["sampler_settings"])["num_samples"] == 2000
+    assert json.loads(attrs["priors"]) == {"alpha": "LogNormal(loc=0.5, scale=1)", "cost_weight": "HalfNormal(scale=2)"}
+    assert attrs["model"].startswith("rsa_speaker(depth=1")
+    assert attrs["pragmodels_version"] == pm.__version__
+
+
+def test_netcdf_roundtrip_and_atomic_overwrite(fitted, tmp_path):
+    path = tmp_path / "fit.nc"
+    pm.save_netcdf(fitted, path)
+    back = pm.load_netcdf(path)
+    np.testing.assert_array_equal(back["posterior"]["alpha"].values, fitted["posterior"]["alpha"].values)
+    assert back.attrs["data_sha256"] == fitted.attrs["data_sha256"]
+    before = path.read_bytes()
+    broken = fitted.copy()
+    broken.attrs["unserialisable"] = {"a": object()}
+    with pytest.raises(Exception):
+        pm.save_netcdf(broken, path)
+    assert path.read_bytes() == before  # the good file survived
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fit.nc"]  # no temp files left
+
+
+def test_bad_fit_warns_and_strict_fit_writes_nothing(speaker_data, tmp_path):
+    model = speaker_model(fit_lapse=False)
+    with pytest.warns(FitWarning, match="ESS"):
+        pm.fit(3, model, speaker_data, num_warmup=10, num_samples=12, num_chains=2, progress_bar=False)
+    out = tmp_path / "good.nc"
+    out.write_bytes(b"earlier good result")
+    with pytest.raises(FitDiagnosticsError, match="ESS"):
+        pm.fit(3, model, speaker_data, num_warmup=10, num_samples=12, num_chains=2,
+               progress_bar=False, strict=True, out=out)
+    assert out.read_bytes() == b"earlier good result"
+
+
+def test_fit_rejects_bad_input_by_name(speaker_data):
+    model = speaker_model(fit_lapse=False)
+    bad = dict(speaker_data, choice=np.where(np.arange(240) == 7, 9, speaker_data["choice"]))
+    with pytest.raises(ValueError, match=r"choice\[7\] = 9; expected an integer utterance index in 0..3"):
+        pm.fit(0, model, bad, num_warmup=5, num_samples=5, progress_bar=False)
+    with pytest.raises(ValueError, match="chain_method must be one of"):
+        pm.fit(0, model, speaker_data, chain_method="threads")
+    with pytest.raises(TypeError, match="rng_key must be an int seed"):
+        pm.fit("seed", model, speaker_data)
+    with pytest.raises(ValueError, match="no observed sites"):
+        pm.fit(0, model, dict(speaker_data, choice=None))
+    with pytest.raises(ValueError, match=r"no parameter 'beta' in this model"):
+        speaker_model(priors={"beta": pm.Prior("Normal", loc=0, scale=1)})
+    with pytest.raises(ValueError, match="unknown prior family 'Normall'"):
+        pm.Prior("Normall", loc=0, scale=1)
+
+
+def test_persistent_compilation_cache_is_written(tmp_path):
+    code = ("import jax, jax.numpy as jnp, pragmodels as pm;"
+            "print(pm.pragmatic_listener(jnp.zeros((3, 4)), 2.0).sum())")
+    env = dict(os.environ, PRAGMODELS_COMPILATION_CACHE=str(tmp_path / "cache"))
+    subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True)
+    assert any((tmp_path / "cache").iterdir())

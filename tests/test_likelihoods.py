@@ -1,0 +1,87 @@
+"""Observation models: log-probabilities against scipy / hand computation, validation, predictive mode."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import numpyro
+import numpyro.distributions as dist
+import pytest
+from numpyro import handlers
+from scipy import stats
+
+from pragmodels import likelihoods as lk
+from pragmodels.semantics import bin_edges, bin_index
+
+
+def site_log_prob(fn, *args, **kw):
+    tr = handlers.trace(handlers.seed(fn, 0)).get_trace(*args, **kw)
+    site = next(s for s in tr.values() if s["type"] == "sample")
+    return np.asarray(site["fn"].log_prob(site["value"])), site
+
+
+def test_choices_with_lapse_match_hand_computation():
+    p = np.array([[0.6, 0.4, 0.0], [0.1, 0.2, 0.7]])
+    obs = np.array([2, 2])
+    lp, site = site_log_prob(lk.listener_choices, "c", jnp.log(p), obs, lapse=0.3)
+    np.testing.assert_allclose(lp, np.log(0.7 * p[[0, 1], [2, 2]] + 0.1), rtol=1e-6)
+    assert site["is_observed"]
+    lp0, _ = site_log_prob(lk.listener_choices, "c", jnp.log(p), obs, lapse=0.0)
+    assert np.isneginf(lp0[0])  # an impossible choice without lapse is impossible
+
+
+def test_choices_reject_out_of_range_obs_by_name():
+    with pytest.raises(ValueError, match=r"site 'resp': resp\[1\] = 3; expected an integer state index in 0..2"):
+        site_log_prob(lk.listener_choices, "resp", jnp.zeros((2, 3)), np.array([0, 3]))
+    with pytest.raises(ValueError, match="obs must have shape \\(2,\\)"):
+        site_log_prob(lk.speaker_choices, "resp", jnp.zeros((2, 3)), np.array([0, 1, 1]))
+
+
+def test_choice_counts_match_scipy_multinomial():
+    p = np.array([[0.5, 0.3, 0.2], [0.2, 0.2, 0.6]])
+    counts = np.array([[3, 1, 0], [0, 5, 5]])
+    lp, _ = site_log_prob(lk.choice_counts, "n", jnp.log(p), counts, lapse=0.1)
+    q = 0.9 * p + 0.1 / 3
+    ref = [stats.multinomial.logpmf(c, c.sum(), qq) for c, qq in zip(counts, q)]
+    np.testing.assert_allclose(lp, ref, rtol=1e-5)
+    with pytest.raises(ValueError, match=r"counts\[0, 1\] = -1"):
+        site_log_prob(lk.choice_counts, "n", jnp.log(p), np.array([[1, -1, 0], [0, 0, 1]]))
+
+
+def test_likert_matches_numpyro_ordered_logistic_and_rejects_bad_ratings():
+    latent = jnp.array([-1.0, 0.3, 2.0])
+    cut = jnp.array([-2.0, -0.5, 0.5, 1.0, 2.0, 3.0])
+    ratings = np.array([1, 4, 7])
+    lp, _ = site_log_prob(lk.likert_ratings, "r", latent, cut, ratings)
+    ref = dist.OrderedLogistic(latent, cut).log_prob(jnp.asarray(ratings - 1))
+    np.testing.assert_allclose(lp, np.asarray(ref), rtol=1e-5)
+    probs = np.exp(np.asarray(lk.ordinal_log_probs(latent, cut)))
+    np.testing.assert_allclose(probs.sum(-1), 1.0, atol=1e-6)
+    with pytest.raises(ValueError, match=r"r\[2\] = 8; expected an integer rating in 1..7"):
+        site_log_prob(lk.likert_ratings, "r", latent, cut, np.array([1, 2, 8]))
+
+
+def test_binned_slider_responses():
+    edges = bin_edges(0, 100, 21)
+    idx = bin_index([0, 2.4, 50, 99.9, 100], edges)
+    assert idx.tolist() == [0, 0, 10, 20, 20]
+    with pytest.raises(ValueError, match=r"response\[1\] = 101.0 lies outside the scale \[0.0, 100.0\]"):
+        bin_index([5, 101], edges)
+    log_p = jnp.log(jnp.full((5, 21), 1 / 21))
+    lp, _ = site_log_prob(lk.binned_responses, "slider", log_p, idx, lapse=0.2)
+    np.testing.assert_allclose(lp, np.log(1 / 21), rtol=1e-5)
+
+
+def test_predictive_mode_resamples_with_the_right_frequencies():
+    p = np.array([[0.2, 0.8]] * 4000)
+    obs = np.zeros(4000, int)
+    with lk.predictive_mode():
+        tr = handlers.trace(handlers.seed(lk.listener_choices, 1)).get_trace("c", jnp.log(p), obs)
+    draws = np.asarray(tr["c"]["value"])
+    # binomial sd of the mean = sqrt(.16/4000) = .0063; 5 sd tolerance
+    assert abs(draws.mean() - 0.8) < 0.032
+    assert not tr["c"]["is_observed"]
+
+
+def test_plate_names_the_observation_dim():
+    tr = handlers.trace(handlers.seed(lk.choices, 0)).get_trace("c", jnp.zeros((3, 2)), np.array([0, 1, 1]), dim="item")
+    assert tr["item"]["type"] == "plate" and tr["item"]["args"][0] == 3
