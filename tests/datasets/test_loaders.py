@@ -1,0 +1,130 @@
+"""Loaders against the offline mirror, plus corrupted, truncated and wrong-version copies."""
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from pragmodels import datasets
+from pragmodels.datasets import DataIntegrityError, DataSchemaError, REGISTRY
+from pragmodels.datasets.fetch import sha256_of
+
+
+def test_registry_hashes_match_the_mirror(mirror):
+    for entry in REGISTRY.values():
+        assert sha256_of(mirror / entry.path) == entry.sha256, entry.key
+        assert entry.commit in entry.url and len(entry.commit) == 40
+        assert entry.licence and entry.citation
+
+
+def test_social_human(mirror):
+    df = datasets.load_social_human()
+    assert df["participant_id"].nunique() == 362 and len(df) == 362 * 6
+    assert set(df["attribute"]) == set(datasets.ATTRIBUTES)
+    assert df["rating"].between(1, 7).all()
+    cells = df.groupby(["scenario", "context", "form"])["participant_id"].nunique()
+    assert len(cells) == 24 and cells.min() == 11 and cells.max() == 20  # mirror README: 11-20 per cell
+    # human main effect for competent (mirror README: .882), pooled over all rows
+    comp = df[df.attribute == "competent"]
+    delta = comp[comp.form == "precise"].rating.mean() - comp[comp.form == "approx"].rating.mean()
+    assert round(delta, 3) == 0.882
+
+
+def test_social_llm_keeps_invalid_rows(mirror):
+    df = datasets.load_social_llm()
+    assert len(df) == 4 * 4320
+    assert df.groupby("prompt")["valid"].sum().to_dict() == {"MIN": 4222, "ALT": 4320, "KMA": 4316, "COM": 4306}
+    invalid = df[~df.valid]
+    assert invalid["rating"].isna().all() and set(invalid[invalid.prompt == "MIN"].model) == {"claude"}
+    assert df.loc[df.valid, "rating"].between(1, 7).all()
+
+
+def test_wavelength(mirror):
+    items = datasets.load_wavelength()
+    assert len(items) == 100 and all(len(r) == 40 for r in items.responses)
+    guesses = datasets.load_wavelength(long=True)
+    assert len(guesses) == 4000 and guesses.guess.between(0, 100).all()
+    assert np.isclose(np.corrcoef(items.target, items.response_mean)[0, 1], 0.958, atol=5e-4)
+
+
+def test_drinq(mirror):
+    df = datasets.load_drinq()
+    assert len(df) == 231 and df.consensus.value_counts().to_dict() == {"B": 52, "D": 52, "C": 43, "E": 43, "A": 41}
+    assert df.implied_letter.notna().sum() == 230
+    assert (df.consensus == df.implied_letter).sum() == 44  # the upstream disagreement is kept visible
+
+
+def _copy(mirror, tmp_path, key):
+    src = mirror / REGISTRY[key].path
+    dst = tmp_path / REGISTRY[key].path
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(src, dst)
+    return dst
+
+
+def test_corrupted_value_is_named(mirror, tmp_path):
+    path = _copy(mirror, tmp_path, "social_human")
+    df = pd.read_csv(path)
+    df.loc[17, "helpful"] = 9
+    df.to_csv(path, index=False)
+    with pytest.raises(DataIntegrityError, match=r"experiment1.csv: sha256 .* does not match"):
+        datasets.load_social_human(path)
+    with pytest.raises(DataSchemaError, match=r"experiment1.csv: column 'helpful', row 17: value 9; expected a number in \[1, 7\]"):
+        datasets.load_social_human(path, verify_hash=False)
+
+
+def test_missing_column_is_named(mirror, tmp_path):
+    path = _copy(mirror, tmp_path, "wavelength")
+    pd.read_csv(path).drop(columns=["clue"]).to_csv(path, index=False)
+    with pytest.raises(DataSchemaError, match=r"data.csv: missing column\(s\) \['clue'\]"):
+        datasets.load_wavelength(path, verify_hash=False)
+
+
+def test_truncated_copies_fail(mirror, tmp_path):
+    for key, loader in [("drinq", datasets.load_drinq), ("wavelength", datasets.load_wavelength)]:
+        path = _copy(mirror, tmp_path, key)
+        data = path.read_bytes()
+        path.write_bytes(data[: len(data) // 2])
+        with pytest.raises(DataIntegrityError, match="truncated"):
+            loader(path)
+        with pytest.raises(DataSchemaError, match=str(path.name)):
+            loader(path, verify_hash=False)
+    path = _copy(mirror, tmp_path, "social_llm_KMA")
+    path.write_bytes(path.read_bytes()[:5000])
+    with pytest.raises(DataSchemaError, match="results_KMA.json: not valid JSON"):
+        datasets.load_social_llm(["KMA"], paths={"KMA": path}, verify_hash=False)
+
+
+def test_llm_out_of_range_rating_is_named(mirror, tmp_path):
+    path = _copy(mirror, tmp_path, "social_llm_ALT")
+    text = path.read_text().replace('"likert": 2,', '"likert": 12,', 1)
+    path.write_text(text)
+    with pytest.raises(DataSchemaError, match=r"results_ALT.json: column 'likert', row 50: value 12"):
+        datasets.load_social_llm(["ALT"], paths={"ALT": path}, verify_hash=False)
+
+
+def test_mirror_without_the_file(tmp_path, monkeypatch):
+    monkeypatch.setenv("PRAGMODELS_DATA_DIR", str(tmp_path))
+    with pytest.raises(DataIntegrityError, match="not found in the offline mirror"):
+        datasets.load_drinq()
+
+
+def test_download_into_cache_verifies_hash(mirror, tmp_path, monkeypatch):
+    from pragmodels.datasets import registry
+
+    entry = REGISTRY["drinq"]
+    fake = registry.DataFile(**{**entry.__dict__})
+    monkeypatch.setattr(type(fake), "url", property(lambda self: (mirror / self.path).as_uri()))
+    monkeypatch.delenv("PRAGMODELS_DATA_DIR")
+    monkeypatch.setenv("PRAGMODELS_CACHE_DIR", str(tmp_path / "cache"))
+    assert len(datasets.load_drinq()) == 231
+    assert (tmp_path / "cache" / entry.path).is_file()
+    # a download whose bytes do not match leaves nothing behind in the cache
+    bad = registry.DataFile(**{**entry.__dict__, "key": "drinq", "sha256": "0" * 64})
+    monkeypatch.setitem(REGISTRY, "drinq", bad)
+    (tmp_path / "cache" / entry.path).unlink()
+    with pytest.raises(DataIntegrityError, match="does not match the registered 0000"):
+        datasets.load_drinq()
+    assert list((tmp_path / "cache" / entry.path).parent.iterdir()) == []
