@@ -11,6 +11,7 @@ A model is a plain Python function ``model(**data)`` whose observation sites com
 
 from __future__ import annotations
 
+import functools
 import json
 import platform
 import time
@@ -134,16 +135,20 @@ def fit(
         sampler="NUTS", num_warmup=num_warmup, num_samples=num_samples, num_chains=num_chains,
         chain_method=method, target_accept=target_accept, max_tree_depth=max_tree_depth,
     )
-    cache_key = (model, tuple(sorted(settings.items())), progress_bar)
+    # Python scalars (sizes, flags) stay static; arrays are traced jit arguments, so a compiled
+    # kernel is reused by later fits with the same shapes and the same static values.
+    static = {k: v for k, v in data.items() if v is None or isinstance(v, (int, float, bool, str))}
+    arrays = {k: v for k, v in data.items() if k not in static}
+    cache_key = (model, tuple(sorted(static.items())), tuple(sorted(settings.items())), progress_bar)
     mcmc = _MCMC_CACHE.get(cache_key)
     if mcmc is None:
-        kernel = NUTS(model, target_accept_prob=target_accept, max_tree_depth=max_tree_depth)
+        kernel = NUTS(functools.partial(model, **static), target_accept_prob=target_accept, max_tree_depth=max_tree_depth)
         mcmc = MCMC(kernel, num_warmup=num_warmup, num_samples=num_samples, num_chains=num_chains,
                     chain_method=method, progress_bar=progress_bar, jit_model_args=True)
         _MCMC_CACHE[cache_key] = mcmc
     t0 = time.perf_counter()
     key_mcmc, key_pp = jax.random.split(key)
-    mcmc.run(key_mcmc, **data, extra_fields=("diverging",))
+    mcmc.run(key_mcmc, **arrays, extra_fields=("diverging",))
     pp = None
     if posterior_predictive:
         samples = mcmc.get_samples()

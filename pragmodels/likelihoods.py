@@ -82,32 +82,74 @@ def _obs(obs):
     return None if _PREDICTIVE.get() else obs
 
 
-def choices(name: str, log_probs, obs=None, *, lapse=0.0, dim: str = "trial", what: str = "option"):
+class NormalizedCategorical(dist.CategoricalLogits):
+    """Categorical whose ``logits`` are already normalised log-probabilities.
+
+    ``log_prob`` is a gather, skipping the ``logsumexp`` renormalisation that dominates the
+    gradient of large choice likelihoods with zero-probability options (-inf logits).
+    :func:`choices` checks normalisation eagerly before sampling.
+    """
+
+    def log_prob(self, value):
+        idx = jnp.expand_dims(jnp.asarray(value, jnp.int32), -1)
+        logits = jnp.broadcast_to(self.logits, jnp.shape(idx)[:-1] + self.logits.shape[-1:])
+        return jnp.take_along_axis(logits, idx, axis=-1)[..., 0]
+
+
+def _check_normalised(name: str, log_probs, what: str) -> None:
+    arr = _concrete(log_probs)
+    if arr is None:
+        return
+    with np.errstate(over="ignore"):
+        total = np.exp(arr.astype(np.float64)).sum(-1)
+    bad = ~(np.isclose(total, 1.0, atol=1e-3) | (total == 0))
+    if bad.any():
+        i = tuple(int(k) for k in np.argwhere(bad)[0])
+        raise ValueError(
+            f"site {name!r}: log_probs{list(i)} sums to {total[i]:.6g} over {what}s; pass "
+            "normalised log-probabilities (e.g. an agent's output, or apply log_normalize)."
+        )
+
+
+def choices(name: str, log_probs, obs=None, *, lapse=0.0, dim: str = "trial", what: str = "option",
+            rows=None):
     """Single categorical responses, one per row of ``log_probs``.
 
     Shapes: ``log_probs [dim, option]`` (normalised over ``option``), ``obs [dim]`` integer
     option indices, ``lapse []`` or ``[dim]``.
+
+    With ``rows [dim]`` (integer), ``log_probs`` is instead a table ``[condition, option]`` and
+    trial ``i`` uses row ``rows[i]``: the lapse mixture is then computed once per condition
+    rather than once per trial (much cheaper when trials share conditions).
     """
     log_probs = jnp.asarray(log_probs)
+    if rows is not None:
+        _check_index(f"{name}.rows", rows, log_probs.shape[0], "table row")
+        _check_normalised(name, log_probs, what)
+        log_probs = log_mix_uniform(log_probs, lapse, axis=-1)[jnp.asarray(rows)]
+        lapse = 0.0
     if log_probs.ndim != 2:
         raise ValueError(f"site {name!r}: log_probs must have shape [{dim}, {what}]; got {log_probs.shape}.")
     n, k = log_probs.shape
     if obs is not None and np.shape(obs) != (n,):
         raise ValueError(f"site {name!r}: obs must have shape ({n},) to match log_probs; got {np.shape(obs)}.")
     _check_index(name, obs, k, what)
+    _check_normalised(name, log_probs, what)
     logits = log_mix_uniform(log_probs, lapse, axis=-1)
     with numpyro.plate(dim, n):
-        return numpyro.sample(name, dist.Categorical(logits=logits, validate_args=False), obs=_obs(obs))
+        return numpyro.sample(name, NormalizedCategorical(logits, validate_args=False), obs=_obs(obs))
 
 
-def listener_choices(name, log_listener, obs=None, *, lapse=0.0, dim="trial"):
-    """Listener choices over states. ``log_listener [dim, state]``, ``obs [dim]`` state indices."""
-    return choices(name, log_listener, obs, lapse=lapse, dim=dim, what="state")
+def listener_choices(name, log_listener, obs=None, *, lapse=0.0, dim="trial", rows=None):
+    """Listener choices over states. ``log_listener [dim, state]`` (or a table with ``rows``),
+    ``obs [dim]`` state indices."""
+    return choices(name, log_listener, obs, lapse=lapse, dim=dim, what="state", rows=rows)
 
 
-def speaker_choices(name, log_speaker, obs=None, *, lapse=0.0, dim="trial"):
-    """Speaker choices over utterances. ``log_speaker [dim, utterance]``, ``obs [dim]``."""
-    return choices(name, log_speaker, obs, lapse=lapse, dim=dim, what="utterance")
+def speaker_choices(name, log_speaker, obs=None, *, lapse=0.0, dim="trial", rows=None):
+    """Speaker choices over utterances. ``log_speaker [dim, utterance]`` (or a table with
+    ``rows``), ``obs [dim]``."""
+    return choices(name, log_speaker, obs, lapse=lapse, dim=dim, what="utterance", rows=rows)
 
 
 def choice_counts(name: str, log_probs, counts, *, lapse=0.0, dim: str = "utterance"):

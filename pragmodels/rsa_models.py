@@ -71,7 +71,7 @@ def listener_model(*, depth: int = 1, fit_cost: bool = True, fit_lapse: bool = T
         cost, lapse = _common(pri, cost_design if fit_cost else None, fit_lapse)
         log_l = agents.pragmatic_listener(log_semantics, alpha, cost, log_prior, depth,
                                           prior_at=prior_at)
-        return listener_choices("choice", log_l[utterance], choice, lapse=lapse)
+        return listener_choices("choice", log_l, choice, lapse=lapse, rows=utterance)
 
     model.name = f"rsa_listener(depth={depth}, prior_at={prior_at}, cost={fit_cost}, lapse={fit_lapse})"
     model.priors = pri
@@ -92,7 +92,7 @@ def speaker_model(*, depth: int = 1, fit_cost: bool = True, fit_lapse: bool = Tr
         cost, lapse = _common(pri, cost_design if fit_cost else None, fit_lapse)
         log_s = agents.pragmatic_speaker(log_semantics, alpha, cost, log_prior, depth,
                                          prior_at=prior_at)
-        return speaker_choices("choice", log_s[state], choice, lapse=lapse)
+        return speaker_choices("choice", log_s, choice, lapse=lapse, rows=state)
 
     model.name = f"rsa_speaker(depth={depth}, prior_at={prior_at}, cost={fit_cost}, lapse={fit_lapse})"
     model.priors = pri
@@ -111,8 +111,10 @@ def hierarchical_listener_model(*, depth: int = 1, fit_lapse: bool = True, prior
     pri = _merge(priors, _param_names(False, fit_lapse, ("alpha_mu", "alpha_sigma")))
 
     def model(log_semantics, item, utterance, choice=None, log_prior=None, n_items=None):
-        n = n_items if n_items is not None else (
-            log_semantics.shape[0] if jnp.ndim(log_semantics) == 3 else int(jnp.max(item)) + 1)
+        if n_items is None and jnp.ndim(log_semantics) != 3:
+            raise ValueError("hierarchical_listener_model: pass n_items (an int) when log_semantics "
+                             "is shared across items (shape [utterance, state]).")
+        n = n_items if n_items is not None else log_semantics.shape[0]
         mu = sample_prior("alpha_mu", pri["alpha_mu"])
         sigma = sample_prior("alpha_sigma", pri["alpha_sigma"])
         with numpyro.plate("item", n):
@@ -125,7 +127,9 @@ def hierarchical_listener_model(*, depth: int = 1, fit_lapse: bool = True, prior
             in_axes=(sem_axis, 0),
         )
         log_l = listen(log_semantics, alpha)  # [item, utterance, state]
-        return listener_choices("choice", log_l[item, utterance], choice, lapse=lapse)
+        n_utt = log_l.shape[1]
+        table = log_l.reshape(-1, log_l.shape[-1])  # [item * utterance, state]
+        return listener_choices("choice", table, choice, lapse=lapse, rows=item * n_utt + utterance)
 
     model.name = f"rsa_listener_by_item(depth={depth}, prior_at={prior_at}, lapse={fit_lapse})"
     model.priors = pri

@@ -83,5 +83,10 @@ def test_predictive_mode_resamples_with_the_right_frequencies():
 
 
 def test_plate_names_the_observation_dim():
-    tr = handlers.trace(handlers.seed(lk.choices, 0)).get_trace("c", jnp.zeros((3, 2)), np.array([0, 1, 1]), dim="item")
+    tr = handlers.trace(handlers.seed(lk.choices, 0)).get_trace("c", jnp.log(jnp.full((3, 2), 0.5)), np.array([0, 1, 1]), dim="item")
     assert tr["item"]["type"] == "plate" and tr["item"]["args"][0] == 3
+
+
+def test_unnormalised_log_probs_are_rejected_by_name():
+    with pytest.raises(ValueError, match=r"site 'c': log_probs\[1\] sums to 2 over states"):
+        site_log_prob(lk.listener_choices, "c", jnp.log(jnp.array([[0.5, 0.5], [1.0, 1.0]])), np.array([0, 1]))
