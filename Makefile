@@ -3,7 +3,7 @@ PYTHON_BOOT := $(shell scripts/find_python.sh)
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: run test test-all bench install install-dev
+.PHONY: run run-quick test test-all bench install
 
 $(VENV)/.installed: pyproject.toml
 	@test -n "$(PYTHON_BOOT)" || { scripts/find_python.sh; exit 1; }
@@ -15,7 +15,10 @@ $(VENV)/.installed: pyproject.toml
 install: $(VENV)/.installed
 
 run: install
-	$(VENV)/bin/pragmodels run fits/reference_game.json
+	PRAGMODELS_DATA_DIR=$${PRAGMODELS_DATA_DIR:-../shared/data} $(VENV)/bin/pragmodels run fits/social_meaning.json
+
+run-quick: install
+	PRAGMODELS_DATA_DIR=$${PRAGMODELS_DATA_DIR:-../shared/data} $(VENV)/bin/pragmodels run fits/social_meaning.json --quick
 
 test: install
 	PRAGMODELS_DATA_DIR=$${PRAGMODELS_DATA_DIR:-../shared/data} $(PY) -m pytest -q -m "not slow" tests

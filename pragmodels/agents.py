@@ -38,6 +38,8 @@ import jax.numpy as jnp
 from pragmodels.logmath import log_mix_uniform, log_normalize, masked_scale
 
 __all__ = [
+    "softmax_speaker",
+    "bayes_listener",
     "literal_listener",
     "pragmatic_speaker",
     "pragmatic_listener",
@@ -95,6 +97,25 @@ def _speaker_us(log_listener, alpha, cost, qud):
 
 def _listener_us(log_w, log_prior):
     return log_normalize(_add_prior(log_w, log_prior), axis=1)
+
+
+def softmax_speaker(log_utility: jax.Array, alpha, cost: jax.Array | None = None) -> jax.Array:
+    """Speaker from an arbitrary informativeness table: ``S(u | s) ∝ exp(alpha (U[u, s] − cost(u)))``.
+
+    The building block behind :func:`pragmatic_speaker`, for models whose utility is not the log of
+    a literal listener (e.g. social-meaning models with persona-dependent QUDs). ``-inf`` in
+    ``log_utility`` marks an utterance the speaker cannot use in that state.
+    Shapes: ``log_utility [utterance, state]``, ``cost [utterance]`` -> ``[state, utterance]``.
+    """
+    return _speaker_us(jnp.asarray(log_utility), alpha, cost, None).T
+
+
+def bayes_listener(log_speaker: jax.Array, log_prior: jax.Array | None = None) -> jax.Array:
+    """Listener that inverts a speaker by Bayes' rule: ``L(s | u) ∝ S(u | s) P(s)``.
+
+    Shapes: ``log_speaker [state, utterance]``, ``log_prior [state]`` -> ``[utterance, state]``.
+    """
+    return _listener_us(jnp.asarray(log_speaker).T, log_prior)
 
 
 def literal_listener(log_semantics: jax.Array, log_prior: jax.Array | None = None) -> jax.Array:

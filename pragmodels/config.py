@@ -49,10 +49,11 @@ def enable_compilation_cache(path: str | os.PathLike | None = None) -> str | Non
     """Switch on JAX's persistent compilation cache in ``path``.
 
     ``path=None`` reads ``PRAGMODELS_COMPILATION_CACHE``; returns the directory used, or None.
-    Every compiled kernel is cached (no minimum compile time or size).
+    The value ``off`` disables it. Every compiled kernel is cached (no minimum compile time or
+    size). The ``pragmodels`` command switches it on by default in ``~/.cache/pragmodels/jax``.
     """
     path = path or os.environ.get("PRAGMODELS_COMPILATION_CACHE")
-    if not path:
+    if not path or str(path).lower() == "off":
         return None
     import jax
 

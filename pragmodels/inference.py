@@ -86,6 +86,7 @@ def fit(
     chain_method: str = "parallel",
     target_accept: float = 0.8,
     max_tree_depth: int = 10,
+    dense_mass=False,
     progress_bar: bool = True,
     dims: dict | None = None,
     coords: dict | None = None,
@@ -105,6 +106,9 @@ def fit(
         NumPyro model; observation sites must come from :mod:`pragmodels.likelihoods`.
     data : dict
         Keyword arguments of the model (arrays are passed as arguments, not jit constants).
+    dense_mass : bool or list of tuples of site names
+        NUTS mass matrix: diagonal (False), dense (True) or dense blocks, e.g.
+        ``[("beta", "alpha")]`` for strongly correlated parameters.
     chain_method : {"parallel", "vectorized", "sequential"}
         ``parallel`` uses one device per chain (CPU cores via ``PRAGMODELS_HOST_DEVICES``, or
         GPUs); with too few devices it falls back to ``vectorized`` on CPU.
@@ -134,21 +138,23 @@ def fit(
     settings = dict(
         sampler="NUTS", num_warmup=num_warmup, num_samples=num_samples, num_chains=num_chains,
         chain_method=method, target_accept=target_accept, max_tree_depth=max_tree_depth,
+        dense_mass=dense_mass if isinstance(dense_mass, bool) else [list(b) for b in dense_mass],
     )
     # Python scalars (sizes, flags) stay static; arrays are traced jit arguments, so a compiled
     # kernel is reused by later fits with the same shapes and the same static values.
     static = {k: v for k, v in data.items() if v is None or isinstance(v, (int, float, bool, str))}
     arrays = {k: v for k, v in data.items() if k not in static}
-    cache_key = (model, tuple(sorted(static.items())), tuple(sorted(settings.items())), progress_bar)
+    cache_key = (model, tuple(sorted(static.items())), json.dumps(settings), progress_bar)
     mcmc = _MCMC_CACHE.get(cache_key)
     if mcmc is None:
-        kernel = NUTS(functools.partial(model, **static), target_accept_prob=target_accept, max_tree_depth=max_tree_depth)
+        kernel = NUTS(functools.partial(model, **static), target_accept_prob=target_accept,
+                      max_tree_depth=max_tree_depth, dense_mass=dense_mass)
         mcmc = MCMC(kernel, num_warmup=num_warmup, num_samples=num_samples, num_chains=num_chains,
                     chain_method=method, progress_bar=progress_bar, jit_model_args=True)
         _MCMC_CACHE[cache_key] = mcmc
     t0 = time.perf_counter()
     key_mcmc, key_pp = jax.random.split(key)
-    mcmc.run(key_mcmc, **arrays, extra_fields=("diverging",))
+    mcmc.run(key_mcmc, **arrays, extra_fields=("diverging", "num_steps", "accept_prob", "energy"))
     pp = None
     if posterior_predictive:
         samples = mcmc.get_samples()

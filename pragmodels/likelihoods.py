@@ -200,11 +200,14 @@ def ordinal_log_probs(latent, cutpoints) -> jax.Array:
 
 
 def likert_ratings(name: str, latent, cutpoints, obs=None, *, lapse=0.0, low: int = 1,
-                   dim: str = "response"):
+                   dim: str = "response", rows=None):
     """Ordinal ratings on a ``low .. low + K - 1`` scale (ordered logistic on a latent score).
 
-    Shapes: ``latent [dim]``, ``cutpoints [K - 1]`` increasing, ``obs [dim]`` integer ratings.
-    The sampled site holds the category index ``rating - low`` (0-based).
+    Shapes: ``latent [dim]``, ``cutpoints [K - 1]`` or ``[dim, K - 1]`` increasing, ``obs [dim]``
+    integer ratings. With ``rows [dim]``, ``latent [condition]`` and ``cutpoints
+    [condition, K - 1]`` describe conditions and rating ``i`` uses condition ``rows[i]`` (the
+    ordinal probabilities are then computed once per condition). The sampled site holds the
+    category index ``rating - low`` (0-based).
     """
     log_probs = ordinal_log_probs(latent, cutpoints)
     k = log_probs.shape[-1]
@@ -218,4 +221,4 @@ def likert_ratings(name: str, latent, cutpoints, obs=None, *, lapse=0.0, low: in
                 f"rating in {low}..{low + k - 1}."
             )
     idx = None if obs is None else jnp.asarray(obs) - low
-    return choices(name, log_probs, idx, lapse=lapse, dim=dim, what="rating")
+    return choices(name, log_probs, idx, lapse=lapse, dim=dim, what="rating", rows=rows)

@@ -5,9 +5,11 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 os.environ.setdefault("PRAGMODELS_DATA_DIR", str(ROOT.parent / "shared" / "data"))
+# reuse compiled NUTS kernels across tests and runs (must be set before pragmodels is imported)
+os.environ.setdefault("PRAGMODELS_COMPILATION_CACHE", str(ROOT / ".pytest_cache" / "jax"))
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def mirror() -> Path:
     path = Path(os.environ["PRAGMODELS_DATA_DIR"])
     if not path.is_dir():

@@ -230,3 +230,23 @@ def test_bad_arguments_are_named():
         pm.semantics.check_log_semantics(np.array([[0.0, 0.0], [np.nan, 0.0]]))
     with pytest.raises(ValueError, match="shape \\[lexicon, utterance, state\\]"):
         pm.lexical_uncertainty_listener(sem, 1.0)
+
+
+def test_softmax_speaker_and_bayes_listener_match_naive_loop():
+    rng = np.random.default_rng(11)
+    util = rng.normal(size=(3, 5))
+    util[1, 2] = -np.inf  # unavailable utterance in one state
+    cost = rng.uniform(0, 1, 3)
+    alpha = 1.3
+    spk = np.exp(np.asarray(pm.agents.softmax_speaker(jnp.asarray(util, jnp.float32), alpha, cost)))
+    for s in range(5):
+        w = np.array([np.exp(alpha * (util[u, s] - cost[u])) for u in range(3)])
+        np.testing.assert_allclose(spk[s], w / w.sum(), atol=1e-6)
+    prior = rng.dirichlet(np.ones(5))
+    lis = np.exp(np.asarray(pm.agents.bayes_listener(jnp.log(spk), jnp.log(prior))))
+    np.testing.assert_allclose(lis, naive_rsa.listener_from_speaker(spk, prior), atol=1e-6)
+    # pragmatic_listener is exactly these two blocks composed on the literal listener
+    truth = random_lexicon(rng, 4, 5, graded=True, empty=False)
+    l0 = pm.literal_listener(to_log(truth))
+    composed = pm.agents.bayes_listener(pm.agents.softmax_speaker(l0, 2.0))
+    np.testing.assert_allclose(np.asarray(composed), np.asarray(pm.pragmatic_listener(to_log(truth), 2.0)), atol=1e-6)

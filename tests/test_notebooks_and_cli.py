@@ -5,6 +5,7 @@ from pathlib import Path
 
 import nbformat
 import numpy as np
+import pandas as pd
 import pytest
 from nbclient import NotebookClient
 
@@ -14,8 +15,9 @@ from pragmodels.cli import main
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_quickstart_notebook_runs():
-    nb = nbformat.read(ROOT / "notebooks" / "quickstart.ipynb", as_version=4)
+@pytest.mark.parametrize("name", ["quickstart.ipynb", "social_meaning.ipynb"])
+def test_notebooks_run(name):
+    nb = nbformat.read(ROOT / "notebooks" / name, as_version=4)
     NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(ROOT)}}).execute()
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []) if o.output_type == "error"]
     assert not errors
@@ -44,3 +46,35 @@ def test_cli_bad_config_is_named_and_leaves_results(tmp_path, capsys):
     assert "model.factory = 'nonsense_model'" in capsys.readouterr().err
     assert (out / "posterior.nc").read_bytes() == b"earlier good result"
     assert main(["run", str(tmp_path / "missing.json")]) == 2
+
+
+def test_tables_social_meaning_writes_the_required_columns(tmp_path, capsys):
+    out = tmp_path / "tables.csv"
+    assert main(["tables", "social-meaning", "--out", str(out)]) == 0
+    df = pd.read_csv(out)
+    assert list(df.columns) == ["model", "prompt", "spearman", "ccc", "rmse", "cds_m", "cds_i", "cds", "das", "iss"]
+    assert len(df) == 12 and df.loc[(df.model == "gpt") & (df.prompt == "MIN"), "ccc"].round(3).item() == 0.703
+    printed = capsys.readouterr().out
+    assert "0.916 (0.932)" in printed and "3 cell(s) differ from the paper" in printed
+    assert "rmse_individual" in pd.read_csv(tmp_path / "tables_with_paper.csv").columns
+
+
+def test_social_meaning_main_job_quick(tmp_path):
+    out = tmp_path / "run"
+    assert main(["run", str(ROOT / "fits" / "social_meaning.json"), "--quick", "--out", str(out)]) == 0
+    assert len(list((out / "posteriors").glob("*.nc"))) == 14  # human RSA, human baseline, 12 LLM x prompt
+    assert sorted(p.name for p in (out / "figures").iterdir()) == [
+        "esr_heatmap_model_implied.png", "fig1_human_vs_model.png", "fig2_esr_heatmap.png",
+        "forest_parameters.png", "ppc_condition_means.png"]
+    esr = pd.read_csv(out / "tables" / "esr_model.csv")
+    assert len(esr) == 12 * 10 and (esr.lo <= esr.esr).all() and (esr.esr <= esr.hi).all()
+    cds = pd.read_csv(out / "tables" / "cds_model.csv")
+    assert np.isfinite(cds[["cds_median", "cds_lo", "cds_hi"]]).all().all()
+    loo = pd.read_csv(out / "tables" / "loo_compare.csv", index_col=0)
+    assert set(loo.index) == {"rsa", "baseline"}
+    tree = load_netcdf(out / "posteriors" / "claude_MIN_rsa.nc")
+    assert tree.attrs["n_invalid_excluded"] == 98 and tree["observed_data"]["rating"].size == 1342
+    report = (out / "report.md").read_text()
+    assert "Quick mode is a smoke test" in report and "## Diagnostics" in report
+    # a second run replaces the folder only when it finishes: the first run's files are intact meanwhile
+    assert not list(tmp_path.glob(".run.tmp-*"))

@@ -1,0 +1,266 @@
+r"""RSA model of the social meaning of numerical (im)precision (Mühlenbernd 2026, Section 2;
+Solt, Mühlenbernd & Burbelko 2025, Exp. 1).
+
+Layering: imports :mod:`pragmodels.agents`, :mod:`pragmodels.logmath`,
+:mod:`pragmodels.likelihoods` and :mod:`pragmodels.priors`; nothing imports this module except
+the study runner (:mod:`models.social_meaning_study`) and notebooks.
+
+Speaker types and forms
+-----------------------
+A speaker type is ``t = (k, m)``: knowledge ``k ∈ {exact, vague}`` (knows the exact number, or
+only roughly) and motive ``m ∈ {cooperative, precise-minded, casual}``. Forms ``u ∈ {precise,
+approx}``; contexts ``c ∈ {low, high}`` (low / high precision demand).
+
+The question under discussion (QUD) a speaker serves depends on motive and context:
+``g(m, c) = fine`` for a precise-minded speaker, ``coarse`` for a casual one, and the context's own
+granularity for a cooperative one (``fine`` iff ``c = high``). Informativeness of a form:
+
+.. math::
+
+    U(\text{precise}; t, c) = 0, \qquad
+    U(\text{approx}; t, c) = -\delta\,[g(m, c) = \text{fine}],
+
+with ``δ = log 5`` (an approximate number leaves ~5 fine-grained values open); ``precise`` is
+unavailable (``U = -∞``) to a speaker with vague knowledge. The speaker (eq. S) and listener
+(eq. L), for scenario ``s``:
+
+.. math::
+
+    S(u \mid t, c) \propto \exp\{\alpha\,[U(u; t, c) - C(u)]\}, \qquad C(\text{approx}) = 0,\;
+    C(\text{precise}) = \texttt{cost\_precise}                                       \quad (S)
+
+    L(t \mid u, c, s) \propto S(u \mid t, c)\, P_s(k)\, P(m)                           \quad (L)
+
+with ``P_s(k = exact) = σ(θ_s)``, ``θ_s = θ_μ + θ_σ z_s`` (scenarios enter hierarchically) and
+``P(m) = softmax(0, ψ_1, ψ_2)``. (Only the cost *difference* between forms is identified, so the
+approximate form's cost is fixed at 0.)
+
+Link to ratings
+---------------
+For attribute ``a``, the listener's inferred speaker gives features
+``f(u, c, s) = (P(k = exact), P(m = precise-minded), P(m = casual))`` under ``L``, and a latent
+
+.. math::
+
+    η = β_a · f(u, c, s) + ζ_{a,s} + ε_p,\qquad ζ_{a,s} \sim N(0, τ_a),\; ε_p \sim N(0, σ_p)
+
+(``ε_p``: a rater effect, for human participants only). The rating ``y ∈ 1..7`` follows an
+ordered logistic with cutpoints ``κ_a`` mixed with a uniform lapse ``λ``:
+``P(y) = (1 − λ) OrdLogit(y; η, κ_a) + λ / 7``.
+
+Non-pragmatic baseline
+----------------------
+Same ordinal likelihood, scenario and rater effects, but ``η = b_{a,1} [u = precise] +
+b_{a,2} [c = high] + b_{a,3} [u = precise, c = high] + ζ_{a,s} + ε_p``: form x context effects per
+attribute with no speaker model.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import numpyro
+
+from pragmodels import agents
+from pragmodels.likelihoods import likert_ratings, ordinal_log_probs, sample_prior
+from pragmodels.priors import Prior
+
+KNOWLEDGE = ("exact", "vague")
+MOTIVES = ("cooperative", "precise-minded", "casual")
+TYPES = tuple(f"{k}/{m}" for k in KNOWLEDGE for m in MOTIVES)
+FORMS = ("precise", "approx")
+CONTEXTS = ("low", "high")
+FEATURES = ("p_exact", "p_precise_minded", "p_casual")
+DELTA = float(np.log(5.0))
+N_RATING = 7
+
+PRIORS_RSA = {
+    "alpha": Prior("LogNormal", loc=0.5, scale=0.75),
+    "cost_precise": Prior("Normal", loc=0.0, scale=1.0),
+    "theta_mu": Prior("Normal", loc=0.0, scale=1.5),
+    "theta_sigma": Prior("HalfNormal", scale=1.0),
+    "psi": Prior("Normal", loc=0.0, scale=1.0),
+    "beta": Prior("Normal", loc=0.0, scale=3.0),
+}
+PRIORS_COMMON = {
+    "cut_first": Prior("Normal", loc=-3.0, scale=2.0),
+    "cut_gap": Prior("LogNormal", loc=0.0, scale=0.5),
+    "tau": Prior("HalfNormal", scale=0.5),
+    "sigma_participant": Prior("HalfNormal", scale=1.0),
+    "lapse": Prior("Beta", concentration1=1.0, concentration0=19.0),
+}
+PRIORS_BASELINE = {"b": Prior("Normal", loc=0.0, scale=2.0)}
+
+
+def _utility() -> np.ndarray:
+    """U[context, form, type] (log-space informativeness; -inf: unavailable)."""
+    u = np.zeros((len(CONTEXTS), len(FORMS), len(TYPES)))
+    for ci, c in enumerate(CONTEXTS):
+        for ti, t in enumerate(TYPES):
+            k, m = t.split("/")
+            fine = m == "precise-minded" or (m == "cooperative" and c == "high")
+            u[ci, 1, ti] = -DELTA if fine else 0.0
+            if k == "vague":
+                u[ci, 0, ti] = -np.inf
+    return u
+
+
+UTILITY = _utility()
+
+
+def speaker(alpha, cost_precise) -> jax.Array:
+    """log S(u | t, c), shape ``[context, type, form]`` (eq. S)."""
+    cost = jnp.stack([cost_precise, jnp.zeros_like(cost_precise)])
+    return jax.vmap(lambda util: agents.softmax_speaker(jnp.asarray(util, jnp.float32), alpha, cost))(UTILITY)
+
+
+def type_prior(theta, psi) -> jax.Array:
+    """log P_s(t), shape ``[scenario, type]`` from ``theta [scenario]`` and ``psi [2]``."""
+    log_k = jnp.stack([jax.nn.log_sigmoid(theta), jax.nn.log_sigmoid(-theta)], -1)  # [s, k]
+    log_m = jax.nn.log_softmax(jnp.concatenate([jnp.zeros(1), psi]))  # [m]
+    return (log_k[:, :, None] + log_m[None, None, :]).reshape(theta.shape[0], -1)
+
+
+def listener_features(alpha, cost_precise, theta, psi) -> jax.Array:
+    """Features of the listener's posterior over speaker types (eq. L), ``[scenario, context, form, feature]``."""
+    log_s = speaker(alpha, cost_precise)  # [c, t, u]
+    log_prior = type_prior(theta, psi)  # [s, t]
+    post = jax.vmap(lambda lp: jax.vmap(lambda ls: agents.bayes_listener(ls, lp))(log_s))(log_prior)  # [s,c,u,t]
+    p = jnp.exp(post).reshape(post.shape[:-1] + (len(KNOWLEDGE), len(MOTIVES)))
+    return jnp.stack([p[..., 0, :].sum(-1), p[..., :, 1].sum(-1), p[..., :, 2].sum(-1)], -1)
+
+
+def _cutpoints(n_attr):
+    with numpyro.plate("attribute", n_attr):
+        first = sample_prior("cut_first", PRIORS_COMMON["cut_first"])
+        with numpyro.plate("cut_gap_dim", N_RATING - 2, dim=-2):
+            gaps = sample_prior("cut_gap", PRIORS_COMMON["cut_gap"])  # [gap, attribute]
+    return numpyro.deterministic("cutpoints", jnp.cumsum(jnp.concatenate([first[None], gaps], 0), 0).T)
+
+
+def _random_effects(n_attr, n_scenarios, n_participants):
+    with numpyro.plate("attribute", n_attr):
+        tau = sample_prior("tau", PRIORS_COMMON["tau"])
+        with numpyro.plate("scenario", n_scenarios, dim=-2):
+            zeta_raw = sample_prior("zeta_raw", Prior("Normal", loc=0.0, scale=1.0))  # [s, a]
+    zeta = numpyro.deterministic("zeta", zeta_raw * tau)
+    eps = None
+    if n_participants:
+        sp = sample_prior("sigma_participant", PRIORS_COMMON["sigma_participant"])
+        with numpyro.plate("participant", n_participants):
+            eps_raw = sample_prior("eps_raw", Prior("Normal", loc=0.0, scale=1.0))
+        eps = eps_raw * sp
+    return zeta, eps
+
+
+def _observe(table, cut, condition, rating, lapse, eps, participant):
+    """Ratings given the condition table ``table [scenario, context, form, attribute]``.
+
+    Without rater effects the ordinal probabilities are computed once per condition (144) and
+    gathered per rating; with them, per rating."""
+    n_attr = cut.shape[0]
+    flat = table.reshape(-1)
+    cut_table = jnp.tile(cut, (flat.shape[0] // n_attr, 1))  # attribute is the fastest axis
+    if eps is None:
+        return likert_ratings("rating", flat, cut_table, rating, lapse=lapse, dim="response", rows=condition)
+    latent = flat[condition] + eps[participant]
+    return likert_ratings("rating", latent, cut_table[condition], rating, lapse=lapse, dim="response")
+
+
+def condition_index(scenario, context, form, attribute, n_attributes: int = 6):
+    """Flat index into ``[scenario, context, form, attribute]`` tables."""
+    return ((np.asarray(scenario) * len(CONTEXTS) + np.asarray(context)) * len(FORMS) + np.asarray(form)) \
+        * n_attributes + np.asarray(attribute)
+
+
+def rsa_linear_predictor(alpha, cost, theta, psi, beta) -> jax.Array:
+    """``β_a · (f − f̄)`` per ``[scenario, context, form, attribute]``; features are centred on their
+    mean over conditions so that the cutpoints, not β, carry each attribute's overall level
+    (this removes the strong β-cutpoint correlation that slows NUTS)."""
+    feats = listener_features(alpha, cost, theta, psi)  # [s, c, u, f]
+    feats = feats - feats.mean(axis=(0, 1, 2), keepdims=True)
+    return jnp.einsum("scuf,fa->scua", feats, beta)
+
+
+def rsa_model(condition, rating=None, participant=None, *, n_scenarios: int = 6,
+              n_attributes: int = 6, n_participants: int = 0):
+    """The RSA social-meaning model (module docstring). Data are per rating: ``condition
+    [response]`` (:func:`condition_index` of scenario, context (0 low, 1 high), form (0 precise,
+    1 approx) and attribute), ``rating [response]`` in 1..7, optional ``participant [response]``."""
+    alpha = sample_prior("alpha", PRIORS_RSA["alpha"])
+    cost = sample_prior("cost_precise", PRIORS_RSA["cost_precise"])
+    theta_mu = sample_prior("theta_mu", PRIORS_RSA["theta_mu"])
+    theta_sigma = sample_prior("theta_sigma", PRIORS_RSA["theta_sigma"])
+    with numpyro.plate("scenario", n_scenarios):
+        z = sample_prior("theta_z", Prior("Normal", loc=0.0, scale=1.0))
+    theta = numpyro.deterministic("theta", theta_mu + theta_sigma * z)
+    with numpyro.plate("motive_free", 2):
+        psi = sample_prior("psi", PRIORS_RSA["psi"])
+    with numpyro.plate("attribute", n_attributes):
+        with numpyro.plate("feature", len(FEATURES), dim=-2):
+            beta = sample_prior("beta", PRIORS_RSA["beta"])  # [feature, attribute]
+    cut = _cutpoints(n_attributes)
+    zeta, eps = _random_effects(n_attributes, n_scenarios, n_participants)
+    lapse = sample_prior("lapse", PRIORS_COMMON["lapse"])
+    table = rsa_linear_predictor(alpha, cost, theta, psi, beta) + zeta[:, None, None, :]
+    return _observe(table, cut, condition, rating, lapse, eps, participant)
+
+
+rsa_model.name = "social_meaning_rsa"
+rsa_model.priors = {**PRIORS_RSA, **PRIORS_COMMON}
+
+
+def baseline_linear_predictor(b, n_scenarios: int = 6) -> jax.Array:
+    """``b_a · (form, context, form x context)`` per ``[scenario, context, form, attribute]``."""
+    precise = jnp.array([1.0, 0.0])[None, :]
+    high = jnp.array([0.0, 1.0])[:, None]
+    design = jnp.stack(jnp.broadcast_arrays(precise, high, precise * high), -1)  # [c, u, e]
+    return jnp.broadcast_to(jnp.einsum("cue,ea->cua", design, b), (n_scenarios,) + design.shape[:2] + b.shape[1:])
+
+
+def baseline_model(condition, rating=None, participant=None, *, n_scenarios: int = 6,
+                   n_attributes: int = 6, n_participants: int = 0):
+    """Non-pragmatic baseline: form, context and form x context effects per attribute."""
+    with numpyro.plate("attribute", n_attributes):
+        with numpyro.plate("effect", 3, dim=-2):
+            b = sample_prior("b", PRIORS_BASELINE["b"])  # [effect, attribute]
+    cut = _cutpoints(n_attributes)
+    zeta, eps = _random_effects(n_attributes, n_scenarios, n_participants)
+    lapse = sample_prior("lapse", PRIORS_COMMON["lapse"])
+    table = baseline_linear_predictor(b, n_scenarios) + zeta[:, None, None, :]
+    return _observe(table, cut, condition, rating, lapse, eps, participant)
+
+
+baseline_model.name = "social_meaning_baseline"
+baseline_model.priors = {**PRIORS_BASELINE, **PRIORS_COMMON}
+
+
+# ---------------------------------------------------------------- model-implied quantities
+_GH_X, _GH_W = np.polynomial.hermite_e.hermegauss(9)  # ∫ f(x) N(x; 0, 1) dx ≈ Σ w f(x) / √(2π)
+_GH_W = _GH_W / _GH_W.sum()
+
+
+def _expected_rating(latent, cut, lapse, sigma_p):
+    """E[rating] for latent ``[...]`` with cutpoints ``[..., 6]``, integrating a N(0, σ_p) rater effect."""
+    shifts = sigma_p * _GH_X  # [q]
+    lp = ordinal_log_probs(latent[..., None] + shifts, cut[..., None, :])  # [..., q, 7]
+    p = (1 - lapse) * jnp.exp(lp) + lapse / N_RATING
+    return ((p * jnp.arange(1, N_RATING + 1)).sum(-1) * _GH_W).sum(-1)
+
+
+def implied_cell_means(kind: str, draw: dict, n_scenarios: int = 6) -> jax.Array:
+    """Model-implied mean rating per ``[attribute, scenario, context, form]`` for one posterior draw.
+
+    ``draw`` maps parameter names to arrays for a single draw (as in the DataTree posterior).
+    Rater effects are integrated out (9-point Gauss-Hermite) when the fit has them.
+    """
+    cut = draw["cutpoints"]  # [a, 6]
+    if kind == "rsa":
+        table = rsa_linear_predictor(draw["alpha"], draw["cost_precise"], draw["theta"], draw["psi"], draw["beta"])
+    else:
+        table = baseline_linear_predictor(draw["b"], n_scenarios)
+    latent = jnp.moveaxis(table + draw["zeta"][:, None, None, :], -1, 0)  # [a, s, c, u]
+    sigma_p = draw.get("sigma_participant", jnp.zeros(()))
+    cut_b = jnp.broadcast_to(cut[:, None, None, None, :], latent.shape + (cut.shape[-1],))
+    return _expected_rating(latent, cut_b, draw["lapse"], sigma_p)

@@ -1,0 +1,12 @@
+"""Plots: draw, never compute. Each function takes tidy frames or DataTrees already computed
+elsewhere and returns a matplotlib ``Figure``. One plot function per file.
+
+Layering: imports matplotlib and arviz_plots only (never likelihoods, inference or numpyro).
+"""
+
+from pragmodels.plots.esr_heatmap import esr_heatmap
+from pragmodels.plots.forest import forest
+from pragmodels.plots.human_vs_model_means import human_vs_model_means
+from pragmodels.plots.ppc_condition_means import ppc_condition_means
+
+__all__ = ["esr_heatmap", "forest", "human_vs_model_means", "ppc_condition_means"]

@@ -1,0 +1,18 @@
+"""Shared plot style: prompt markers and colours as in Mühlenbernd (2026), Figure 1."""
+
+PROMPT_STYLE = {
+    "MIN": dict(marker="o", color="0.5"),
+    "ALT": dict(marker="s", color="tab:orange"),
+    "KMA": dict(marker="^", color="tab:blue"),
+    "COM": dict(marker="D", color="tab:green"),
+}
+
+
+def new_figure(n_panels: int, width: float = 4.2, height: float = 4.0, **kw):
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, n_panels, figsize=(width * n_panels, height), squeeze=False, **kw)
+    return fig, axes[0]

@@ -1,0 +1,83 @@
+"""The social-meaning RSA model: speaker/listener behaviour the theory predicts, model traces,
+model-implied means, and a parameter-recovery check of the rating link."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from numpyro import handlers
+
+from models import social_meaning as sm
+
+
+def test_speaker_rows_normalise_and_vague_speakers_never_say_precise():
+    s = np.exp(np.asarray(sm.speaker(jnp.array(2.0), jnp.array(0.3))))  # [context, type, form]
+    np.testing.assert_allclose(s.sum(-1), 1.0, atol=1e-6)
+    vague = [i for i, t in enumerate(sm.TYPES) if t.startswith("vague")]
+    assert np.all(s[:, vague, 0] == 0)
+
+
+def test_context_and_motive_shape_the_speaker_as_the_theory_says():
+    s = np.exp(np.asarray(sm.speaker(jnp.array(2.0), jnp.array(0.3))))
+    t = {name: i for i, name in enumerate(sm.TYPES)}
+    coop, casual, precise_m = t["exact/cooperative"], t["exact/casual"], t["exact/precise-minded"]
+    # a cooperative knower says the precise number more when the context demands precision
+    assert s[1, coop, 0] > s[0, coop, 0] + 0.3
+    # personas ignore the context
+    assert s[0, casual, 0] == pytest.approx(s[1, casual, 0]) and s[0, precise_m, 0] == pytest.approx(s[1, precise_m, 0])
+
+
+def test_listener_features_follow_form_and_context():
+    f = np.asarray(sm.listener_features(jnp.array(2.0), jnp.array(0.3), jnp.zeros(6), jnp.zeros(2)))
+    assert f.shape == (6, 2, 2, 3) and np.all((f >= 0) & (f <= 1))
+    low, high = 0, 1
+    precise, approx = 0, 1
+    assert np.allclose(f[:, :, precise, 0], 1.0)  # only knowers can say the precise number
+    assert np.all(f[:, high, approx, 0] < f[:, low, approx, 0])  # approx is worse news when precision matters
+    assert np.all(f[:, low, precise, 1] > f[:, high, precise, 1])  # precise in a casual context: a precise-minded persona
+    assert np.all(f[:, high, approx, 2] > f[:, low, approx, 2])  # approx where precision matters: casual persona
+
+
+def _data(n_participants=0, seed=0, n=300):
+    rng = np.random.default_rng(seed)
+    cond = rng.integers(0, 6 * 2 * 2 * 6, n).astype(np.int32)
+    d = dict(condition=cond, rating=rng.integers(1, 8, n).astype(np.int32))
+    if n_participants:
+        d.update(participant=rng.integers(0, n_participants, n).astype(np.int32), n_participants=n_participants)
+    return d
+
+
+@pytest.mark.parametrize("model", [sm.rsa_model, sm.baseline_model])
+@pytest.mark.parametrize("n_participants", [0, 20])
+def test_models_trace_with_named_dims(model, n_participants):
+    tr = handlers.trace(handlers.seed(model, 0)).get_trace(**_data(n_participants))
+    assert tr["rating"]["is_observed"] and tr["rating"]["value"].shape == (300,)
+    assert tr["response"]["type"] == "plate" and tr["attribute"]["args"][0] == 6
+    assert ("participant" in tr) == bool(n_participants)
+    lp = tr["rating"]["fn"].log_prob(tr["rating"]["value"])
+    assert np.all(np.isfinite(np.asarray(lp)))
+
+
+def test_bad_rating_is_named():
+    d = _data()
+    d["rating"][5] = 9
+    with pytest.raises(ValueError, match=r"rating\[5\] = 9; expected an integer rating in 1..7"):
+        handlers.trace(handlers.seed(sm.rsa_model, 0)).get_trace(**d)
+
+
+def test_implied_means_match_monte_carlo_of_the_generative_model():
+    """E[rating] by quadrature vs the mean of 200k simulated ratings (sd of that mean ~0.004;
+    tolerance 0.02)."""
+    key = jax.random.key(0)
+    tr = handlers.trace(handlers.seed(sm.rsa_model, 1)).get_trace(**dict(_data(20), rating=None))
+    draw = {k: v["value"] for k, v in tr.items() if v["type"] in ("sample", "deterministic") and k != "rating"}
+    draw["sigma_participant"] = jnp.array(0.8)
+    means = np.asarray(sm.implied_cell_means("rsa", draw))  # [a, s, c, u]
+    assert means.shape == (6, 6, 2, 2) and np.all((means > 1) & (means < 7))
+    a, s, c, u = 2, 3, 1, 0
+    table = sm.rsa_linear_predictor(draw["alpha"], draw["cost_precise"], draw["theta"], draw["psi"], draw["beta"])
+    latent = table[s, c, u, a] + draw["zeta"][s, a] + 0.8 * jax.random.normal(key, (200_000,))
+    lp = sm.ordinal_log_probs(latent, draw["cutpoints"][a])
+    p = (1 - draw["lapse"]) * jnp.exp(lp) + draw["lapse"] / 7
+    y = jax.random.categorical(jax.random.key(1), jnp.log(p)) + 1
+    assert abs(float(y.mean()) - means[a, s, c, u]) < 0.02
