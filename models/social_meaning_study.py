@@ -7,6 +7,7 @@ pragmodels public API (datasets, metrics, fit, plots, results_io).
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 import warnings
@@ -28,7 +29,7 @@ SCENARIOS = ("bicycle", "cinema", "conference", "house", "office", "pasta")
 SAMPLER = {
     # quick: a smoke run for tests and CI (not for inference: short chains, capped trees)
     "quick": dict(num_warmup=100, num_samples=100, num_chains=2, max_tree_depth=6),
-    "full": dict(num_warmup=1000, num_samples=1000, num_chains=4),
+    "full": dict(num_warmup=600, num_samples=600, num_chains=4, target_accept=0.85),
 }
 
 
@@ -137,12 +138,15 @@ def _draws(tree, n: int, seed: int) -> list[dict]:
     return out
 
 
+_IMPLIED = {kind: jax.jit(jax.vmap(functools.partial(sm.implied_cell_means, kind))) for kind in ("rsa", "baseline")}
+
+
 def implied_means(tree, kind: str, n_draws: int, seed: int = 0) -> np.ndarray:
     """Model-implied cell means, shape ``[draw, attribute, scenario, context, form]``."""
     draws = _draws(tree, n_draws, seed)
-    stacked = {k: jnp.stack([d[k] for d in draws]) for k in draws[0]}
-    f = jax.jit(jax.vmap(lambda d: sm.implied_cell_means(kind, d)))
-    return np.asarray(f(stacked))
+    keep = ("alpha", "cost_precise", "theta", "psi", "beta", "b", "cutpoints", "zeta", "lapse", "sigma_participant")
+    stacked = {k: jnp.stack([d[k] for d in draws]) for k in draws[0] if k in keep}
+    return np.asarray(_IMPLIED[kind](stacked))
 
 
 def implied_effects(means: np.ndarray) -> dict[str, np.ndarray]:
@@ -199,7 +203,7 @@ def _diag_line(label, tree) -> str:
 
 
 def run_study(out_dir: str | Path, mode: str = "full", seed: int = 20261130, n_draws: int = 400,
-              progress: bool = False, log=print, sampler: dict | None = None, conditions=None) -> Path:
+              progress: bool = False, log=None, sampler: dict | None = None, conditions=None) -> Path:
     """Run the whole study and write the run folder ``out_dir`` (replaced atomically at the end).
 
     ``sampler`` overrides the mode's NUTS settings; ``conditions`` restricts the LLM fits to
@@ -207,6 +211,7 @@ def run_study(out_dir: str | Path, mode: str = "full", seed: int = 20261130, n_d
     if mode not in SAMPLER:
         raise ValueError(f"mode must be one of {sorted(SAMPLER)}; got {mode!r}.")
     t_start = time.perf_counter()
+    log = log or (lambda msg: print(msg, flush=True))
     out_dir = Path(out_dir)
     tmp = out_dir.parent / f".{out_dir.name}.tmp-{int(time.time())}"
     (tmp / "posteriors").mkdir(parents=True)

@@ -52,6 +52,19 @@ def _common(priors, cost_design, fit_lapse):
     return cost, lapse
 
 
+def _agent(agent, pri, log_semantics, cost_design, log_prior, depth, prior_at, fit_lapse):
+    """Sample alpha, costs and lapse; return the agent's table and the lapse."""
+    alpha = sample_prior("alpha", pri["alpha"])
+    cost, lapse = _common(pri, cost_design, fit_lapse)
+    return agent(log_semantics, alpha, cost, log_prior, depth, prior_at=prior_at), lapse
+
+
+def _label(model, kind: str, priors: dict, **options):
+    model.name = f"{kind}(" + ", ".join(f"{k}={v}" for k, v in options.items()) + ")"
+    model.priors = priors
+    return model
+
+
 def _param_names(cost: bool, lapse: bool, base=("alpha",)):
     return list(base) + (["cost_weight"] if cost else []) + (["lapse"] if lapse else [])
 
@@ -67,15 +80,11 @@ def listener_model(*, depth: int = 1, fit_cost: bool = True, fit_lapse: bool = T
     pri = _merge(priors, _param_names(fit_cost, fit_lapse))
 
     def model(log_semantics, utterance, choice=None, cost_design=None, log_prior=None):
-        alpha = sample_prior("alpha", pri["alpha"])
-        cost, lapse = _common(pri, cost_design if fit_cost else None, fit_lapse)
-        log_l = agents.pragmatic_listener(log_semantics, alpha, cost, log_prior, depth,
-                                          prior_at=prior_at)
+        log_l, lapse = _agent(agents.pragmatic_listener, pri, log_semantics, cost_design if fit_cost else None,
+                              log_prior, depth, prior_at, fit_lapse)
         return listener_choices("choice", log_l, choice, lapse=lapse, rows=utterance)
 
-    model.name = f"rsa_listener(depth={depth}, prior_at={prior_at}, cost={fit_cost}, lapse={fit_lapse})"
-    model.priors = pri
-    return model
+    return _label(model, "rsa_listener", pri, depth=depth, prior_at=prior_at, cost=fit_cost, lapse=fit_lapse)
 
 
 def speaker_model(*, depth: int = 1, fit_cost: bool = True, fit_lapse: bool = True,
@@ -88,15 +97,11 @@ def speaker_model(*, depth: int = 1, fit_cost: bool = True, fit_lapse: bool = Tr
     pri = _merge(priors, _param_names(fit_cost, fit_lapse))
 
     def model(log_semantics, state, choice=None, cost_design=None, log_prior=None):
-        alpha = sample_prior("alpha", pri["alpha"])
-        cost, lapse = _common(pri, cost_design if fit_cost else None, fit_lapse)
-        log_s = agents.pragmatic_speaker(log_semantics, alpha, cost, log_prior, depth,
-                                         prior_at=prior_at)
+        log_s, lapse = _agent(agents.pragmatic_speaker, pri, log_semantics, cost_design if fit_cost else None,
+                              log_prior, depth, prior_at, fit_lapse)
         return speaker_choices("choice", log_s, choice, lapse=lapse, rows=state)
 
-    model.name = f"rsa_speaker(depth={depth}, prior_at={prior_at}, cost={fit_cost}, lapse={fit_lapse})"
-    model.priors = pri
-    return model
+    return _label(model, "rsa_speaker", pri, depth=depth, prior_at=prior_at, cost=fit_cost, lapse=fit_lapse)
 
 
 def hierarchical_listener_model(*, depth: int = 1, fit_lapse: bool = True, prior_at: str = "all",
@@ -131,6 +136,4 @@ def hierarchical_listener_model(*, depth: int = 1, fit_lapse: bool = True, prior
         table = log_l.reshape(-1, log_l.shape[-1])  # [item * utterance, state]
         return listener_choices("choice", table, choice, lapse=lapse, rows=item * n_utt + utterance)
 
-    model.name = f"rsa_listener_by_item(depth={depth}, prior_at={prior_at}, lapse={fit_lapse})"
-    model.priors = pri
-    return model
+    return _label(model, "rsa_listener_by_item", pri, depth=depth, prior_at=prior_at, lapse=fit_lapse)
