@@ -50,9 +50,9 @@ ordered logistic with cutpoints ``κ_a`` mixed with a uniform lapse ``λ``:
 
 Non-pragmatic baseline
 ----------------------
-Same ordinal likelihood, scenario and rater effects, but ``η = b_{a,1} [u = precise] +
-b_{a,2} [c = high] + b_{a,3} [u = precise, c = high] + ζ_{a,s} + ε_p``: form x context effects per
-attribute with no speaker model.
+Same ordinal likelihood, scenario and rater effects, but ``η = b_{a,1} x_u + b_{a,2} x_c +
+b_{a,3} x_u x_c + ζ_{a,s} + ε_p`` with effect codes ``x_u = ±1/2`` (precise/approx) and
+``x_c = ±1/2`` (high/low): form x context effects per attribute with no speaker model.
 """
 
 from __future__ import annotations
@@ -212,9 +212,13 @@ rsa_model.priors = {**PRIORS_RSA, **PRIORS_COMMON}
 
 
 def baseline_linear_predictor(b, n_scenarios: int = 6) -> jax.Array:
-    """``b_a · (form, context, form x context)`` per ``[scenario, context, form, attribute]``."""
-    precise = jnp.array([1.0, 0.0])[None, :]
-    high = jnp.array([0.0, 1.0])[:, None]
+    """``b_a · (form, context, form x context)`` per ``[scenario, context, form, attribute]``.
+
+    Effect coding (±1/2), so ``b[0]`` is the precise−approx main effect, ``b[1]`` the high−low
+    context effect and ``b[2]`` the interaction (Δ^HP − Δ^LP), all on the latent scale, and the
+    cutpoints carry each attribute's level."""
+    precise = jnp.array([0.5, -0.5])[None, :]
+    high = jnp.array([-0.5, 0.5])[:, None]
     design = jnp.stack(jnp.broadcast_arrays(precise, high, precise * high), -1)  # [c, u, e]
     return jnp.broadcast_to(jnp.einsum("cue,ea->cua", design, b), (n_scenarios,) + design.shape[:2] + b.shape[1:])
 

@@ -109,7 +109,7 @@ def encode(df: pd.DataFrame, participants: bool) -> dict:
 
 
 COORDS = {"attribute": list(datasets.ATTRIBUTES), "scenario": list(SCENARIOS), "feature": list(sm.FEATURES),
-          "effect": ["form_precise", "context_high", "precise_x_high"], "motive_free": list(sm.MOTIVES[1:])}
+          "effect": ["form", "context", "form_x_context"], "motive_free": list(sm.MOTIVES[1:])}
 
 
 def fit_one(kind: str, df: pd.DataFrame, participants: bool, seed: int, sampler: dict, progress: bool):

@@ -64,8 +64,9 @@ def _pick_chain_method(chain_method: str, num_chains: int) -> str:
     if chain_method not in CHAIN_METHODS:
         raise ValueError(f"chain_method must be one of {CHAIN_METHODS}; got {chain_method!r}.")
     if chain_method == "parallel" and jax.local_device_count() < num_chains:
-        # numpyro would warn and silently run sequentially; vectorised chains are faster on CPU.
-        return "vectorized" if jax.default_backend() == "cpu" else "sequential"
+        # numpyro would warn and silently run sequentially; vectorised chains use the cores (or
+        # the one GPU) better. The choice is recorded in the provenance attributes.
+        return "vectorized"
     return chain_method
 
 
@@ -111,7 +112,8 @@ def fit(
         ``[("beta", "alpha")]`` for strongly correlated parameters.
     chain_method : {"parallel", "vectorized", "sequential"}
         ``parallel`` uses one device per chain (CPU cores via ``PRAGMODELS_HOST_DEVICES``, or
-        GPUs); with too few devices it falls back to ``vectorized`` on CPU.
+        GPUs); with fewer devices than chains it runs them ``vectorized`` instead (recorded in
+        ``sampler_settings``).
     dims, coords : dict, optional
         Extra ArviZ dims/coords; plate names already name the batch dims.
     out : path, optional
