@@ -11,7 +11,7 @@ os.environ.setdefault("PRAGMODELS_COMPILATION_CACHE", str(ROOT / ".pytest_cache"
 
 @pytest.fixture(scope="session")
 def mirror() -> Path:
-    path = Path(os.environ["PRAGMODELS_DATA_DIR"])
+    path = Path(os.environ["PRAGMODELS_DATA_DIR"]).resolve()
     if not path.is_dir():
         pytest.fail(f"offline mirror not found at {path}; set PRAGMODELS_DATA_DIR")
     return path

@@ -61,7 +61,7 @@ def locate(key: str, *, verify_hash: bool = True) -> Path:
     entry = get(key)
     mirror = os.environ.get("PRAGMODELS_DATA_DIR")
     if mirror:
-        path = Path(mirror) / entry.path
+        path = Path(mirror).resolve() / entry.path
         if not path.is_file():
             raise DataIntegrityError(
                 f"{path}: not found in the offline mirror PRAGMODELS_DATA_DIR={mirror!r} "
