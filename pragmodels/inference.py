@@ -21,7 +21,7 @@ from importlib.metadata import version as _pkg_version
 import jax
 import numpy as np
 import numpyro
-from numpyro.infer import MCMC, NUTS, Predictive
+from numpyro.infer import MCMC, NUTS, Predictive, init_to_median, init_to_uniform
 from numpyro import handlers
 
 from pragmodels.diagnostics import FitDiagnosticsError, diagnose
@@ -88,6 +88,7 @@ def fit(
     target_accept: float = 0.8,
     max_tree_depth: int = 10,
     dense_mass=False,
+    init: str = "median",
     progress_bar: bool = True,
     dims: dict | None = None,
     coords: dict | None = None,
@@ -110,6 +111,10 @@ def fit(
     dense_mass : bool or list of tuples of site names
         NUTS mass matrix: diagonal (False), dense (True) or dense blocks, e.g.
         ``[("beta", "alpha")]`` for strongly correlated parameters.
+    init : {"median", "uniform"}
+        Where chains start: near the prior medians (default; keeps, e.g., a lapse rate from
+        starting near 1 where the likelihood is flat and a chain can stall), or NumPyro's
+        uniform draws in (-2, 2) on the unconstrained scale.
     chain_method : {"parallel", "vectorized", "sequential"}
         ``parallel`` uses one device per chain (CPU cores via ``PRAGMODELS_HOST_DEVICES``, or
         GPUs); with fewer devices than chains it runs them ``vectorized`` instead (recorded in
@@ -137,10 +142,14 @@ def fit(
     if not observed:
         raise ValueError("the model has no observed sites: pass the observations in `data`.")
     method = _pick_chain_method(chain_method, num_chains)
+    inits = {"median": init_to_median(num_samples=15), "uniform": init_to_uniform()}
+    if init not in inits:
+        raise ValueError(f"init must be one of {sorted(inits)}; got {init!r}.")
     settings = dict(
         sampler="NUTS", num_warmup=num_warmup, num_samples=num_samples, num_chains=num_chains,
         chain_method=method, target_accept=target_accept, max_tree_depth=max_tree_depth,
         dense_mass=dense_mass if isinstance(dense_mass, bool) else [list(b) for b in dense_mass],
+        init=init,
     )
     # Python scalars (sizes, flags) stay static; arrays are traced jit arguments, so a compiled
     # kernel is reused by later fits with the same shapes and the same static values.
@@ -150,7 +159,7 @@ def fit(
     mcmc = _MCMC_CACHE.get(cache_key)
     if mcmc is None:
         kernel = NUTS(functools.partial(model, **static), target_accept_prob=target_accept,
-                      max_tree_depth=max_tree_depth, dense_mass=dense_mass)
+                      max_tree_depth=max_tree_depth, dense_mass=dense_mass, init_strategy=inits[init])
         mcmc = MCMC(kernel, num_warmup=num_warmup, num_samples=num_samples, num_chains=num_chains,
                     chain_method=method, progress_bar=progress_bar, jit_model_args=True)
         _MCMC_CACHE[cache_key] = mcmc
