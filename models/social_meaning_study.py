@@ -29,7 +29,7 @@ SCENARIOS = ("bicycle", "cinema", "conference", "house", "office", "pasta")
 SAMPLER = {
     # quick: a smoke run for tests and CI (not for inference: short chains, capped trees)
     "quick": dict(num_warmup=100, num_samples=100, num_chains=2, max_tree_depth=6),
-    "full": dict(num_warmup=600, num_samples=600, num_chains=4, target_accept=0.85),
+    "full": dict(num_warmup=600, num_samples=600, num_chains=4, target_accept=0.85, max_tree_depth=8),
 }
 
 

@@ -60,8 +60,11 @@ def _worst(ds: xr.Dataset, fn) -> tuple[float, str]:
     return worst, where
 
 
-def diagnose(tree: xr.DataTree, emit: bool = True) -> Diagnostics:
-    """Count divergences, find the worst r_hat and ESS, and warn (``FitWarning``) on problems."""
+def diagnose(tree: xr.DataTree, emit: bool = True, max_tree_depth: int | None = None) -> Diagnostics:
+    """Count divergences, find the worst r_hat and ESS, and warn (``FitWarning``) on problems.
+
+    With ``max_tree_depth``, also flag NUTS trajectories that hit the depth limit (the sampler
+    was cut short, so it explores slowly and the ESS estimates deserve suspicion)."""
     from arviz_stats import ess, rhat
 
     post = tree["posterior"].to_dataset()
@@ -86,6 +89,14 @@ def diagnose(tree: xr.DataTree, emit: bool = True) -> Diagnostics:
         problems.append(f"bulk ESS = {eb:.0f} < {floor} for {eb_name!r}: too few effective draws.")
     if et < floor:
         problems.append(f"tail ESS = {et:.0f} < {floor} for {et_name!r}: tail quantiles unreliable.")
+    stats = tree["sample_stats"]
+    if max_tree_depth is not None and "n_steps" in stats:
+        saturated = float((np.asarray(stats["n_steps"]) >= 2**max_tree_depth - 1).mean())
+        if saturated > 0.01:
+            problems.append(
+                f"{100 * saturated:.0f}% of NUTS trajectories hit max_tree_depth={max_tree_depth}: "
+                "the posterior is badly scaled or correlated; reparameterise or raise the limit."
+            )
     if emit:
         for p in problems:
             warnings.warn(p, FitWarning, stacklevel=3)

@@ -174,7 +174,7 @@ def fit(
         pp = {k: np.asarray(v) for k, v in pp.items()}
     tree = from_numpyro(mcmc, posterior_predictive=pp, log_likelihood=True, dims=dims, coords=coords)
     wall = time.perf_counter() - t0
-    diag = diagnose(tree, emit=not strict)
+    diag = diagnose(tree, emit=not strict, max_tree_depth=max_tree_depth)
     model_name = name or getattr(model, "name", None) or getattr(model, "__name__", repr(model))
     priors = priors if priors is not None else getattr(model, "priors", None)
     from pragmodels import __version__
