@@ -129,6 +129,9 @@ def test_bad_fit_warns_and_strict_fit_writes_nothing(speaker_data, tmp_path):
     model = speaker_model(fit_lapse=False)
     with pytest.warns(FitWarning, match="ESS"):
         pm.fit(3, model, speaker_data, num_warmup=10, num_samples=12, num_chains=2, progress_bar=False)
+    with pytest.warns(FitWarning, match="hit max_tree_depth=1"):
+        pm.fit(3, model, speaker_data, num_warmup=50, num_samples=50, num_chains=2, max_tree_depth=1,
+               progress_bar=False)
     out = tmp_path / "good.nc"
     out.write_bytes(b"earlier good result")
     with pytest.raises(FitDiagnosticsError, match="ESS"):
