@@ -14,8 +14,6 @@ wall time of the cached run. Writes benchmarks/results/fit_speed.csv and .md.
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import sys
 import time
 import warnings
@@ -23,9 +21,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import jax  # noqa: E402
-import pandas as pd  # noqa: E402
 
 import pragmodels as pm  # noqa: E402
+from benchmarks._results import write_results  # noqa: E402
 from pragmodels.rsa_models import hierarchical_listener_model, speaker_model  # noqa: E402
 from pragmodels.simulate import reference_game_speaker, scale_listener_by_item  # noqa: E402
 
@@ -76,15 +74,8 @@ def main():
                   f"cached {r['cached_call_s']:6.1f} s, min bulk ESS {r['min_bulk_ess']:7.0f}, "
                   f"ESS/s {r['ess_per_s']:7.1f}, x{r['speedup_vs_sequential']:.2f} vs sequential, "
                   f"r_hat {r['max_rhat']:.3f}, divergences {r['divergences']}", flush=True)
-    df = pd.DataFrame(rows)
-    out = HERE / "results"
-    out.mkdir(exist_ok=True)
-    stem = "fit_speed_quick" if args.quick else "fit_speed"
-    df.to_csv(out / f"{stem}.csv", index=False)
-    header = (f"# Fit speed\n\n{os.cpu_count()} cores, {jax.local_device_count()} JAX devices, backend "
-              f"{jax.default_backend()}, jax {jax.__version__}, pragmodels {pm.__version__}; "
-              f"{warmup} warm-up + {samples} draws x 4 chains.\n\n")
-    (out / f"{stem}.md").write_text(header + df.to_markdown(index=False, floatfmt=".3g") + "\n")
+    write_results(rows, "fit_speed_quick" if args.quick else "fit_speed", "Fit speed",
+                  f"{warmup} warm-up + {samples} draws x 4 chains.")
 
 
 if __name__ == "__main__":

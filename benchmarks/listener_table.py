@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import subprocess
 import sys
 import time
@@ -27,6 +25,7 @@ from jax.nn import logsumexp
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import pragmodels as pm  # noqa: E402
+from benchmarks._results import write_results  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 ALPHA = 2.0
@@ -99,17 +98,8 @@ def main():
         print(f"{n:>5}x{n:<5} depth {depth}: pragmodels {t_ours:9.2f} ms | floor {t_floor:9.2f} ms "
               f"| ratio {t_ours / t_floor:5.2f} | memo "
               + (f"{m:9.2f} ms ({m / t_ours:5.2f}x slower)" if m else f"n/a ({note})"), flush=True)
-    out = HERE / "results"
-    out.mkdir(exist_ok=True)
-    stem = "listener_table_quick" if args.quick else "listener_table"
-    import pandas as pd
-
-    df = pd.DataFrame(rows)
-    df.to_csv(out / f"{stem}.csv", index=False)
-    header = (f"# Pragmatic listener table\n\nMachine: {platform.processor() or platform.machine()}, "
-              f"{os.cpu_count()} cores, backend {jax.default_backend()}, jax {jax.__version__}, "
-              f"pragmodels {pm.__version__}. Median ms after warm-up (best of 3 interleaved rounds).\n\n")
-    (out / f"{stem}.md").write_text(header + df.to_markdown(index=False, floatfmt=".3g") + "\n")
+    write_results(rows, "listener_table_quick" if args.quick else "listener_table", "Pragmatic listener table",
+                  "Median ms after warm-up (best of 3 interleaved rounds).")
 
 
 if __name__ == "__main__":

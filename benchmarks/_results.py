@@ -1,0 +1,24 @@
+"""Write a benchmark's rows to results/<stem>.csv and results/<stem>.md with a machine line."""
+
+from __future__ import annotations
+
+import os
+import platform
+from pathlib import Path
+
+import jax
+import pandas as pd
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def write_results(rows: list[dict], stem: str, title: str, detail: str) -> None:
+    import pragmodels as pm
+
+    RESULTS.mkdir(exist_ok=True)
+    df = pd.DataFrame(rows)
+    df.to_csv(RESULTS / f"{stem}.csv", index=False)
+    header = (f"# {title}\n\nMachine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+              f"{jax.local_device_count()} JAX devices, backend {jax.default_backend()}, jax {jax.__version__}, "
+              f"pragmodels {pm.__version__}. {detail}\n\n")
+    (RESULTS / f"{stem}.md").write_text(header + df.to_markdown(index=False, floatfmt=".3g") + "\n")
