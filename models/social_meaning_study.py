@@ -62,7 +62,6 @@ DISCREPANCY_NOTES = {
                                 "0.538, within 0.001). 98 of 1,440 Claude MIN responses are invalid upstream; recovering "
                                 "a leading digit from their raw text gives 0.942, so that is not the cause. Unexplained; "
                                 "most likely the table was made from an earlier run.",
-    ("claude", "MIN", "cds"): "follows from cds_m (see there).",
     ("gemini", "COM", "spearman"): "0.916 here and in the upstream notebook vs 0.932 printed; the notebook output the "
                                    "paper's other cells match gives 0.916, so the printed value looks like a transcription slip.",
     ("gemini", "COM", "cds_m"): "1.238 here and in the upstream notebook vs 1.241 printed (4 invalid responses upstream).",
