@@ -35,7 +35,7 @@ from typing import Literal
 import jax
 import jax.numpy as jnp
 
-from pragmodels.logmath import log_mix_uniform, log_normalize, masked_scale
+from pragmodels.logmath import log_mix_uniform, log_normalize, log_sum_exp, masked_scale
 
 __all__ = [
     "softmax_speaker",
@@ -221,12 +221,7 @@ def lexical_uncertainty_listener(
         log_semantics
     )  # [lexicon, utterance, state]
     log_lexicon_prior = log_normalize(jnp.asarray(log_lexicon_prior, log_semantics.dtype), axis=0)
-    weighted = speakers + log_lexicon_prior[:, None, None]
-    m = jnp.max(weighted, axis=0)
-    ok = m > -jnp.inf
-    m_safe = jnp.where(ok, jax.lax.stop_gradient(m), 0.0)
-    marg = jnp.sum(jnp.exp(weighted - m_safe), axis=0)
-    log_speaker = jnp.where(ok, jnp.log(jnp.where(ok, marg, 1.0)) + m_safe, -jnp.inf)
+    log_speaker = log_sum_exp(speakers + log_lexicon_prior[:, None, None], axis=0)
     top = depth == 1
     listener = _listener_us(log_speaker, log_prior if (top or prior_at == "all") else None)
     for level in range(2, depth + 1):

@@ -15,7 +15,17 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-__all__ = ["log_normalize", "masked_scale", "log_mix_uniform"]
+__all__ = ["log_sum_exp", "log_normalize", "masked_scale", "log_mix_uniform"]
+
+
+def log_sum_exp(x: jax.Array, axis: int, keepdims: bool = False) -> jax.Array:
+    """``log Σ exp(x)`` along ``axis``; ``-inf`` (with zero gradient, not NaN) for all ``-inf`` slices."""
+    m = jnp.max(x, axis=axis, keepdims=True)
+    finite = m > -jnp.inf
+    m_safe = jnp.where(finite, lax.stop_gradient(m), 0.0)
+    s = jnp.sum(jnp.exp(x - m_safe), axis=axis, keepdims=True)
+    out = jnp.where(finite, jnp.log(jnp.where(finite, s, 1.0)) + m_safe, -jnp.inf)
+    return out if keepdims else jnp.squeeze(out, axis)
 
 
 def log_normalize(x: jax.Array, axis: int) -> jax.Array:
@@ -25,12 +35,9 @@ def log_normalize(x: jax.Array, axis: int) -> jax.Array:
     instead of NaN. ``+inf`` and NaN inputs are not supported (validate inputs eagerly with
     :func:`pragmodels.semantics.check_log_semantics`).
     """
-    m = jnp.max(x, axis=axis, keepdims=True)
-    finite = m > -jnp.inf
-    m_safe = jnp.where(finite, lax.stop_gradient(m), 0.0)
-    s = jnp.sum(jnp.exp(x - m_safe), axis=axis, keepdims=True)
-    lse = jnp.log(jnp.where(finite, s, 1.0)) + m_safe
-    return jnp.where(finite, x - lse, -jnp.inf)
+    lse = log_sum_exp(x, axis, keepdims=True)
+    ok = lse > -jnp.inf
+    return jnp.where(ok, x - jnp.where(ok, lse, 0.0), -jnp.inf)
 
 
 def masked_scale(log_p: jax.Array, alpha: jax.Array, offset: jax.Array) -> jax.Array:
