@@ -29,7 +29,7 @@ SCENARIOS = ("bicycle", "cinema", "conference", "house", "office", "pasta")
 SAMPLER = {
     # quick: a smoke run for tests and CI (not for inference: short chains, capped trees)
     "quick": dict(num_warmup=100, num_samples=100, num_chains=2, max_tree_depth=6),
-    "full": dict(num_warmup=600, num_samples=600, num_chains=4, target_accept=0.85, max_tree_depth=8),
+    "full": dict(num_warmup=800, num_samples=600, num_chains=4, target_accept=0.9, max_tree_depth=8),
 }
 
 
@@ -143,7 +143,8 @@ _IMPLIED = {kind: jax.jit(jax.vmap(functools.partial(sm.implied_cell_means, kind
 def implied_means(tree, kind: str, n_draws: int, seed: int = 0) -> np.ndarray:
     """Model-implied cell means, shape ``[draw, attribute, scenario, context, form]``."""
     draws = _draws(tree, n_draws, seed)
-    keep = ("alpha", "cost_precise", "theta", "psi", "beta", "b", "cutpoints", "zeta", "lapse", "sigma_participant")
+    keep = ("alpha", "cost_precise", "theta", "psi", "beta", "b", "level", "cutpoints", "noise", "zeta", "lapse",
+            "sigma_participant")
     stacked = {k: jnp.stack([d[k] for d in draws]) for k in draws[0] if k in keep}
     return np.asarray(_IMPLIED[kind](stacked))
 
@@ -184,6 +185,24 @@ def model_esr(h_eff: dict, m_eff: dict, label: tuple) -> tuple[pd.DataFrame, dic
     cds_m, cds_i = np.mean(dev["main"], 0), np.mean(dev["interaction"], 0)
     cds = {"cds_m": cds_m, "cds_i": cds_i, "cds": (cds_m + cds_i) / 2}
     return pd.DataFrame(rows), {k: _summ(v) for k, v in cds.items()}
+
+
+KEY_PARAMETERS = ("alpha", "cost_precise", "noise", "lapse", "theta_mu")
+
+
+def parameter_table(trees: dict) -> pd.DataFrame:
+    """Median and 94% interval of the key parameters for each fit, and whether the response noise
+    sits at its floor (3% quantile within 0.01 of ``NOISE_FLOOR``)."""
+    rows = []
+    for label, tree in trees.items():
+        post = tree["posterior"]
+        row = {"fit": label}
+        for v in KEY_PARAMETERS:
+            x = post[v].values.reshape(-1)
+            row.update({v: np.median(x), f"{v}_lo": np.quantile(x, 0.03), f"{v}_hi": np.quantile(x, 0.97)})
+        row["noise_at_floor"] = bool(row["noise_lo"] < sm.NOISE_FLOOR + 0.01)
+        rows.append(row)
+    return pd.DataFrame(rows)
 
 
 def _cells_frame(df: pd.DataFrame) -> pd.Series:
@@ -308,7 +327,9 @@ def run_study(out_dir: str | Path, mode: str = "full", seed: int = 20261130, n_d
     esr_plot = observed_esr[["model", "prompt", "kind", "attribute", "esr"]]
     plots.esr_heatmap(esr_plot).savefig(tmp / "figures" / "fig2_esr_heatmap.png", dpi=120, bbox_inches="tight")
     plots.esr_heatmap(model_esr_df).savefig(tmp / "figures" / "esr_heatmap_model_implied.png", dpi=120, bbox_inches="tight")
-    plots.forest(trees, ["alpha", "cost_precise", "lapse", "theta_mu"]).savefig(
+    params = parameter_table(trees)
+    params.to_csv(tmp / "tables" / "parameters.csv", index=False)
+    plots.forest(trees, list(KEY_PARAMETERS)).savefig(
         tmp / "figures" / "forest_parameters.png", dpi=110, bbox_inches="tight")
     plots.ppc_condition_means(predicted, observed).savefig(tmp / "figures" / "ppc_condition_means.png", dpi=110,
                                                           bbox_inches="tight")
@@ -319,7 +340,7 @@ def run_study(out_dir: str | Path, mode: str = "full", seed: int = 20261130, n_d
         save_netcdf(tree, tmp / "posteriors" / f"{label.replace(' ', '_')}_rsa.nc")
 
     wall = time.perf_counter() - t_start
-    report = _report(mode, sampler, table, disc, cmp, trees, baseline, model_cds_df, ppc, wall)
+    report = _report(mode, sampler, table, disc, cmp, trees, baseline, model_cds_df, ppc, params, wall)
     (tmp / "report.md").write_text(report)
     # swap the finished run into place: an earlier run survives any failure above
     old = out_dir.parent / f".{out_dir.name}.old"
@@ -334,7 +355,15 @@ def run_study(out_dir: str | Path, mode: str = "full", seed: int = 20261130, n_d
     return out_dir
 
 
-def _report(mode, sampler, table, disc, cmp, trees, baseline, cds, ppc, wall) -> str:
+def _params_markdown(params: pd.DataFrame) -> str:
+    cell = lambda r, v: f"{r[v]:.2f} [{r[v + '_lo']:.2f}, {r[v + '_hi']:.2f}]"
+    head = "| fit | " + " | ".join(KEY_PARAMETERS) + " |\n|---|" + "---|" * len(KEY_PARAMETERS)
+    body = ["| " + r.fit + " | " + " | ".join(cell(r, v) + ("*" if v == "noise" and r.noise_at_floor else "")
+                                              for v in KEY_PARAMETERS) + " |" for _, r in params.iterrows()]
+    return "\n".join([head, *body])
+
+
+def _report(mode, sampler, table, disc, cmp, trees, baseline, cds, ppc, params, wall) -> str:
     h = trees["human"]
     post = h["posterior"]
     q = lambda v: f"{float(post[v].median()):.2f} [{float(post[v].quantile(0.03)):.2f}, {float(post[v].quantile(0.97)):.2f}]"
@@ -355,12 +384,17 @@ def _report(mode, sampler, table, disc, cmp, trees, baseline, cds, ppc, wall) ->
         "CCC: the paper's numbers use the upstream code's variant (population covariance over sample variances); "
         "Lin's CCC is given as `ccc_lin` and is about 0.03 higher.", "",
         "## RSA model of the human ratings", "",
-        f"alpha {q('alpha')}; cost of the precise form {q('cost_precise')}; lapse {q('lapse')}; "
+        f"alpha {q('alpha')}; cost of the precise form {q('cost_precise')}; response noise (logistic scale, "
+        f"rating points) {q('noise')}; lapse {q('lapse')}; "
         f"prior log-odds that a speaker knows the exact number theta_mu {q('theta_mu')} (median [94% interval]).", "",
         "LOO (arviz-stats `compare`, per rating; see Pareto k in the posteriors) against the non-pragmatic "
         f"form x context baseline: **{best}** ranks first.", "",
         cmp.to_markdown(floatfmt=".2f"), "",
         "## Humans vs LLMs, as posteriors", "",
+        "Key parameters, median [94% interval] (`tables/parameters.csv`, `figures/forest_parameters.png`). "
+        f"`*`: the response-noise posterior sits at its floor ({sm.NOISE_FLOOR} rating points): that rater is at "
+        "least as deterministic as the model can express, and its lapse absorbs the rest.", "",
+        _params_markdown(params), "",
         "Model-implied CDS (median [94% interval]) from each LLM x prompt fit against the human fit, beside the "
         "observed CDS of Table 3. Implied effects average the four condition means over scenarios with equal "
         "weights and integrate out rater effects; ESR draws pair each LLM draw with an independent human draw, so "

@@ -190,13 +190,22 @@ def ordinal_log_probs(latent, cutpoints) -> jax.Array:
     """Ordered-logistic category log-probabilities.
 
     ``P(y = k) = σ(c_k − η) − σ(c_{k−1} − η)`` with ``c_0 = −∞``, ``c_K = +∞``.
-    Shapes: ``latent [...]``, ``cutpoints [K - 1]`` increasing -> ``[..., K]``.
+    Shapes: ``latent [...]``, ``cutpoints [..., K - 1]`` strictly increasing -> ``[..., K]``.
+
+    Computed without subtracting probabilities, from the identity
+    ``σ(b) − σ(a) = σ(b) σ(−a) (1 − e^{a−b})`` (``a < b``):
+    ``log P(y = k) = log σ(c_k − η) + log σ(η − c_{k−1}) + log(1 − e^{c_{k−1} − c_k})``.
+    So it stays accurate (and its gradient informative) for categories far in the tails,
+    where the difference of two sigmoids would round to zero in float32; near-deterministic
+    raters need exactly those tails.
     """
     latent = jnp.asarray(latent)[..., None]
     c = jnp.asarray(cutpoints)
-    upper = jnp.concatenate([jax.nn.sigmoid(c - latent), jnp.ones_like(latent)], -1)
-    lower = jnp.concatenate([jnp.zeros_like(latent), jax.nn.sigmoid(c - latent)], -1)
-    return jnp.log(jnp.clip(upper - lower, 1e-30, 1.0))
+    below = jax.nn.log_sigmoid(c - latent)  # log P(y <= k), [..., K-1]
+    above = jax.nn.log_sigmoid(latent - c)  # log P(y > k)
+    gap = jnp.log(-jnp.expm1(c[..., :-1] - c[..., 1:]))  # log(1 - e^{c_{k-1} - c_k})
+    inner = below[..., 1:] + above[..., :-1] + gap
+    return jnp.concatenate([below[..., :1], inner, above[..., -1:]], -1)
 
 
 def likert_ratings(name: str, latent, cutpoints, obs=None, *, lapse=0.0, low: int = 1,

@@ -90,3 +90,24 @@ def test_plate_names_the_observation_dim():
 def test_unnormalised_log_probs_are_rejected_by_name():
     with pytest.raises(ValueError, match=r"site 'c': log_probs\[1\] sums to 2 over states"):
         site_log_prob(lk.listener_choices, "c", jnp.log(jnp.array([[0.5, 0.5], [1.0, 1.0]])), np.array([0, 1]))
+
+
+def test_ordinal_log_probs_stay_accurate_and_informative_in_the_tails():
+    """Against float64 logistic CDF differences (taken on whichever side of the latent score
+    avoids cancellation), including categories 30-60 logits away, where a float32 difference
+    of sigmoids rounds to zero. Tolerance 2e-4: float32 evaluation."""
+    cut = np.array([-2.0, -0.5, 0.5, 1.0, 2.0, 3.0])
+    latent = np.array([-40.0, -8.0, 0.3, 9.0, 60.0])
+    lp = np.asarray(lk.ordinal_log_probs(jnp.asarray(latent, jnp.float32), jnp.asarray(cut, jnp.float32)))
+    edges = np.concatenate([[-np.inf], cut, [np.inf]])
+    z = edges[None, :] - latent[:, None]  # [latent, edge]
+    lo, hi = z[:, :-1], z[:, 1:]
+    with np.errstate(divide="ignore"):  # the side not used underflows
+        via_cdf = np.log(stats.logistic.cdf(hi) - stats.logistic.cdf(lo))
+        via_sf = np.log(stats.logistic.sf(lo) - stats.logistic.sf(hi))
+    ref = np.where(lo > 0, via_sf, via_cdf)
+    assert np.all(np.isfinite(ref)) and ref.min() < -60
+    np.testing.assert_allclose(lp, ref, rtol=2e-4, atol=2e-4)
+    # the gradient with respect to the latent still points towards a far-away observed rating
+    g = jax.grad(lambda eta: lk.ordinal_log_probs(eta, jnp.asarray(cut))[6])(jnp.float32(-40.0))
+    assert float(g) > 0.9

@@ -72,6 +72,9 @@ def test_social_meaning_main_job_quick(tmp_path):
     assert np.isfinite(cds[["cds_median", "cds_lo", "cds_hi"]]).all().all()
     loo = pd.read_csv(out / "tables" / "loo_compare.csv", index_col=0)
     assert set(loo.index) == {"rsa", "baseline"}
+    params = pd.read_csv(out / "tables" / "parameters.csv")
+    assert params.fit.tolist()[0] == "human" and len(params) == 13
+    assert (params.noise_lo >= 0.15).all() and (params.noise_lo <= params.noise).all() and (params.noise <= params.noise_hi).all()
     tree = load_netcdf(out / "posteriors" / "claude_MIN_rsa.nc")
     assert tree.attrs["n_invalid_excluded"] == 98 and tree["observed_data"]["rating"].size == 1342
     report = (out / "report.md").read_text()
