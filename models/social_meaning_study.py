@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import json
+import shutil
 import time
 import warnings
 from pathlib import Path
@@ -220,6 +221,12 @@ def _diag_line(label, tree) -> str:
             f"{d['min_ess_tail']:.0f} | {tree.attrs['wall_time_s']:.0f} s | {'; '.join(w) if w else 'none'} |")
 
 
+def _diag_short(tree) -> str:
+    d = json.loads(tree.attrs["diagnostics"])
+    return (f"  done in {tree.attrs['wall_time_s']:.0f} s: {d['divergences']} divergences, max r_hat "
+            f"{d['max_rhat']:.3f}, min bulk ESS {d['min_ess_bulk']:.0f}")
+
+
 def run_study(out_dir: str | Path, mode: str = "full", seed: int = 20261130, n_draws: int = 400,
               progress: bool = False, log=None, sampler: dict | None = None, conditions=None) -> Path:
     """Run the whole study and write the run folder ``out_dir`` (replaced atomically at the end).
@@ -239,120 +246,136 @@ def run_study(out_dir: str | Path, mode: str = "full", seed: int = 20261130, n_d
     sampler = dict(sampler or SAMPLER[mode])
     n_draws = min(n_draws, sampler["num_samples"] * sampler["num_chains"])
 
-    stamp("loading data (verified against the registry's sha256)")
-    human = datasets.load_social_human()
-    llm = datasets.load_social_llm()
+    try:
+        stamp("loading data (verified against the registry's sha256)")
+        human = datasets.load_social_human()
+        llm = datasets.load_social_llm()
 
-    stamp("reproducing Tables 2-4")
-    table = reproduction_table(human, llm)
-    disc = discrepancies(table)
-    table.to_csv(tmp / "tables" / "reproduction.csv", index=False)
-    disc.to_csv(tmp / "tables" / "discrepancies.csv", index=False)
-    log(format_side_by_side(table))
+        stamp("reproducing Tables 2-4")
+        table = reproduction_table(human, llm)
+        disc = discrepancies(table)
+        table.to_csv(tmp / "tables" / "reproduction.csv", index=False)
+        disc.to_csv(tmp / "tables" / "discrepancies.csv", index=False)
+        log(format_side_by_side(table))
 
-    observed_esr = []
-    hcells = _cells_frame(human)
-    fig1_rows = []
-    for (m, p), g in llm.groupby(["model", "prompt"], sort=False):
-        e = metrics.esr_table(human, metrics.valid_ratings(g).frame).reset_index()
-        e.insert(0, "prompt", p)
-        e.insert(0, "model", m)
-        observed_esr.append(e)
-        mc = _cells_frame(g)
-        fig1_rows += [dict(model=m, prompt=p, cell=_cell_label(*k), human=hcells[k], llm=mc[k]) for k in hcells.index]
-    observed_esr = pd.concat(observed_esr, ignore_index=True)
-    observed_esr.to_csv(tmp / "tables" / "esr_observed.csv", index=False)
-    fig1 = pd.DataFrame(fig1_rows)
+        observed_esr = []
+        hcells = _cells_frame(human)
+        fig1_rows = []
+        for (m, p), g in llm.groupby(["model", "prompt"], sort=False):
+            e = metrics.esr_table(human, metrics.valid_ratings(g).frame).reset_index()
+            e.insert(0, "prompt", p)
+            e.insert(0, "model", m)
+            observed_esr.append(e)
+            mc = _cells_frame(g)
+            fig1_rows += [dict(model=m, prompt=p, cell=_cell_label(*k), human=hcells[k], llm=mc[k]) for k in hcells.index]
+        observed_esr = pd.concat(observed_esr, ignore_index=True)
+        observed_esr.to_csv(tmp / "tables" / "esr_observed.csv", index=False)
+        fig1 = pd.DataFrame(fig1_rows)
 
-    trees = {}
-    stamp(f"fitting the RSA model to the human ratings ({mode} mode: {sampler})")
-    trees["human"] = fit_one("rsa", human, True, seed, sampler, progress)
-    stamp("fitting the non-pragmatic baseline to the human ratings")
-    baseline = fit_one("baseline", human, True, seed + 1, sampler, progress)
-    from arviz_stats import compare
+        trees = {}
+        stamp(f"fitting the RSA model to the human ratings ({mode} mode: {sampler})")
+        trees["human"] = fit_one("rsa", human, True, seed, sampler, progress)
+        log(_diag_short(trees["human"]))
+        stamp("fitting the non-pragmatic baseline to the human ratings")
+        baseline = fit_one("baseline", human, True, seed + 1, sampler, progress)
+        log(_diag_short(baseline))
+        from arviz_stats import compare
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        cmp = compare({"rsa": trees["human"], "baseline": baseline})
-    cmp.to_csv(tmp / "tables" / "loo_compare.csv")
-    for i, m in enumerate(datasets.LLMS):
-        for j, p in enumerate(datasets.PROMPTS):
-            if conditions is not None and (m, p) not in set(map(tuple, conditions)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            cmp = compare({"rsa": trees["human"], "baseline": baseline})
+        cmp.to_csv(tmp / "tables" / "loo_compare.csv")
+        for i, m in enumerate(datasets.LLMS):
+            for j, p in enumerate(datasets.PROMPTS):
+                if conditions is not None and (m, p) not in set(map(tuple, conditions)):
+                    continue
+                g = llm[(llm.model == m) & (llm.prompt == p)]
+                v = metrics.valid_ratings(g)
+                stamp(f"fitting the RSA model to {m} {p} ({len(v.frame)} valid ratings, {v.n_invalid} invalid excluded)")
+                trees[f"{m} {p}"] = fit_one("rsa", v.frame, False, seed + 10 + 4 * i + j, sampler, progress)
+                trees[f"{m} {p}"].attrs["n_invalid_excluded"] = v.n_invalid
+                log(_diag_short(trees[f"{m} {p}"]))
+
+        stamp("model-implied effects, ESR and CDS")
+        h_means = implied_means(trees["human"], "rsa", n_draws, seed)
+        h_eff = implied_effects(h_means)
+        esr_rows, cds_rows = [], []
+        for label, tree in trees.items():
+            if label == "human":
                 continue
-            g = llm[(llm.model == m) & (llm.prompt == p)]
-            v = metrics.valid_ratings(g)
-            stamp(f"fitting the RSA model to {m} {p} ({len(v.frame)} valid ratings, {v.n_invalid} invalid excluded)")
-            trees[f"{m} {p}"] = fit_one("rsa", v.frame, False, seed + 10 + 4 * i + j, sampler, progress)
-            trees[f"{m} {p}"].attrs["n_invalid_excluded"] = v.n_invalid
+            m, p = label.split()
+            eff = implied_effects(implied_means(tree, "rsa", n_draws, seed + 1))
+            e, c = model_esr(h_eff, eff, (m, p))
+            esr_rows.append(e)
+            cds_rows.append(dict(model=m, prompt=p, **{f"{k}_{s}": v[i] for k, v in c.items()
+                                                      for i, s in enumerate(("median", "lo", "hi"))}))
+        model_esr_df = pd.concat(esr_rows, ignore_index=True)
+        model_cds_df = pd.DataFrame(cds_rows).merge(table[["model", "prompt", "cds_m", "cds_i", "cds"]].rename(
+            columns=lambda c: f"observed_{c}" if c.startswith("cds") else c), on=["model", "prompt"])
+        model_esr_df.to_csv(tmp / "tables" / "esr_model.csv", index=False)
+        model_cds_df.to_csv(tmp / "tables" / "cds_model.csv", index=False)
 
-    stamp("model-implied effects, ESR and CDS")
-    h_means = implied_means(trees["human"], "rsa", n_draws, seed)
-    h_eff = implied_effects(h_means)
-    esr_rows, cds_rows = [], []
-    for label, tree in trees.items():
-        if label == "human":
-            continue
-        m, p = label.split()
-        eff = implied_effects(implied_means(tree, "rsa", n_draws, seed + 1))
-        e, c = model_esr(h_eff, eff, (m, p))
-        esr_rows.append(e)
-        cds_rows.append(dict(model=m, prompt=p, **{f"{k}_{s}": v[i] for k, v in c.items()
-                                                  for i, s in enumerate(("median", "lo", "hi"))}))
-    model_esr_df = pd.concat(esr_rows, ignore_index=True)
-    model_cds_df = pd.DataFrame(cds_rows).merge(table[["model", "prompt", "cds_m", "cds_i", "cds"]].rename(
-        columns=lambda c: f"observed_{c}" if c.startswith("cds") else c), on=["model", "prompt"])
-    model_esr_df.to_csv(tmp / "tables" / "esr_model.csv", index=False)
-    model_cds_df.to_csv(tmp / "tables" / "cds_model.csv", index=False)
+        stamp("posterior predictive check: human-fitted model vs each LLM's observed means")
+        cells = h_eff["cells"]  # [draw, attribute, context, form]
+        pred_rows = []
+        for ai, a in enumerate(datasets.ATTRIBUTES):
+            for ci, c in enumerate(sm.CONTEXTS):
+                for fi, f in enumerate(sm.FORMS):
+                    med, lo, hi = _summ(cells[:, ai, ci, fi])
+                    pred_rows.append(dict(cell=_cell_label(a, c, f), median=med, lo=lo, hi=hi,
+                                          human_observed=hcells[(a, c, f)]))
+        predicted = pd.DataFrame(pred_rows)
+        observed = fig1.rename(columns={"llm": "mean"})[["model", "prompt", "cell", "mean"]]
+        ppc = observed.merge(predicted, on="cell")
+        ppc["inside_94"] = (ppc["mean"] >= ppc["lo"]) & (ppc["mean"] <= ppc["hi"])
+        ppc.to_csv(tmp / "tables" / "ppc_condition_means.csv", index=False)
+        predicted.to_csv(tmp / "tables" / "human_model_predicted_means.csv", index=False)
 
-    stamp("posterior predictive check: human-fitted model vs each LLM's observed means")
-    cells = h_eff["cells"]  # [draw, attribute, context, form]
-    pred_rows = []
-    for ai, a in enumerate(datasets.ATTRIBUTES):
-        for ci, c in enumerate(sm.CONTEXTS):
-            for fi, f in enumerate(sm.FORMS):
-                med, lo, hi = _summ(cells[:, ai, ci, fi])
-                pred_rows.append(dict(cell=_cell_label(a, c, f), median=med, lo=lo, hi=hi,
-                                      human_observed=hcells[(a, c, f)]))
-    predicted = pd.DataFrame(pred_rows)
-    observed = fig1.rename(columns={"llm": "mean"})[["model", "prompt", "cell", "mean"]]
-    ppc = observed.merge(predicted, on="cell")
-    ppc["inside_94"] = (ppc["mean"] >= ppc["lo"]) & (ppc["mean"] <= ppc["hi"])
-    ppc.to_csv(tmp / "tables" / "ppc_condition_means.csv", index=False)
-    predicted.to_csv(tmp / "tables" / "human_model_predicted_means.csv", index=False)
+        stamp("figures")
+        from pragmodels import plots
 
-    stamp("figures")
-    from pragmodels import plots
+        plots.human_vs_model_means(fig1).savefig(tmp / "figures" / "fig1_human_vs_model.png", dpi=120)
+        esr_plot = observed_esr[["model", "prompt", "kind", "attribute", "esr"]]
+        plots.esr_heatmap(esr_plot).savefig(tmp / "figures" / "fig2_esr_heatmap.png", dpi=120, bbox_inches="tight")
+        plots.esr_heatmap(model_esr_df).savefig(tmp / "figures" / "esr_heatmap_model_implied.png", dpi=120, bbox_inches="tight")
+        params = parameter_table(trees)
+        params.to_csv(tmp / "tables" / "parameters.csv", index=False)
+        plots.forest(trees, list(KEY_PARAMETERS)).savefig(
+            tmp / "figures" / "forest_parameters.png", dpi=110, bbox_inches="tight")
+        plots.ppc_condition_means(predicted, observed).savefig(tmp / "figures" / "ppc_condition_means.png", dpi=110,
+                                                              bbox_inches="tight")
 
-    plots.human_vs_model_means(fig1).savefig(tmp / "figures" / "fig1_human_vs_model.png", dpi=120)
-    esr_plot = observed_esr[["model", "prompt", "kind", "attribute", "esr"]]
-    plots.esr_heatmap(esr_plot).savefig(tmp / "figures" / "fig2_esr_heatmap.png", dpi=120, bbox_inches="tight")
-    plots.esr_heatmap(model_esr_df).savefig(tmp / "figures" / "esr_heatmap_model_implied.png", dpi=120, bbox_inches="tight")
-    params = parameter_table(trees)
-    params.to_csv(tmp / "tables" / "parameters.csv", index=False)
-    plots.forest(trees, list(KEY_PARAMETERS)).savefig(
-        tmp / "figures" / "forest_parameters.png", dpi=110, bbox_inches="tight")
-    plots.ppc_condition_means(predicted, observed).savefig(tmp / "figures" / "ppc_condition_means.png", dpi=110,
-                                                          bbox_inches="tight")
+        stamp("writing posteriors (netCDF)")
+        save_netcdf(baseline, tmp / "posteriors" / "human_baseline.nc")
+        for label, tree in trees.items():
+            save_netcdf(tree, tmp / "posteriors" / f"{label.replace(' ', '_')}_rsa.nc")
 
-    stamp("writing posteriors (netCDF)")
-    save_netcdf(baseline, tmp / "posteriors" / "human_baseline.nc")
-    for label, tree in trees.items():
-        save_netcdf(tree, tmp / "posteriors" / f"{label.replace(' ', '_')}_rsa.nc")
-
-    wall = time.perf_counter() - t_start
-    report = _report(mode, sampler, table, disc, cmp, trees, baseline, model_cds_df, ppc, params, wall)
-    (tmp / "report.md").write_text(report)
+        wall = time.perf_counter() - t_start
+        report = _report(mode, sampler, table, disc, cmp, trees, baseline, model_cds_df, ppc, params, wall)
+        (tmp / "report.md").write_text(report)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)  # a failed run leaves no partial folder behind
+        raise
     # swap the finished run into place: an earlier run survives any failure above
     old = out_dir.parent / f".{out_dir.name}.old"
     if out_dir.exists():
         out_dir.rename(old)
     tmp.rename(out_dir)
     if old.exists():
-        import shutil
-
         shutil.rmtree(old)
     stamp(f"done: {out_dir}/ (wall time {wall:.0f} s)")
     return out_dir
+
+
+def _loo_verdict(cmp: pd.DataFrame) -> str:
+    """One honest sentence on the LOO difference (elpd_diff of the second model and its paired SE)."""
+    if "elpd_diff" not in cmp or "dse" not in cmp or len(cmp) < 2:
+        return "see the table."
+    diff, se = float(cmp["elpd_diff"].iloc[1]), float(cmp["dse"].iloc[1])
+    ratio = diff / se if se > 0 else float("inf")
+    verdict = ("a difference within 2 standard errors: the data do not separate the two models"
+               if ratio < 2 else "a difference of more than 2 standard errors")
+    return f"elpd difference {diff:.1f} ± {se:.1f} (paired SE), {verdict}."
 
 
 def _params_markdown(params: pd.DataFrame) -> str:
@@ -388,7 +411,7 @@ def _report(mode, sampler, table, disc, cmp, trees, baseline, cds, ppc, params, 
         f"rating points) {q('noise')}; lapse {q('lapse')}; "
         f"prior log-odds that a speaker knows the exact number theta_mu {q('theta_mu')} (median [94% interval]).", "",
         "LOO (arviz-stats `compare`, per rating; see Pareto k in the posteriors) against the non-pragmatic "
-        f"form x context baseline: **{best}** ranks first.", "",
+        f"form x context baseline: **{best}** ranks first; {_loo_verdict(cmp)}", "",
         cmp.to_markdown(floatfmt=".2f"), "",
         "## Humans vs LLMs, as posteriors", "",
         "Key parameters, median [94% interval] (`tables/parameters.csv`, `figures/forest_parameters.png`). "

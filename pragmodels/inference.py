@@ -155,7 +155,10 @@ def fit(
     # kernel is reused by later fits with the same shapes and the same static values.
     static = {k: v for k, v in data.items() if v is None or isinstance(v, (int, float, bool, str))}
     arrays = {k: v for k, v in data.items() if k not in static}
-    cache_key = (model, tuple(sorted(static.items())), json.dumps(settings), progress_bar)
+    # numpyro's MCMC keeps per-shape state between runs: a kernel is reused only for the same
+    # array shapes and dtypes (reusing it for another data size fails inside vmap)
+    shapes = tuple(sorted((k, np.shape(v), str(np.asarray(v).dtype)) for k, v in arrays.items()))
+    cache_key = (model, tuple(sorted(static.items())), shapes, json.dumps(settings), progress_bar)
     mcmc = _MCMC_CACHE.get(cache_key)
     if mcmc is None:
         kernel = NUTS(functools.partial(model, **static), target_accept_prob=target_accept,

@@ -163,3 +163,19 @@ def test_persistent_compilation_cache_is_written(tmp_path):
     env = dict(os.environ, PRAGMODELS_COMPILATION_CACHE=str(tmp_path / "cache"))
     subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True)
     assert any((tmp_path / "cache").iterdir())
+
+
+def test_refit_with_another_data_size_in_one_process(speaker_data):
+    """Regression: a kernel cached for one data size must not be reused for another (the
+    social-meaning main job fitted 1,440 ratings, then 1,342, and numpyro failed inside vmap)."""
+    model = speaker_model(fit_lapse=False)
+    small = {k: (v[:200] if k in ("state", "choice") else v) for k, v in speaker_data.items()}
+    kw = dict(num_warmup=20, num_samples=20, num_chains=2, chain_method="vectorized", progress_bar=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FitWarning)
+        a = pm.fit(1, model, speaker_data, **kw)
+        b = pm.fit(1, model, small, **kw)
+        c = pm.fit(1, model, speaker_data, **kw)
+    assert a["observed_data"]["choice"].size == 240 and b["observed_data"]["choice"].size == 200
+    # the same shapes reuse the cached kernel and, with the same seed, give the same draws
+    np.testing.assert_array_equal(a["posterior"]["alpha"].values, c["posterior"]["alpha"].values)
