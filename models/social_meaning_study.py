@@ -29,7 +29,7 @@ TABLE_COLUMNS = ["model", "prompt", "spearman", "ccc", "rmse", "cds_m", "cds_i",
 SCENARIOS = ("bicycle", "cinema", "conference", "house", "office", "pasta")
 SAMPLER = {
     # quick: a smoke run for tests and CI (not for inference: short chains, capped trees)
-    "quick": dict(num_warmup=100, num_samples=100, num_chains=2, max_tree_depth=6),
+    "quick": dict(num_warmup=50, num_samples=50, num_chains=2, max_tree_depth=5),
     "full": dict(num_warmup=800, num_samples=600, num_chains=4, target_accept=0.9, max_tree_depth=8),
 }
 
@@ -202,6 +202,7 @@ def parameter_table(trees: dict) -> pd.DataFrame:
             x = post[v].values.reshape(-1)
             row.update({v: np.median(x), f"{v}_lo": np.quantile(x, 0.03), f"{v}_hi": np.quantile(x, 0.97)})
         row["noise_at_floor"] = bool(row["noise_lo"] < sm.NOISE_FLOOR + 0.01)
+        row["converged"] = converged(tree)
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -367,6 +368,25 @@ def run_study(out_dir: str | Path, mode: str = "full", seed: int = 20261130, n_d
     return out_dir
 
 
+def converged(tree, max_rhat: float = 1.01, min_ess: float = 100.0) -> bool:
+    """Whether a fit's chains agree (max r_hat <= 1.01) and its bulk ESS is at least ``min_ess``.
+    Tree-depth saturation alone does not count against a fit whose chains mix."""
+    d = json.loads(tree.attrs["diagnostics"])
+    return d["max_rhat"] <= max_rhat and d["min_ess_bulk"] >= min_ess
+
+
+def _convergence_section(trees: dict, baseline) -> list[str]:
+    bad = [k for k, t in {"human baseline": baseline, **trees}.items() if not converged(t)]
+    if not bad:
+        return ["All fits converged (max r_hat <= 1.01, bulk ESS >= 100).", ""]
+    return [f"**Not converged ({len(bad)} of {len(trees) + 1} fits): {', '.join(bad)}.** Their chains disagree "
+            "(max r_hat > 1.01 or bulk ESS < 100; see the table), so their parameters and model-implied ESR/CDS "
+            "(marked `†` above) are not to be read as posteriors. A chain-by-chain look at such fits has shown two "
+            "modes in which the feature loadings `beta`, the motive prior `psi` and the knowledge prior `theta` trade "
+            "off: the three listener features span the three within-attribute form x context contrasts, so the "
+            "loadings can absorb the RSA parameters.", ""]
+
+
 def _loo_verdict(cmp: pd.DataFrame) -> str:
     """One honest sentence on the LOO difference (elpd_diff of the second model and its paired SE)."""
     if "elpd_diff" not in cmp or "dse" not in cmp or len(cmp) < 2:
@@ -378,12 +398,48 @@ def _loo_verdict(cmp: pd.DataFrame) -> str:
     return f"elpd difference {diff:.1f} ± {se:.1f} (paired SE), {verdict}."
 
 
+def _mark(cds: pd.DataFrame, trees: dict) -> pd.DataFrame:
+    out = cds.copy()
+    out["prompt"] = [p + ("†" if not converged(trees[f"{m} {p}"]) else "") for m, p in zip(out.model, out.prompt)]
+    return out
+
+
 def _params_markdown(params: pd.DataFrame) -> str:
     cell = lambda r, v: f"{r[v]:.2f} [{r[v + '_lo']:.2f}, {r[v + '_hi']:.2f}]"
     head = "| fit | " + " | ".join(KEY_PARAMETERS) + " |\n|---|" + "---|" * len(KEY_PARAMETERS)
-    body = ["| " + r.fit + " | " + " | ".join(cell(r, v) + ("*" if v == "noise" and r.noise_at_floor else "")
+    body = ["| " + r.fit + ("†" if not r.get("converged", True) else "") + " | " + " | ".join(cell(r, v) + ("*" if v == "noise" and r.noise_at_floor else "")
                                               for v in KEY_PARAMETERS) + " |" for _, r in params.iterrows()]
     return "\n".join([head, *body])
+
+
+def rebuild_report(run_dir: str | Path) -> Path:
+    """Re-render ``report.md`` of a finished run folder from its saved tables and posteriors
+    (no refitting), e.g. after the report's wording changed. Rewrites ``tables/parameters.csv``."""
+    run_dir = Path(run_dir)
+    old = (run_dir / "report.md").read_text()
+    head = old.split("\n")[2]
+    mode = "quick" if "**quick**" in head else "full"
+    wall = float(head.split("wall time ")[1].split(" s")[0])
+    tables = run_dir / "tables"
+    trees = {"human": pm.load_netcdf(run_dir / "posteriors" / "human_rsa.nc")}
+    for m in datasets.LLMS:
+        for p in datasets.PROMPTS:
+            f = run_dir / "posteriors" / f"{m}_{p}_rsa.nc"
+            if f.exists():
+                trees[f"{m} {p}"] = pm.load_netcdf(f)
+    baseline = pm.load_netcdf(run_dir / "posteriors" / "human_baseline.nc")
+    sampler = json.loads(trees["human"].attrs["sampler_settings"])
+    sampler = {k: sampler[k] for k in ("num_warmup", "num_samples", "num_chains", "target_accept", "max_tree_depth")}
+    params = parameter_table(trees)
+    params.to_csv(tables / "parameters.csv", index=False)
+    disc = pd.read_csv(tables / "discrepancies.csv")
+    report = _report(mode, sampler, pd.read_csv(tables / "reproduction.csv"), disc,
+                     pd.read_csv(tables / "loo_compare.csv", index_col=0), trees, baseline,
+                     pd.read_csv(tables / "cds_model.csv"), pd.read_csv(tables / "ppc_condition_means.csv"), params, wall)
+    text = report + (f"\n_Report re-rendered from the saved run by `rebuild_report` (pragmodels {pm.__version__}); "
+                     "the fits themselves are unchanged._\n")
+    atomic_write(run_dir / "report.md", lambda tmp: Path(tmp).write_text(text))
+    return run_dir / "report.md"
 
 
 def _report(mode, sampler, table, disc, cmp, trees, baseline, cds, ppc, params, wall) -> str:
@@ -416,19 +472,22 @@ def _report(mode, sampler, table, disc, cmp, trees, baseline, cds, ppc, params, 
         "## Humans vs LLMs, as posteriors", "",
         "Key parameters, median [94% interval] (`tables/parameters.csv`, `figures/forest_parameters.png`). "
         f"`*`: the response-noise posterior sits at its floor ({sm.NOISE_FLOOR} rating points): that rater is at "
-        "least as deterministic as the model can express, and its lapse absorbs the rest.", "",
+        "least as deterministic as the model can express, and its lapse absorbs the rest. `†`: the fit did not "
+        "converge (see Diagnostics).", "",
         _params_markdown(params), "",
         "Model-implied CDS (median [94% interval]) from each LLM x prompt fit against the human fit, beside the "
         "observed CDS of Table 3. Implied effects average the four condition means over scenarios with equal "
         "weights and integrate out rater effects; ESR draws pair each LLM draw with an independent human draw, so "
         "the intervals carry both posteriors' uncertainty (`tables/esr_model.csv`, `tables/cds_model.csv`):", "",
-        cds[["model", "prompt", "cds_median", "cds_lo", "cds_hi", "observed_cds"]].to_markdown(index=False, floatfmt=".3f"), "",
+        _mark(cds, trees)[["model", "prompt", "cds_median", "cds_lo", "cds_hi", "observed_cds"]].to_markdown(
+            index=False, floatfmt=".3f"), "",
         f"Posterior predictive check: {int(ppc.inside_94.sum())} of {len(ppc)} LLM condition means lie inside the "
         "human-fitted model's 94% interval for the condition mean (`tables/ppc_condition_means.csv`, "
         "`figures/ppc_condition_means.png`).", "",
         "## Diagnostics", "",
         "| fit | divergences | max r_hat | min bulk ESS | min tail ESS | wall | warnings |", "|---|---|---|---|---|---|---|",
         _diag_line("human baseline", baseline), *[_diag_line(k, t) for k, t in trees.items()], "",
+        *_convergence_section(trees, baseline),
         "Files: `tables/*.csv`, `figures/*.png` (fig1 = paper Figure 1, fig2 = Figure 2, forest, PPC), "
         "`posteriors/*.nc` (ArviZ DataTrees with provenance attributes).", "",
     ]

@@ -79,5 +79,10 @@ def test_social_meaning_main_job_quick(tmp_path):
     assert tree.attrs["n_invalid_excluded"] == 98 and tree["observed_data"]["rating"].size == 1342
     report = (out / "report.md").read_text()
     assert "Quick mode is a smoke test" in report and "## Diagnostics" in report
+    assert "Not converged" in report  # quick chains never converge, and the report must say so
+    from models.social_meaning_study import rebuild_report
+
+    rebuilt = rebuild_report(out).read_text()
+    assert "re-rendered from the saved run" in rebuilt and rebuilt.split("\n")[2] == report.split("\n")[2]
     # a second run replaces the folder only when it finishes: the first run's files are intact meanwhile
     assert not list(tmp_path.glob(".run.tmp-*"))
