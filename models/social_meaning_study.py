@@ -428,8 +428,7 @@ def rebuild_report(run_dir: str | Path) -> Path:
             if f.exists():
                 trees[f"{m} {p}"] = pm.load_netcdf(f)
     baseline = pm.load_netcdf(run_dir / "posteriors" / "human_baseline.nc")
-    sampler = json.loads(trees["human"].attrs["sampler_settings"])
-    sampler = {k: sampler[k] for k in ("num_warmup", "num_samples", "num_chains", "target_accept", "max_tree_depth")}
+    sampler = head.split("(NUTS ", 1)[1].rsplit("); wall time", 1)[0]  # the settings exactly as first reported
     params = parameter_table(trees)
     params.to_csv(tables / "parameters.csv", index=False)
     disc = pd.read_csv(tables / "discrepancies.csv")
