@@ -58,6 +58,17 @@ def test_models_trace_with_named_dims(model, n_participants):
     assert np.all(np.isfinite(np.asarray(lp)))
 
 
+def test_uniform_motive_prior_drops_psi_and_keeps_implied_means_defined():
+    d = dict(_data(), motive_prior="uniform")
+    tr = handlers.trace(handlers.seed(sm.rsa_model, 0)).get_trace(**d)
+    assert "psi" not in tr and "alpha" in tr
+    draw = {k: v["value"] for k, v in tr.items() if v["type"] in ("sample", "deterministic") and k != "rating"}
+    means = np.asarray(sm.implied_cell_means("rsa", draw))
+    assert means.shape == (6, 6, 2, 2) and np.all((means > 1) & (means < 7))
+    with pytest.raises(ValueError, match="motive_prior must be 'free' or 'uniform'; got 'fixed'"):
+        handlers.trace(handlers.seed(sm.rsa_model, 0)).get_trace(**dict(_data(), motive_prior="fixed"))
+
+
 def test_bad_rating_is_named():
     d = _data()
     d["rating"][5] = 9
