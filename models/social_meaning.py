@@ -32,8 +32,8 @@ unavailable (``U = -∞``) to a speaker with vague knowledge. The speaker (eq. S
     L(t \mid u, c, s) \propto S(u \mid t, c)\, P_s(k)\, P(m)                           \quad (L)
 
 with ``P_s(k = exact) = σ(θ_s)``, ``θ_s = θ_μ + θ_σ z_s`` (scenarios enter hierarchically) and
-``P(m) = softmax(0, ψ_1, ψ_2)``. (Only the cost *difference* between forms is identified, so the
-approximate form's cost is fixed at 0.)
+``P(m) = softmax(0, ψ_1, ψ_2)`` (``ψ = 0`` by default: see "Identification"). (Only the cost
+*difference* between forms is identified, so the approximate form's cost is fixed at 0.)
 
 Link to ratings
 ---------------
@@ -75,6 +75,16 @@ centred in its category yields ten identical ratings with probability about 0.5 
 the floor therefore reads "at least as deterministic as the model can express", and the study
 report marks such fits.
 
+Identification: the motive prior
+--------------------------------
+By default ``P(m)`` is uniform (``ψ = 0``, ``rsa_model(motive_prior="uniform")``); the listener
+still infers the motive, from form and context. The three features span the three form x
+context contrasts of an attribute, so with ``ψ`` free the loadings ``β`` can trade off against
+``ψ`` and ``θ``: measured on the 12 LLM data sets (full run, 4 x 600 draws), 8 fits had two
+modes (``ψ`` and ``β`` flip sign, ``θ`` shifts; r_hat 1.14-1.74). On GPT COM, keeping two
+loadings per attribute with ``ψ`` free was still bimodal (r_hat 1.53); fixing ``ψ = 0`` gave
+r_hat 1.007 and bulk ESS 874. ``motive_prior="free"`` remains available.
+
 Non-pragmatic baseline
 ----------------------
 Same ordinal likelihood, scenario and rater effects, but ``η = μ_a + b_{a,1} x_u + b_{a,2} x_c +
@@ -101,6 +111,8 @@ CONTEXTS = ("low", "high")
 FEATURES = ("p_exact", "p_precise_minded", "p_casual")
 DELTA = float(np.log(5.0))
 N_RATING = 7
+#: settings of ``rsa_model(motive_prior=...)``, the default first
+MOTIVE_PRIORS = ("uniform", "free")
 
 PRIORS_RSA = {
     "alpha": Prior("LogNormal", loc=0.5, scale=0.75),
@@ -225,17 +237,15 @@ def rsa_linear_predictor(alpha, cost, theta, psi, beta) -> jax.Array:
 
 
 def rsa_model(condition, rating=None, participant=None, *, n_scenarios: int = 6,
-              n_attributes: int = 6, n_participants: int = 0, motive_prior: str = "free"):
+              n_attributes: int = 6, n_participants: int = 0, motive_prior: str = "uniform"):
     """The RSA social-meaning model (module docstring). Data are per rating: ``condition
     [response]`` (:func:`condition_index` of scenario, context (0 low, 1 high), form (0 precise,
     1 approx) and attribute), ``rating [response]`` in 1..7, optional ``participant [response]``.
 
-    ``motive_prior="uniform"`` fixes ``P(m)`` uniform (``ψ = 0``) instead of fitting it. Measured
-    on GPT COM (seed 20261143, 4 x 600 draws): with ``ψ`` free, two chains settle in a second mode
-    (``ψ`` and the loadings ``β`` flip sign, ``θ`` shifts; r_hat 1.53-1.74); with ``ψ = 0`` all
-    four agree (r_hat 1.007, bulk ESS 874). Keeping only two loadings per attribute with ``ψ``
-    free did not help (r_hat 1.53)."""
-    if motive_prior not in ("free", "uniform"):
+    ``motive_prior``: ``"uniform"`` (default) fixes ``P(m)`` uniform (``ψ = 0``); the listener
+    still infers the motive from form and context. ``"free"`` fits ``ψ`` as well; it is not
+    identified against the loadings on LLM data (module docstring, "Identification")."""
+    if motive_prior not in MOTIVE_PRIORS:
         raise ValueError(f"motive_prior must be 'free' or 'uniform'; got {motive_prior!r}.")
     alpha = sample_prior("alpha", PRIORS_RSA["alpha"])
     cost = sample_prior("cost_precise", PRIORS_RSA["cost_precise"])
@@ -259,8 +269,16 @@ def rsa_model(condition, rating=None, participant=None, *, n_scenarios: int = 6,
     return _observe(table, cut, noise, condition, rating, lapse, eps, participant)
 
 
+def rsa_priors(motive_prior: str = "uniform") -> dict:
+    """The RSA model's priors as fitted with ``motive_prior`` (``psi`` only when it is free)."""
+    if motive_prior not in MOTIVE_PRIORS:
+        raise ValueError(f"motive_prior must be 'free' or 'uniform'; got {motive_prior!r}.")
+    rsa = {k: v for k, v in PRIORS_RSA.items() if motive_prior == "free" or k != "psi"}
+    return {**rsa, **PRIORS_COMMON}
+
+
 rsa_model.name = "social_meaning_rsa"
-rsa_model.priors = {**PRIORS_RSA, **PRIORS_COMMON}
+rsa_model.priors = rsa_priors("uniform")
 
 
 def baseline_linear_predictor(b, n_scenarios: int = 6) -> jax.Array:

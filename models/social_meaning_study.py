@@ -30,7 +30,8 @@ SCENARIOS = ("bicycle", "cinema", "conference", "house", "office", "pasta")
 SAMPLER = {
     # quick: a smoke run for tests and CI (not for inference: short chains, capped trees)
     "quick": dict(num_warmup=50, num_samples=50, num_chains=2, max_tree_depth=5),
-    "full": dict(num_warmup=800, num_samples=600, num_chains=4, target_accept=0.9, max_tree_depth=8),
+    # full: chains start spread over the best of 16 optimised starts (pragmodels.multistart)
+    "full": dict(num_warmup=800, num_samples=600, num_chains=4, target_accept=0.9, max_tree_depth=8, init="optimize"),
 }
 
 
@@ -112,13 +113,22 @@ COORDS = {"attribute": list(datasets.ATTRIBUTES), "scenario": list(SCENARIOS), "
           "effect": ["form", "context", "form_x_context"], "motive_free": list(sm.MOTIVES[1:])}
 
 
-def fit_one(kind: str, df: pd.DataFrame, participants: bool, seed: int, sampler: dict, progress: bool):
-    model = sm.rsa_model if kind == "rsa" else sm.baseline_model
+def fit_one(kind: str, df: pd.DataFrame, participants: bool, seed: int, sampler: dict, progress: bool,
+            motive_prior: str = "uniform"):
+    """Fit the RSA (``kind="rsa"``, with ``motive_prior``) or the baseline model to a ratings frame;
+    the fit's FitWarnings are kept in ``tree.attrs["warnings"]``."""
     data = encode(df, participants)
-    coords = {k: v for k, v in COORDS.items()}
+    if kind == "rsa":
+        model, priors = sm.rsa_model, sm.rsa_priors(motive_prior)
+        data["motive_prior"] = motive_prior  # a static argument: recorded in the data hash and the kernel cache key
+    elif kind == "baseline":
+        model, priors = sm.baseline_model, sm.baseline_model.priors
+    else:
+        raise ValueError(f"kind must be 'rsa' or 'baseline'; got {kind!r}.")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", pm.diagnostics.FitWarning)
-        tree = pm.fit(seed, model, data, progress_bar=progress, coords=coords, **sampler)
+        tree = pm.fit(seed, model, data, progress_bar=progress, coords=dict(COORDS), priors=priors, **sampler)
+    tree.attrs["motive_prior"] = motive_prior if kind == "rsa" else "n/a"
     tree.attrs["warnings"] = json.dumps([str(w.message) for w in caught if issubclass(w.category, pm.diagnostics.FitWarning)])
     return tree
 
@@ -215,27 +225,42 @@ def _cell_label(a, c, f):
     return f"{a}|{c}|{f}"
 
 
+def _init_cell(tree) -> str:
+    """Where the multi-start optimisation ended (``init="optimize"``): starts in the best basin,
+    and how many nats below it the next basin lies."""
+    o = json.loads(tree.attrs.get("init_optima", "null") or "null")
+    if not o:
+        return "prior median"
+    gap = "none other" if o["gap_to_next_basin"] is None else f"next basin {o['gap_to_next_basin']:.1f} nats lower"
+    return f"{o['n_in_best_basin']}/{o['n_starts']} starts in best basin; {gap}"
+
+
 def _diag_line(label, tree) -> str:
     d = json.loads(tree.attrs["diagnostics"])
     w = json.loads(tree.attrs.get("warnings", "[]"))
     return (f"| {label} | {d['divergences']} | {d['max_rhat']:.3f} | {d['min_ess_bulk']:.0f} | "
-            f"{d['min_ess_tail']:.0f} | {tree.attrs['wall_time_s']:.0f} s | {'; '.join(w) if w else 'none'} |")
+            f"{d['min_ess_tail']:.0f} | {tree.attrs['wall_time_s']:.0f} s | {_init_cell(tree)} | "
+            f"{'; '.join(w) if w else 'none'} |")
 
 
 def _diag_short(tree) -> str:
     d = json.loads(tree.attrs["diagnostics"])
     return (f"  done in {tree.attrs['wall_time_s']:.0f} s: {d['divergences']} divergences, max r_hat "
-            f"{d['max_rhat']:.3f}, min bulk ESS {d['min_ess_bulk']:.0f}")
+            f"{d['max_rhat']:.3f}, min bulk ESS {d['min_ess_bulk']:.0f}; init: {_init_cell(tree)}")
 
 
 def run_study(out_dir: str | Path, mode: str = "full", seed: int = 20261130, n_draws: int = 400,
-              progress: bool = False, log=None, sampler: dict | None = None, conditions=None) -> Path:
+              progress: bool = False, log=None, sampler: dict | None = None, conditions=None,
+              motive_prior: str = "uniform") -> Path:
     """Run the whole study and write the run folder ``out_dir`` (replaced atomically at the end).
 
     ``sampler`` overrides the mode's NUTS settings; ``conditions`` restricts the LLM fits to
-    some ``(model, prompt)`` pairs (default: all 12)."""
+    some ``(model, prompt)`` pairs (default: all 12); ``motive_prior`` is passed to every RSA
+    fit (:func:`models.social_meaning.rsa_model`)."""
     if mode not in SAMPLER:
         raise ValueError(f"mode must be one of {sorted(SAMPLER)}; got {mode!r}.")
+    if motive_prior not in sm.MOTIVE_PRIORS:
+        raise ValueError(f"motive_prior must be one of {sm.MOTIVE_PRIORS}; got {motive_prior!r}.")
     t_start = time.perf_counter()
     log = log or (lambda msg: print(msg, flush=True))
     out_dir = Path(out_dir)
@@ -275,7 +300,7 @@ def run_study(out_dir: str | Path, mode: str = "full", seed: int = 20261130, n_d
 
         trees = {}
         stamp(f"fitting the RSA model to the human ratings ({mode} mode: {sampler})")
-        trees["human"] = fit_one("rsa", human, True, seed, sampler, progress)
+        trees["human"] = fit_one("rsa", human, True, seed, sampler, progress, motive_prior)
         log(_diag_short(trees["human"]))
         stamp("fitting the non-pragmatic baseline to the human ratings")
         baseline = fit_one("baseline", human, True, seed + 1, sampler, progress)
@@ -293,7 +318,8 @@ def run_study(out_dir: str | Path, mode: str = "full", seed: int = 20261130, n_d
                 g = llm[(llm.model == m) & (llm.prompt == p)]
                 v = metrics.valid_ratings(g)
                 stamp(f"fitting the RSA model to {m} {p} ({len(v.frame)} valid ratings, {v.n_invalid} invalid excluded)")
-                trees[f"{m} {p}"] = fit_one("rsa", v.frame, False, seed + 10 + 4 * i + j, sampler, progress)
+                trees[f"{m} {p}"] = fit_one("rsa", v.frame, False, seed + 10 + 4 * i + j, sampler, progress,
+                                             motive_prior)
                 trees[f"{m} {p}"].attrs["n_invalid_excluded"] = v.n_invalid
                 log(_diag_short(trees[f"{m} {p}"]))
 
@@ -381,10 +407,16 @@ def _convergence_section(trees: dict, baseline) -> list[str]:
         return ["All fits converged (max r_hat <= 1.01, bulk ESS >= 100).", ""]
     return [f"**Not converged ({len(bad)} of {len(trees) + 1} fits): {', '.join(bad)}.** Their chains disagree "
             "(max r_hat > 1.01 or bulk ESS < 100; see the table), so their parameters and model-implied ESR/CDS "
-            "(marked `†` above) are not to be read as posteriors. A chain-by-chain look at such fits has shown two "
-            "modes in which the feature loadings `beta`, the motive prior `psi` and the knowledge prior `theta` trade "
-            "off: the three listener features span the three within-attribute form x context contrasts, so the "
-            "loadings can absorb the RSA parameters.", ""]
+            "(marked `†` above) are not to be read as posteriors. Where chains settle in different modes, the "
+            "feature loadings `beta` and the knowledge prior `theta` (and, with a free motive prior, `psi`) trade off: "
+            "the three listener features span the three within-attribute form x context contrasts, so the loadings "
+            "can absorb the RSA parameters (model docstring, \"Identification\").", ""]
+
+
+def _motive_prior(trees: dict) -> str:
+    """The motive prior the RSA fits used (runs saved before it was recorded fitted psi: 'free')."""
+    used = {t.attrs.get("motive_prior", "free") for t in trees.values()}
+    return ", ".join(sorted(used))
 
 
 def _loo_verdict(cmp: pd.DataFrame) -> str:
@@ -462,6 +494,9 @@ def _report(mode, sampler, table, disc, cmp, trees, baseline, cds, ppc, params, 
         "CCC: the paper's numbers use the upstream code's variant (population covariance over sample variances); "
         "Lin's CCC is given as `ccc_lin` and is about 0.03 higher.", "",
         "## RSA model of the human ratings", "",
+        f"Motive prior in every RSA fit: **{_motive_prior(trees)}** (`rsa_model(motive_prior=...)`; uniform fixes "
+        "P(m) uniform, psi = 0, and the listener still infers the motive from form and context; free fits psi, "
+        "which the data do not identify against the feature loadings: see the model's docstring).", "",
         f"alpha {q('alpha')}; cost of the precise form {q('cost_precise')}; response noise (logistic scale, "
         f"rating points) {q('noise')}; lapse {q('lapse')}; "
         f"prior log-odds that a speaker knows the exact number theta_mu {q('theta_mu')} (median [94% interval]).", "",
@@ -484,7 +519,11 @@ def _report(mode, sampler, table, disc, cmp, trees, baseline, cds, ppc, params, 
         "human-fitted model's 94% interval for the condition mean (`tables/ppc_condition_means.csv`, "
         "`figures/ppc_condition_means.png`).", "",
         "## Diagnostics", "",
-        "| fit | divergences | max r_hat | min bulk ESS | min tail ESS | wall | warnings |", "|---|---|---|---|---|---|---|",
+        "Chain starts (`init`): with `optimize`, 16 random starts were optimised and the chains started in the best "
+        "basin found; the column says how many starts reached it and how far below it the next basin lies (a basin "
+        "within a few nats would carry real posterior mass that the chains might miss).", "",
+        "| fit | divergences | max r_hat | min bulk ESS | min tail ESS | wall | init | warnings |",
+        "|---|---|---|---|---|---|---|---|",
         _diag_line("human baseline", baseline), *[_diag_line(k, t) for k, t in trees.items()], "",
         *_convergence_section(trees, baseline),
         "Files: `tables/*.csv`, `figures/*.png` (fig1 = paper Figure 1, fig2 = Figure 2, forest, PPC), "

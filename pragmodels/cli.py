@@ -24,7 +24,8 @@ def _run(args) -> Path:
         mode = "quick" if args.quick else "full"
         out = Path(args.out) if args.out else Path(args.config).with_suffix("") / mode
         return run_study(out, mode=mode, seed=int(cfg["seed"]), n_draws=int(cfg.get("n_draws", 400)),
-                         sampler=cfg["sampler"][mode], progress=not args.no_progress and sys.stdout.isatty())
+                         sampler=cfg["sampler"][mode], motive_prior=cfg.get("motive_prior", "uniform"),
+                         progress=not args.no_progress and sys.stdout.isatty())
     from pragmodels.runner import run_config
 
     return run_config(args.config, args.out, quick=args.quick, progress_bar=not args.no_progress)

@@ -1,7 +1,8 @@
 """``fit``: NUTS over a NumPyro model, returned as an ArviZ ``DataTree`` with provenance.
 
 Layering: imports ``numpyro.infer`` (never ``numpyro.sample``), ``arviz_base`` and
-:mod:`pragmodels.likelihoods`, :mod:`pragmodels.diagnostics`, :mod:`pragmodels.results_io`.
+:mod:`pragmodels.likelihoods`, :mod:`pragmodels.diagnostics`, :mod:`pragmodels.multistart`,
+:mod:`pragmodels.results_io`.
 
 A model is a plain Python function ``model(**data)`` whose observation sites come from
 :mod:`pragmodels.likelihoods`. It may carry two optional attributes used for provenance:
@@ -26,6 +27,7 @@ from numpyro import handlers
 
 from pragmodels.diagnostics import FitDiagnosticsError, diagnose
 from pragmodels.likelihoods import predictive_mode
+from pragmodels.multistart import multistart_inits
 from pragmodels.priors import priors_to_json
 from pragmodels.results_io import data_hash, save_netcdf
 
@@ -111,10 +113,14 @@ def fit(
     dense_mass : bool or list of tuples of site names
         NUTS mass matrix: diagonal (False), dense (True) or dense blocks, e.g.
         ``[("beta", "alpha")]`` for strongly correlated parameters.
-    init : {"median", "uniform"}
+    init : {"median", "uniform", "optimize"}
         Where chains start: near the prior medians (default; keeps, e.g., a lapse rate from
-        starting near 1 where the likelihood is flat and a chain can stall), or NumPyro's
-        uniform draws in (-2, 2) on the unconstrained scale.
+        starting near 1 where the likelihood is flat and a chain can stall), NumPyro's
+        uniform draws in (-2, 2) on the unconstrained scale, or ``"optimize"``: 16 uniform
+        starts each take 2000 Adam steps on the log density and the chains start spread over
+        the best basin found (:mod:`pragmodels.multistart`; for posteriors with a dominant mode
+        that warm-up does not reliably reach). Where every start ended is recorded in the
+        ``init_optima`` attribute.
     chain_method : {"parallel", "vectorized", "sequential"}
         ``parallel`` uses one device per chain (CPU cores via ``PRAGMODELS_HOST_DEVICES``, or
         GPUs); with fewer devices than chains it runs them ``vectorized`` instead (recorded in
@@ -142,7 +148,8 @@ def fit(
     if not observed:
         raise ValueError("the model has no observed sites: pass the observations in `data`.")
     method = _pick_chain_method(chain_method, num_chains)
-    inits = {"median": init_to_median(num_samples=15), "uniform": init_to_uniform()}
+    inits = {"median": init_to_median(num_samples=15), "uniform": init_to_uniform(),
+             "optimize": init_to_uniform()}  # "optimize" passes explicit init_params to run()
     if init not in inits:
         raise ValueError(f"init must be one of {sorted(inits)}; got {init!r}.")
     settings = dict(
@@ -159,16 +166,25 @@ def fit(
     # array shapes and dtypes (reusing it for another data size fails inside vmap)
     shapes = tuple(sorted((k, np.shape(v), str(np.asarray(v).dtype)) for k, v in arrays.items()))
     cache_key = (model, tuple(sorted(static.items())), shapes, json.dumps(settings), progress_bar)
-    mcmc = _MCMC_CACHE.get(cache_key)
-    if mcmc is None:
-        kernel = NUTS(functools.partial(model, **static), target_accept_prob=target_accept,
+    cached = _MCMC_CACHE.get(cache_key)
+    if cached is None:
+        bound = functools.partial(model, **static)  # one object per cache entry, so jitted helpers reuse it
+        kernel = NUTS(bound, target_accept_prob=target_accept,
                       max_tree_depth=max_tree_depth, dense_mass=dense_mass, init_strategy=inits[init])
         mcmc = MCMC(kernel, num_warmup=num_warmup, num_samples=num_samples, num_chains=num_chains,
                     chain_method=method, progress_bar=progress_bar, jit_model_args=True)
-        _MCMC_CACHE[cache_key] = mcmc
+        cached = _MCMC_CACHE[cache_key] = (mcmc, bound)
+    mcmc, bound = cached
     t0 = time.perf_counter()
     key_mcmc, key_pp = jax.random.split(key)
-    mcmc.run(key_mcmc, **arrays, extra_fields=("diverging", "num_steps", "accept_prob", "energy"))
+    init_params, optima = None, None
+    if init == "optimize":
+        key_mcmc, key_init = jax.random.split(key_mcmc)
+        found = multistart_inits(key_init, bound, arrays, num_chains)
+        init_params, optima = (found.init_params if num_chains > 1 else jax.tree.map(lambda x: x[0], found.init_params),
+                               found.summary())
+    mcmc.run(key_mcmc, **arrays, init_params=init_params,
+             extra_fields=("diverging", "num_steps", "accept_prob", "energy"))
     pp = None
     if posterior_predictive:
         samples = mcmc.get_samples()
@@ -199,6 +215,7 @@ def fit(
         wall_time_s=float(wall),
         diagnostics=json.dumps(diag.as_attrs()),
         diagnostics_ok=int(diag.ok),
+        init_optima=json.dumps(optima),
     )
     if strict and not diag.ok:
         raise FitDiagnosticsError("; ".join(diag.problems))

@@ -179,3 +179,55 @@ def test_refit_with_another_data_size_in_one_process(speaker_data):
     assert a["observed_data"]["choice"].size == 240 and b["observed_data"]["choice"].size == 200
     # the same shapes reuse the cached kernel and, with the same seed, give the same draws
     np.testing.assert_array_equal(a["posterior"]["alpha"].values, c["posterior"]["alpha"].values)
+
+
+def _two_basins(y):
+    """x ~ N(-4, 3) a priori (median -4) times a bump density: a minor basin at -4 (sd 0.3,
+    relative mass 1e-6) and the main one at +4 (sd 0.5); between them the log density falls
+    ~30 nats, so NUTS never crosses. The observation is almost uninformative (sd 100)."""
+    import numpyro
+    import numpyro.distributions as dist
+    from jax.scipy.special import logsumexp
+
+    x = numpyro.sample("x", dist.Normal(-4.0, 3.0))
+    numpyro.factor("bumps", logsumexp(np.log([1e-6, 1.0]) + dist.Normal(np.array([-4.0, 4.0]), np.array([0.3, 0.5])).log_prob(x)))
+    numpyro.sample("y", dist.Normal(x, 100.0), obs=y)
+
+
+def test_optimize_init_starts_chains_in_the_dominant_basin():
+    """Against the known answer: the posterior mass is ~1 - 1e-6 in the basin at +4 (the prior
+    tilts it to a normal with mean 3.78). Started near the prior median (-4), a chain stays in the
+    minor basin (the negative control: the check can fail); with init="optimize", all chains sample the
+    main one, and the recorded optima show both basins (16 starts in (-2, 2) reach both)."""
+    data = dict(y=np.array(0.0))
+    kw = dict(num_warmup=200, num_samples=300, num_chains=2, chain_method="vectorized", progress_bar=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FitWarning)
+        stuck = pm.fit(0, _two_basins, data, init="median", **kw)
+        good = pm.fit(0, _two_basins, data, init="optimize", **kw)
+    assert np.any(np.abs(stuck["posterior"]["x"].values.mean(axis=1) + 4.0) < 0.3)  # a chain trapped at -4
+    x = good["posterior"]["x"].values
+    # main basin: N(-4, 3) x N(4, 0.5) = N(m, s) with precision 1/9 + 4; sd of a chain mean ~0.03-0.06
+    m = (-4 / 9 + 4 * 4) / (1 / 9 + 4)
+    assert np.all(np.abs(x.mean(axis=1) - m) < 0.15), (x.mean(axis=1), m)
+    optima = json.loads(good.attrs["init_optima"])
+    assert optima["n_starts"] == 16 and optima["n_failed"] == 0
+    # the gap between the basins' peaks, exactly on a grid (the optimiser stops within ~0.05 nats)
+    grid = np.linspace(-8, 8, 160_001)
+    logp = stats.norm.logpdf(grid, -4, 3) + np.logaddexp(np.log(1e-6) + stats.norm.logpdf(grid, -4, 0.3),
+                                                         stats.norm.logpdf(grid, 4, 0.5))
+    gap = logp[grid > 0].max() - logp[grid < 0].max()
+    assert optima["gap_to_next_basin"] == pytest.approx(gap, abs=0.1), (optima, gap)
+    assert json.loads(stuck.attrs["init_optima"]) is None
+
+
+def test_multistart_rejects_bad_settings_by_name():
+    import jax
+    from pragmodels.multistart import multistart_inits
+
+    with pytest.raises(ValueError, match="n_starts must be an integer >= 1; got 0"):
+        multistart_inits(jax.random.key(0), _two_basins, dict(y=np.array(0.0)), 2, n_starts=0)
+    with pytest.raises(ValueError, match="lr must be > 0; got -1"):
+        multistart_inits(jax.random.key(0), _two_basins, dict(y=np.array(0.0)), 2, lr=-1)
+    with pytest.raises(ValueError, match="init must be one of"):
+        pm.fit(0, _two_basins, dict(y=np.array(0.0)), init="map")

@@ -77,6 +77,9 @@ def test_social_meaning_main_job_quick(tmp_path):
     assert (params.noise_lo >= 0.15).all() and (params.noise_lo <= params.noise).all() and (params.noise <= params.noise_hi).all()
     tree = load_netcdf(out / "posteriors" / "claude_MIN_rsa.nc")
     assert tree.attrs["n_invalid_excluded"] == 98 and tree["observed_data"]["rating"].size == 1342
+    # the config's motive prior (uniform) reaches every RSA fit and its recorded priors
+    assert tree.attrs["motive_prior"] == "uniform" and "psi" not in tree["posterior"]
+    assert "psi" not in json.loads(tree.attrs["priors"]) and "alpha" in json.loads(tree.attrs["priors"])
     report = (out / "report.md").read_text()
     assert "Quick mode is a smoke test" in report and "## Diagnostics" in report
     assert "Not converged" in report  # quick chains never converge, and the report must say so

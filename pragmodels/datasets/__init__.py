@@ -4,7 +4,7 @@ Layering: ``registry`` -> ``fetch`` -> ``schema`` -> ``loaders``; standard libra
 pandas only (no JAX).
 """
 
-from pragmodels.datasets.fetch import DataIntegrityError, locate, sha256_of
+from pragmodels.datasets.fetch import DataDownloadError, DataIntegrityError, locate, sha256_of
 from pragmodels.datasets.loaders import (
     ATTRIBUTES,
     LLMS,
@@ -19,7 +19,7 @@ from pragmodels.datasets.registry import REGISTRY, DataFile
 from pragmodels.datasets.schema import DataSchemaError
 
 __all__ = [
-    "REGISTRY", "DataFile", "DataIntegrityError", "DataSchemaError", "locate", "sha256_of",
+    "REGISTRY", "DataFile", "DataDownloadError", "DataIntegrityError", "DataSchemaError", "locate", "sha256_of",
     "ATTRIBUTES", "LLMS", "PROMPTS", "SCENARIO_TO_LLM",
     "load_social_human", "load_social_llm", "load_wavelength", "load_drinq",
 ]

@@ -12,16 +12,21 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
+import urllib.error
 import urllib.request
 from pathlib import Path
 
 from pragmodels.datasets.registry import DataFile, get
 
-__all__ = ["DataIntegrityError", "sha256_of", "verify", "locate"]
+__all__ = ["DataDownloadError", "DataIntegrityError", "sha256_of", "verify", "locate"]
 
 
 class DataIntegrityError(ValueError):
     """A data file is missing, or its sha256 is not the registered one."""
+
+
+class DataDownloadError(OSError):
+    """A registered file could not be downloaded (no network, or the source moved)."""
 
 
 def sha256_of(path: str | os.PathLike) -> str:
@@ -47,8 +52,14 @@ def _download(entry: DataFile, dest: Path) -> None:
     fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".part")
     os.close(fd)
     try:
-        with urllib.request.urlopen(entry.url, timeout=60) as r, open(tmp, "wb") as f:
-            f.write(r.read())
+        try:
+            with urllib.request.urlopen(entry.url, timeout=60) as r, open(tmp, "wb") as f:
+                f.write(r.read())
+        except (urllib.error.URLError, TimeoutError, ConnectionError) as e:
+            raise DataDownloadError(
+                f"could not download data set {entry.key!r} from {entry.url} ({e}). Without network access, "
+                f"set PRAGMODELS_DATA_DIR to an offline mirror that holds {entry.path}."
+            ) from e
         verify(Path(tmp), entry)
         os.replace(tmp, dest)
     finally:

@@ -128,3 +128,17 @@ def test_download_into_cache_verifies_hash(mirror, tmp_path, monkeypatch):
     with pytest.raises(DataIntegrityError, match="does not match the registered 0000"):
         datasets.load_drinq()
     assert list((tmp_path / "cache" / entry.path).parent.iterdir()) == []
+
+
+def test_failed_download_names_the_url_and_the_offline_mirror(tmp_path, monkeypatch):
+    from pragmodels.datasets import DataDownloadError, registry
+
+    entry = REGISTRY["drinq"]
+    fake = registry.DataFile(**{**entry.__dict__})
+    unreachable = "https://pragmodels.invalid/drinq.csv"
+    monkeypatch.setattr(type(fake), "url", property(lambda self: unreachable))
+    monkeypatch.delenv("PRAGMODELS_DATA_DIR", raising=False)
+    monkeypatch.setenv("PRAGMODELS_CACHE_DIR", str(tmp_path / "cache"))
+    with pytest.raises(DataDownloadError, match=r"could not download data set 'drinq' from https://pragmodels\.invalid/drinq\.csv .*PRAGMODELS_DATA_DIR"):
+        datasets.load_drinq()
+    assert list((tmp_path / "cache").rglob("*")) == [p for p in (tmp_path / "cache").rglob("*") if p.is_dir()]  # no partial file

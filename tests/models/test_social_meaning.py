@@ -58,10 +58,12 @@ def test_models_trace_with_named_dims(model, n_participants):
     assert np.all(np.isfinite(np.asarray(lp)))
 
 
-def test_uniform_motive_prior_drops_psi_and_keeps_implied_means_defined():
-    d = dict(_data(), motive_prior="uniform")
-    tr = handlers.trace(handlers.seed(sm.rsa_model, 0)).get_trace(**d)
+def test_uniform_motive_prior_is_the_default_drops_psi_and_keeps_implied_means_defined():
+    tr = handlers.trace(handlers.seed(sm.rsa_model, 0)).get_trace(**_data())
     assert "psi" not in tr and "alpha" in tr
+    assert "psi" not in sm.rsa_model.priors and "psi" not in sm.rsa_priors("uniform")
+    free = handlers.trace(handlers.seed(sm.rsa_model, 0)).get_trace(**dict(_data(), motive_prior="free"))
+    assert free["psi"]["value"].shape == (2,) and "psi" in sm.rsa_priors("free")
     draw = {k: v["value"] for k, v in tr.items() if v["type"] in ("sample", "deterministic") and k != "rating"}
     means = np.asarray(sm.implied_cell_means("rsa", draw))
     assert means.shape == (6, 6, 2, 2) and np.all((means > 1) & (means < 7))
@@ -86,7 +88,7 @@ def test_implied_means_match_monte_carlo_of_the_generative_model():
     means = np.asarray(sm.implied_cell_means("rsa", draw))  # [a, s, c, u]
     assert means.shape == (6, 6, 2, 2) and np.all((means > 1) & (means < 7))
     a, s, c, u = 2, 3, 1, 0
-    table = sm.rsa_linear_predictor(draw["alpha"], draw["cost_precise"], draw["theta"], draw["psi"], draw["beta"])
+    table = sm.rsa_linear_predictor(draw["alpha"], draw["cost_precise"], draw["theta"], jnp.zeros(2), draw["beta"])
     latent = table[s, c, u, a] + draw["level"][a] + draw["zeta"][s, a] + 0.8 * jax.random.normal(key, (200_000,))
     lp = sm.ordinal_log_probs(latent / draw["noise"], draw["cutpoints"][a] / draw["noise"])
     p = (1 - draw["lapse"]) * jnp.exp(lp) + draw["lapse"] / 7
