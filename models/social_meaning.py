@@ -85,6 +85,25 @@ modes (``ψ`` and ``β`` flip sign, ``θ`` shifts; r_hat 1.14-1.74). On GPT COM,
 loadings per attribute with ``ψ`` free was still bimodal (r_hat 1.53); fixing ``ψ = 0`` gave
 r_hat 1.007 and bulk ESS 874. ``motive_prior="free"`` remains available.
 
+With ``ψ = 0`` the posterior can still have separated modes in which ``β`` and ``θ`` trade off.
+On Claude KMA, chains started near the prior medians split 3 : 1 (r_hat 1.53): three chains
+explained "approximate where precision matters" mainly by the ``p_exact`` loadings, the fourth by
+the ``p_casual`` loadings, and the fourth's log likelihood was 22 nats higher. Sixteen
+optimised random starts found both basins, the ``p_casual`` one 26 nats below the other in
+potential energy; with chains started in the best basin (``pm.fit(..., init="optimize")``, what
+the study uses) the fit converged (r_hat 1.007, bulk ESS 1,144), as did Claude MIN (1.007;
+1.53 before). A mode that far below carries a negligible share of the posterior mass, but the
+study reports every fit's basin gap so that a close second basin would not go unseen.
+
+Not every such trade-off has a winner. On Claude COM (full run, init="optimize") 15 of 16
+starts ended in one basin, yet the four chains split 2 : 2 between the same two explanations,
+(``β_exact`` ≈ −1.2, ``β_casual`` ≈ −3.2, one ``θ_s`` ≈ 1.2) and (``β_exact`` ≈ +3.6,
+``β_casual`` ≈ −0.8, that ``θ_s`` ≈ 3.5), with equal log likelihoods (−396.7 to −397.2): the data
+do not identify which feature carries "approximate where precision matters". Such a fit is
+reported as not converged, with a chain-by-chain table, and its RSA parameters are not read.
+Identifying it needs a link with fewer free loadings than form x context contrasts (e.g.
+loadings shared across attributes up to a scale), which would be a different model.
+
 Non-pragmatic baseline
 ----------------------
 Same ordinal likelihood, scenario and rater effects, but ``η = μ_a + b_{a,1} x_u + b_{a,2} x_c +
@@ -191,7 +210,12 @@ def _cutpoints(n_attr):
 def _random_effects(n_attr, n_scenarios, n_participants):
     """Scenario effects ``ζ [scenario, attribute]`` and rater effects ``ε [participant]``, both
     non-centred and constrained to sum to zero (centred after scaling), so that ``μ_a`` alone
-    carries each attribute's level (no level-effect ridge)."""
+    carries each attribute's level (no level-effect ridge).
+
+    Non-centred on purpose. Measured on the human ratings: centred zero-sum effects made the
+    multi-start optimisation of ``init="optimize"`` find the degenerate joint mode of a centred
+    hierarchy (``σ_p → 0`` with every ``ε_p → 0``, where the density grows without bound), and
+    all four chains stayed there (``σ_p`` 0.00-0.02 instead of 1.35; r_hat 2.8)."""
     with numpyro.plate("attribute", n_attr):
         tau = sample_prior("tau", PRIORS_COMMON["tau"])
         with numpyro.plate("scenario", n_scenarios, dim=-2):

@@ -14,7 +14,15 @@ unconstrained scale, Jacobians included); chains then start at the best end poin
 What it does not do: it cannot show that the posterior has one mode. It reports where every
 start ended (:class:`MultistartResult`), so a user sees how many basins were found and how far
 below the best each lies; a basin within a few nats of the best carries real posterior mass,
-and chains started only in the best one would miss it (``summary`` says so).
+and chains started only in the best one would miss it (``summary`` says so). An end point more
+than a few nats below the best is either another basin or a start that had not converged
+within ``steps``; the summary does not tell them apart.
+
+Use it with non-centred hierarchies only. A centred hierarchy (``ε_j ~ N(0, σ)`` sampled
+directly) has no joint mode: the density grows without bound as ``σ → 0`` with every
+``ε_j → 0``, and the optimiser walks into that funnel. Measured on the social-meaning human
+ratings with centred rater effects: all four chains started there and stayed (``σ`` 0.00-0.02
+instead of 1.35; r_hat 2.8).
 """
 
 from __future__ import annotations

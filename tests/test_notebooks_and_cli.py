@@ -30,6 +30,9 @@ def test_cli_run_quick_writes_run_folder(tmp_path, capsys):
     tree = load_netcdf(out / "posterior.nc")
     assert json.loads(tree.attrs["fit_config"])["name"] == "reference_game"
     assert np.isfinite(tree["posterior"]["alpha"].values).all()
+    chains = pd.read_csv(out / "tables" / "chains.csv")  # 14 fits x 2 chains, each with its log likelihood
+    assert len(chains) == 28 and chains.fit.nunique() == 14 and np.isfinite(chains.loglik).all()
+    assert chains.loc[chains.fit == "human baseline", "alpha"].isna().all() and chains.alpha.notna().sum() == 26
     report = (out / "report.md").read_text()
     assert "Recovery of the simulated truth" in report and "wall time" in report
 
@@ -79,10 +82,14 @@ def test_social_meaning_main_job_quick(tmp_path):
     assert tree.attrs["n_invalid_excluded"] == 98 and tree["observed_data"]["rating"].size == 1342
     # the config's motive prior (uniform) reaches every RSA fit and its recorded priors
     assert tree.attrs["motive_prior"] == "uniform" and "psi" not in tree["posterior"]
+    # the config's "human" sampler entry applies to the two human fits only
+    assert load_netcdf(out / "posteriors" / "human_rsa.nc")["posterior"].sizes["draw"] == 60
+    assert load_netcdf(out / "posteriors" / "human_baseline.nc")["posterior"].sizes["draw"] == 60
+    assert tree["posterior"].sizes["draw"] == 50
     assert "psi" not in json.loads(tree.attrs["priors"]) and "alpha" in json.loads(tree.attrs["priors"])
     report = (out / "report.md").read_text()
     assert "Quick mode is a smoke test" in report and "## Diagnostics" in report
-    assert "Not converged" in report  # quick chains never converge, and the report must say so
+    assert "Not converged" in report and "Chain by chain" in report  # quick chains never converge; the report says so
     from models.social_meaning_study import rebuild_report
 
     rebuilt = rebuild_report(out).read_text()
