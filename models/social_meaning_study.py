@@ -395,8 +395,8 @@ def run_study(out_dir: str | Path, mode: str = "full", seed: int = 20261130, n_d
 
 def rebuild_report(run_dir: str | Path) -> Path:
     """Re-render ``report.md`` of a finished run folder from its saved tables and posteriors
-    (no refitting), e.g. after the report's wording changed. Rewrites ``tables/parameters.csv`` and
-    ``tables/chains.csv``."""
+    (no refitting), e.g. after the report's wording changed. Rewrites ``tables/parameters.csv``,
+    ``tables/chains.csv`` and the forest plot (the figures drawn from the posteriors alone)."""
     run_dir = Path(run_dir)
     old = (run_dir / "report.md").read_text()
     head = old.split("\n")[2]
@@ -415,6 +415,10 @@ def rebuild_report(run_dir: str | Path) -> Path:
     params.to_csv(tables / "parameters.csv", index=False)
     chains = chain_table({"human baseline": baseline, **trees})
     chains.to_csv(tables / "chains.csv", index=False)
+    from pragmodels import plots
+
+    plots.forest(trees, list(KEY_PARAMETERS)).savefig(run_dir / "figures" / "forest_parameters.png", dpi=110,
+                                                      bbox_inches="tight")
     disc = pd.read_csv(tables / "discrepancies.csv")
     report = render_report(mode, sampler, pd.read_csv(tables / "reproduction.csv"), disc,
                            pd.read_csv(tables / "loo_compare.csv", index_col=0), trees, baseline,
