@@ -260,6 +260,13 @@ def rsa_linear_predictor(alpha, cost, theta, psi, beta) -> jax.Array:
     return jnp.einsum("scuf,fa->scua", feats, beta)
 
 
+def check_motive_prior(motive_prior) -> str:
+    """``motive_prior`` if it is one of :data:`MOTIVE_PRIORS`, else a ``ValueError`` naming it."""
+    if motive_prior not in MOTIVE_PRIORS:
+        raise ValueError(f"motive_prior must be 'free' or 'uniform'; got {motive_prior!r}.")
+    return motive_prior
+
+
 def rsa_model(condition, rating=None, participant=None, *, n_scenarios: int = 6,
               n_attributes: int = 6, n_participants: int = 0, motive_prior: str = "uniform"):
     """The RSA social-meaning model (module docstring). Data are per rating: ``condition
@@ -269,8 +276,7 @@ def rsa_model(condition, rating=None, participant=None, *, n_scenarios: int = 6,
     ``motive_prior``: ``"uniform"`` (default) fixes ``P(m)`` uniform (``ψ = 0``); the listener
     still infers the motive from form and context. ``"free"`` fits ``ψ`` as well; it is not
     identified against the loadings on LLM data (module docstring, "Identification")."""
-    if motive_prior not in MOTIVE_PRIORS:
-        raise ValueError(f"motive_prior must be 'free' or 'uniform'; got {motive_prior!r}.")
+    check_motive_prior(motive_prior)
     alpha = sample_prior("alpha", PRIORS_RSA["alpha"])
     cost = sample_prior("cost_precise", PRIORS_RSA["cost_precise"])
     theta_mu = sample_prior("theta_mu", PRIORS_RSA["theta_mu"])
@@ -295,8 +301,7 @@ def rsa_model(condition, rating=None, participant=None, *, n_scenarios: int = 6,
 
 def rsa_priors(motive_prior: str = "uniform") -> dict:
     """The RSA model's priors as fitted with ``motive_prior`` (``psi`` only when it is free)."""
-    if motive_prior not in MOTIVE_PRIORS:
-        raise ValueError(f"motive_prior must be 'free' or 'uniform'; got {motive_prior!r}.")
+    check_motive_prior(motive_prior)
     rsa = {k: v for k, v in PRIORS_RSA.items() if motive_prior == "free" or k != "psi"}
     return {**rsa, **PRIORS_COMMON}
 

@@ -118,8 +118,8 @@ def _loo_verdict(cmp: pd.DataFrame) -> str:
     """One honest sentence on the LOO difference (elpd_diff of the second model and its paired SE)."""
     if "elpd_diff" not in cmp or "dse" not in cmp or len(cmp) < 2:
         return "see the table."
-    diff, se = float(cmp["elpd_diff"].iloc[1]), float(cmp["dse"].iloc[1])
-    ratio = diff / se if se > 0 else float("inf")
+    diff, se = float(cmp["elpd_diff"].iloc[1]), float(cmp["dse"].iloc[1])  # diff <= 0: the second model is worse
+    ratio = abs(diff) / se if se > 0 else float("inf")
     verdict = ("a difference within 2 standard errors: the data do not separate the two models"
                if ratio < 2 else "a difference of more than 2 standard errors")
     return f"elpd difference {diff:.1f} ± {se:.1f} (paired SE), {verdict}."

@@ -326,8 +326,7 @@ def run_study(out_dir: str | Path, mode: str = "full", seed: int = 20261130, n_d
     fit (:func:`models.social_meaning.rsa_model`)."""
     if mode not in SAMPLER:
         raise ValueError(f"mode must be one of {sorted(SAMPLER)}; got {mode!r}.")
-    if motive_prior not in sm.MOTIVE_PRIORS:
-        raise ValueError(f"motive_prior must be one of {sm.MOTIVE_PRIORS}; got {motive_prior!r}.")
+    sm.check_motive_prior(motive_prior)
     t_start = time.perf_counter()
     log = log or (lambda msg: print(msg, flush=True))
     stamp = lambda msg: log(f"[{time.perf_counter() - t_start:7.1f} s] {msg}")

@@ -120,7 +120,8 @@ def fit(
         starts each take 2000 Adam steps on the log density and the chains start spread over
         the best basin found (:mod:`pragmodels.multistart`; for posteriors with a dominant mode
         that warm-up does not reliably reach). Where every start ended is recorded in the
-        ``init_optima`` attribute.
+        ``init_optima`` attribute. Use it with non-centred hierarchies only: a centred one has
+        no joint mode and the optimiser walks into its scale-to-zero funnel.
     chain_method : {"parallel", "vectorized", "sequential"}
         ``parallel`` uses one device per chain (CPU cores via ``PRAGMODELS_HOST_DEVICES``, or
         GPUs); with fewer devices than chains it runs them ``vectorized`` instead (recorded in

@@ -4,7 +4,6 @@ Tolerance: agents run in float32; 2e-5 absolute on probabilities is ~100 float32
 ample for depth <= 5 recursions and far below any modelling difference.
 """
 
-import itertools
 
 import jax
 import jax.numpy as jnp

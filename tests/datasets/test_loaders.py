@@ -1,7 +1,6 @@
 """Loaders against the offline mirror, plus corrupted, truncated and wrong-version copies."""
 
 import shutil
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
