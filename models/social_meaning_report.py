@@ -45,8 +45,13 @@ def _init_cell(tree) -> str:
     return f"{o['n_in_best_basin']}/{o['n_starts']} starts in best basin; {gap}"
 
 
+def _diagnostics(tree) -> dict:
+    """The fit's diagnostics as :func:`pragmodels.fit` recorded them (JSON in the provenance)."""
+    return json.loads(tree.attrs["diagnostics"])
+
+
 def _diag_line(label, tree) -> str:
-    d = json.loads(tree.attrs["diagnostics"])
+    d = _diagnostics(tree)
     w = json.loads(tree.attrs.get("warnings", "[]"))
     return (f"| {label} | {d['divergences']} | {d['max_rhat']:.3f} | {d['min_ess_bulk']:.0f} | "
             f"{d['min_ess_tail']:.0f} | {tree.attrs['wall_time_s']:.0f} s | {_init_cell(tree)} | "
@@ -54,7 +59,7 @@ def _diag_line(label, tree) -> str:
 
 
 def _diag_short(tree) -> str:
-    d = json.loads(tree.attrs["diagnostics"])
+    d = _diagnostics(tree)
     return (f"  done in {tree.attrs['wall_time_s']:.0f} s: {d['divergences']} divergences, max r_hat "
             f"{d['max_rhat']:.3f}, min bulk ESS {d['min_ess_bulk']:.0f}; init: {_init_cell(tree)}")
 
@@ -62,7 +67,7 @@ def _diag_short(tree) -> str:
 def converged(tree, max_rhat: float = 1.01, min_ess: float = 100.0) -> bool:
     """Whether a fit's chains agree (max r_hat <= 1.01) and its bulk ESS is at least ``min_ess``.
     Tree-depth saturation alone does not count against a fit whose chains mix."""
-    d = json.loads(tree.attrs["diagnostics"])
+    d = _diagnostics(tree)
     return d["max_rhat"] <= max_rhat and d["min_ess_bulk"] >= min_ess
 
 

@@ -304,14 +304,28 @@ def predictive_check(h_eff: dict, human: pd.DataFrame, fig1: pd.DataFrame):
     return predicted, observed, ppc
 
 
-def _write_figures(folder: Path, fig1, observed_esr, esr_model, trees, predicted, observed) -> None:
+def _posterior_summaries(folder: Path, trees: dict, baseline):
+    """What is derived from the posteriors alone, written into a run folder: the parameter and
+    chain tables and the forest plot (by :func:`run_study` and again by :func:`rebuild_report`).
+    Returns ``(params, chains)``."""
+    from pragmodels import plots
+
+    params = parameter_table(trees)
+    params.to_csv(folder / "tables" / "parameters.csv", index=False)
+    chains = chain_table({"human baseline": baseline, **trees})
+    chains.to_csv(folder / "tables" / "chains.csv", index=False)
+    plots.forest(trees, list(KEY_PARAMETERS)).savefig(folder / "figures" / "forest_parameters.png", dpi=110,
+                                                      bbox_inches="tight")
+    return params, chains
+
+
+def _write_figures(folder: Path, fig1, observed_esr, esr_model, predicted, observed) -> None:
     from pragmodels import plots
 
     plots.human_vs_model_means(fig1).savefig(folder / "fig1_human_vs_model.png", dpi=120)
     esr_plot = observed_esr[["model", "prompt", "kind", "attribute", "esr"]]
     plots.esr_heatmap(esr_plot).savefig(folder / "fig2_esr_heatmap.png", dpi=120, bbox_inches="tight")
     plots.esr_heatmap(esr_model).savefig(folder / "esr_heatmap_model_implied.png", dpi=120, bbox_inches="tight")
-    plots.forest(trees, list(KEY_PARAMETERS)).savefig(folder / "forest_parameters.png", dpi=110, bbox_inches="tight")
     plots.ppc_condition_means(predicted, observed).savefig(folder / "ppc_condition_means.png", dpi=110,
                                                           bbox_inches="tight")
 
@@ -364,11 +378,8 @@ def run_study(out_dir: str | Path, mode: str = "full", seed: int = 20261130, n_d
         predicted.to_csv(tables / "human_model_predicted_means.csv", index=False)
 
         stamp("figures")
-        params = parameter_table(trees)
-        params.to_csv(tables / "parameters.csv", index=False)
-        chains = chain_table({"human baseline": baseline, **trees})
-        chains.to_csv(tables / "chains.csv", index=False)
-        _write_figures(figures, fig1, observed_esr, esr_model, trees, predicted, observed)
+        params, chains = _posterior_summaries(tmp, trees, baseline)
+        _write_figures(figures, fig1, observed_esr, esr_model, predicted, observed)
 
         stamp("writing posteriors (netCDF)")
         save_netcdf(baseline, tmp / "posteriors" / "human_baseline.nc")
@@ -410,14 +421,7 @@ def rebuild_report(run_dir: str | Path) -> Path:
                 trees[f"{m} {p}"] = pm.load_netcdf(f)
     baseline = pm.load_netcdf(run_dir / "posteriors" / "human_baseline.nc")
     sampler = head.split("(NUTS ", 1)[1].rsplit("); wall time", 1)[0]  # the settings exactly as first reported
-    params = parameter_table(trees)
-    params.to_csv(tables / "parameters.csv", index=False)
-    chains = chain_table({"human baseline": baseline, **trees})
-    chains.to_csv(tables / "chains.csv", index=False)
-    from pragmodels import plots
-
-    plots.forest(trees, list(KEY_PARAMETERS)).savefig(run_dir / "figures" / "forest_parameters.png", dpi=110,
-                                                      bbox_inches="tight")
+    params, chains = _posterior_summaries(run_dir, trees, baseline)
     disc = pd.read_csv(tables / "discrepancies.csv")
     report = render_report(mode, sampler, pd.read_csv(tables / "reproduction.csv"), disc,
                            pd.read_csv(tables / "loo_compare.csv", index_col=0), trees, baseline,
