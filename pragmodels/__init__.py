@@ -20,12 +20,17 @@ _config.configure_host_devices()
 
 from pragmodels import agents, likelihoods, semantics  # noqa: E402
 from pragmodels.agents import (  # noqa: E402
+    joint_listener,
+    joint_marginals,
     lapse_mixture,
     lexical_uncertainty_listener,
     literal_listener,
+    mixed_utility_speaker,
     pragmatic_listener,
     pragmatic_speaker,
     qud_project,
+    social_utility,
+    weighted_utility_speaker,
 )
 from pragmodels.inference import fit  # noqa: E402
 from pragmodels.priors import Prior  # noqa: E402
@@ -45,6 +50,11 @@ __all__ = [
     "lexical_uncertainty_listener",
     "qud_project",
     "lapse_mixture",
+    "social_utility",
+    "weighted_utility_speaker",
+    "mixed_utility_speaker",
+    "joint_listener",
+    "joint_marginals",
     "fit",
     "Prior",
     "save_netcdf",

@@ -17,6 +17,28 @@ The recursion (Frank & Goodman 2012; Goodman & Frank 2016, eqs. 1-3)::
     Sk(u | s)  ∝  exp(alpha · (log L_{k-1}(s | u) − cost(u)))          k ≥ 1
     Lk(s | u)  ∝  Sk(u | s) · P(s)
 
+``cost_scaling`` picks between the two published placements of the cost (every speaker, and
+every listener built on one, takes it; today's ``"inside"`` is the default):
+
+- ``"inside"``: ``Sk(u | s) ∝ exp(alpha · (U(u; s) − cost(u)))``, the cost is part of the
+  utility and rationality sharpens it too (Goodman & Frank 2016; Yoon et al. 2020's speakers).
+- ``"outside"``: ``Sk(u | s) ∝ exp(alpha · U(u; s) − cost(u))``, i.e. ``P(u) ∝ exp(−cost(u))``
+  is an utterance prior that ``alpha`` does not sharpen: problang.org's WebPPL speakers, which
+  ``sample(utterancePrior)`` and then ``factor(alpha * U)`` (ch. 3, Kao et al. 2014's
+  hyperbole; ch. 9, politeness with costly negation). Pass ``cost = -log P(u)`` for a prior.
+
+The two coincide at ``alpha = 1``; for ``alpha > 0``, ``"outside"`` with ``cost`` equals
+``"inside"`` with ``cost / alpha``. As ``alpha -> 0`` an ``"inside"`` speaker chooses uniformly
+among the utterances true of the state, an ``"outside"`` one in proportion to ``exp(−cost)``.
+Utterances with ``-inf`` utility stay ``-inf`` (gradient zero, not NaN) under both.
+
+Social utilities and joint inference (Yoon, Tessler, Goodman & Frank 2020; Kao et al. 2014):
+:func:`mixed_utility_speaker` and :func:`weighted_utility_speaker` weigh several utility
+components ``[component, utterance, state]`` with (differentiable) weights ``[component]``;
+:func:`joint_listener` inverts a goal-conditioned speaker ``[goal, state, utterance]`` into a
+posterior over (state, goal) pairs ``[utterance, state, goal]``; :func:`joint_marginals`
+splits it into its state and goal marginals.
+
 ``prior_at`` picks between the two published conventions for ``P(s)``:
 
 - ``"all"`` (default; Goodman & Frank 2016, problang.org): the prior enters every listener.
@@ -46,9 +68,16 @@ __all__ = [
     "lexical_uncertainty_listener",
     "qud_project",
     "lapse_mixture",
+    "social_utility",
+    "weighted_utility_speaker",
+    "mixed_utility_speaker",
+    "joint_listener",
+    "joint_marginals",
 ]
 
 PriorAt = Literal["all", "top"]
+CostScaling = Literal["inside", "outside"]
+_COST_SCALINGS = ("inside", "outside")
 
 
 def _check_depth(depth: int, minimum: int) -> None:
@@ -59,6 +88,14 @@ def _check_depth(depth: int, minimum: int) -> None:
 def _check_prior_at(prior_at: str) -> None:
     if prior_at not in ("all", "top"):
         raise ValueError(f"prior_at must be 'all' or 'top'; got {prior_at!r}.")
+
+
+def _check_cost_scaling(cost_scaling: str) -> None:
+    if not isinstance(cost_scaling, str) or cost_scaling not in _COST_SCALINGS:
+        raise ValueError(
+            f"cost_scaling must be one of {', '.join(map(repr, _COST_SCALINGS))}; got {cost_scaling!r}. "
+            "'inside': exp(alpha * (U - cost)); 'outside': exp(alpha * U - cost)."
+        )
 
 
 def _add_prior(log_w: jax.Array, log_prior: jax.Array | None) -> jax.Array:
@@ -86,28 +123,45 @@ def qud_project(log_listener: jax.Array, qud: jax.Array) -> jax.Array:
     return jnp.where(ok, jnp.log(jnp.where(ok, mass, 1.0)) + m_safe, -jnp.inf)
 
 
-def _speaker_us(log_listener, alpha, cost, qud):
+def _scaled_utility(util, alpha, cost, cost_scaling):
+    """``alpha (U − cost)`` ("inside") or ``alpha U − cost`` ("outside") where ``U`` is finite.
+
+    Entries with ``U = -inf`` stay ``-inf`` and pass no gradient (the double ``where`` of
+    :func:`pragmodels.logmath.masked_scale`), so 0/1 lexica stay differentiable.
+    Shapes: ``util [utterance, state]``, ``cost [utterance]`` -> ``[utterance, state]``.
+    """
+    alpha = jnp.asarray(alpha, util.dtype)
+    cost_col = _cost_column(cost, util.dtype)
+    if cost_scaling == "inside":
+        return masked_scale(util, alpha, cost_col)
+    ok = util > -jnp.inf
+    safe = jnp.where(ok, util, 0.0)
+    return jnp.where(ok, alpha * safe - cost_col, -jnp.inf)
+
+
+def _speaker_us(log_listener, alpha, cost, qud, cost_scaling="inside"):
     """Speaker in [utterance, state] layout from a listener in [utterance, state] layout."""
     if qud is not None:
         log_listener = qud_project(log_listener, qud)
-    util = masked_scale(log_listener, jnp.asarray(alpha, log_listener.dtype),
-                        _cost_column(cost, log_listener.dtype))
-    return log_normalize(util, axis=0)
+    return log_normalize(_scaled_utility(log_listener, alpha, cost, cost_scaling), axis=0)
 
 
 def _listener_us(log_w, log_prior):
     return log_normalize(_add_prior(log_w, log_prior), axis=1)
 
 
-def softmax_speaker(log_utility: jax.Array, alpha, cost: jax.Array | None = None) -> jax.Array:
+def softmax_speaker(log_utility: jax.Array, alpha, cost: jax.Array | None = None, *,
+                    cost_scaling: CostScaling = "inside") -> jax.Array:
     """Speaker from an arbitrary informativeness table: ``S(u | s) ∝ exp(alpha (U[u, s] − cost(u)))``.
 
     The building block behind :func:`pragmatic_speaker`, for models whose utility is not the log of
     a literal listener (e.g. social-meaning models with persona-dependent QUDs). ``-inf`` in
-    ``log_utility`` marks an utterance the speaker cannot use in that state.
+    ``log_utility`` marks an utterance the speaker cannot use in that state. With
+    ``cost_scaling="outside"``: ``S(u | s) ∝ exp(alpha U[u, s] − cost(u))`` (module docstring).
     Shapes: ``log_utility [utterance, state]``, ``cost [utterance]`` -> ``[state, utterance]``.
     """
-    return _speaker_us(jnp.asarray(log_utility), alpha, cost, None).T
+    _check_cost_scaling(cost_scaling)
+    return _speaker_us(jnp.asarray(log_utility), alpha, cost, None, cost_scaling).T
 
 
 def bayes_listener(log_speaker: jax.Array, log_prior: jax.Array | None = None) -> jax.Array:
@@ -127,14 +181,14 @@ def literal_listener(log_semantics: jax.Array, log_prior: jax.Array | None = Non
     return _listener_us(log_semantics, log_prior)
 
 
-def _recurse(log_semantics, alpha, cost, log_prior, depth, prior_at, qud):
+def _recurse(log_semantics, alpha, cost, log_prior, depth, prior_at, qud, cost_scaling):
     """Run to speaker level ``depth`` and return it in [utterance, state] layout."""
     inner_prior = log_prior if prior_at == "all" else None
     listener = _listener_us(log_semantics, inner_prior)
-    speaker = _speaker_us(listener, alpha, cost, qud)
+    speaker = _speaker_us(listener, alpha, cost, qud, cost_scaling)
     for _ in range(depth - 1):
         listener = _listener_us(speaker, inner_prior)
-        speaker = _speaker_us(listener, alpha, cost, qud)
+        speaker = _speaker_us(listener, alpha, cost, qud, cost_scaling)
     return speaker
 
 
@@ -147,6 +201,7 @@ def pragmatic_speaker(
     *,
     prior_at: PriorAt = "all",
     qud: jax.Array | None = None,
+    cost_scaling: CostScaling = "inside",
 ) -> jax.Array:
     """Pragmatic speaker ``S_depth(u | s)``.
 
@@ -155,12 +210,15 @@ def pragmatic_speaker(
 
     With ``qud``, the speaker's utility is the log-probability the listener assigns to the
     true state's QUD cell (Kao et al. 2014). ``alpha -> 0`` gives a uniform choice among the
-    utterances true of the state; large ``alpha`` approaches the argmax.
+    utterances true of the state; large ``alpha`` approaches the argmax. ``cost_scaling``:
+    ``"inside"`` (default) ``exp(alpha (U − cost))`` or ``"outside"`` ``exp(alpha U − cost)``
+    at every level (module docstring).
     """
     _check_depth(depth, 1)
     _check_prior_at(prior_at)
+    _check_cost_scaling(cost_scaling)
     log_semantics = jnp.asarray(log_semantics)
-    return _recurse(log_semantics, alpha, cost, log_prior, depth, prior_at, qud).T
+    return _recurse(log_semantics, alpha, cost, log_prior, depth, prior_at, qud, cost_scaling).T
 
 
 def pragmatic_listener(
@@ -172,17 +230,20 @@ def pragmatic_listener(
     *,
     prior_at: PriorAt = "all",
     qud: jax.Array | None = None,
+    cost_scaling: CostScaling = "inside",
 ) -> jax.Array:
     """Pragmatic listener ``L_depth(s | u) ∝ S_depth(u | s) P(s)``; ``depth=0`` is ``L0``.
 
-    Shapes: as :func:`pragmatic_speaker`, returning ``[utterance, state]``.
+    Shapes: as :func:`pragmatic_speaker`, returning ``[utterance, state]``. ``cost_scaling``
+    as :func:`pragmatic_speaker`.
     """
     _check_depth(depth, 0)
     _check_prior_at(prior_at)
+    _check_cost_scaling(cost_scaling)
     log_semantics = jnp.asarray(log_semantics)
     if depth == 0:
         return literal_listener(log_semantics, log_prior)
-    speaker = _recurse(log_semantics, alpha, cost, log_prior, depth, prior_at, qud)
+    speaker = _recurse(log_semantics, alpha, cost, log_prior, depth, prior_at, qud, cost_scaling)
     return _listener_us(speaker, log_prior)
 
 
@@ -196,6 +257,7 @@ def lexical_uncertainty_listener(
     *,
     prior_at: PriorAt = "all",
     qud: jax.Array | None = None,
+    cost_scaling: CostScaling = "inside",
 ) -> jax.Array:
     """Listener that marginalises over a set of lexica (Bergen, Levy & Goodman 2016, eq. 9).
 
@@ -203,10 +265,12 @@ def lexical_uncertainty_listener(
     continues from ``L1`` with the ordinary speaker and listener.
 
     Shapes: ``log_semantics [lexicon, utterance, state]``, ``log_lexicon_prior [lexicon]``
-    (``None``: uniform), others as :func:`pragmatic_speaker` -> ``[utterance, state]``.
+    (``None``: uniform), others (``cost_scaling`` included) as :func:`pragmatic_speaker`
+    -> ``[utterance, state]``.
     """
     _check_depth(depth, 1)
     _check_prior_at(prior_at)
+    _check_cost_scaling(cost_scaling)
     log_semantics = jnp.asarray(log_semantics)
     if log_semantics.ndim != 3:
         raise ValueError(
@@ -217,7 +281,7 @@ def lexical_uncertainty_listener(
     if log_lexicon_prior is None:
         log_lexicon_prior = jnp.full((n_lex,), -jnp.log(n_lex), log_semantics.dtype)
     inner_prior = log_prior if prior_at == "all" else None
-    speakers = jax.vmap(lambda lex: _speaker_us(_listener_us(lex, inner_prior), alpha, cost, qud))(
+    speakers = jax.vmap(lambda lex: _speaker_us(_listener_us(lex, inner_prior), alpha, cost, qud, cost_scaling))(
         log_semantics
     )  # [lexicon, utterance, state]
     log_lexicon_prior = log_normalize(jnp.asarray(log_lexicon_prior, log_semantics.dtype), axis=0)
@@ -225,10 +289,202 @@ def lexical_uncertainty_listener(
     top = depth == 1
     listener = _listener_us(log_speaker, log_prior if (top or prior_at == "all") else None)
     for level in range(2, depth + 1):
-        speaker = _speaker_us(listener, alpha, cost, qud)
+        speaker = _speaker_us(listener, alpha, cost, qud, cost_scaling)
         top = level == depth
         listener = _listener_us(speaker, log_prior if (top or prior_at == "all") else None)
     return listener
+
+
+def social_utility(log_listener: jax.Array, social_value: jax.Array) -> jax.Array:
+    """Social utility ``U_soc(u; s) = E_{L(s' | u)}[V(s')] = Σ_s' L(s' | u) V(s')``.
+
+    The value to the listener of the belief an utterance induces (Yoon, Tessler, Goodman & Frank
+    2020; problang.org ch. 9), the same for every true state ``s``. Undefined listener rows
+    (an utterance true of no state) give ``-inf``: such an utterance cannot be used.
+
+    Shapes: ``log_listener [utterance, state]`` (normalised over ``state``), ``social_value
+    [state]`` (``V``, in nats of utility, e.g. ``lambda * hearts``) -> ``[utterance, state]``
+    (constant along ``state``, so it stacks with ``log_listener`` as a utility component).
+    """
+    log_listener = jnp.asarray(log_listener)
+    social_value = jnp.asarray(social_value, log_listener.dtype)
+    if social_value.shape != log_listener.shape[-1:]:
+        raise ValueError(
+            f"social_value must have shape [state] = ({log_listener.shape[-1]},) to match log_listener "
+            f"{log_listener.shape}; got shape {social_value.shape}."
+        )
+    defined = jnp.any(log_listener > -jnp.inf, axis=1)  # [utterance]
+    expected = jnp.exp(log_listener) @ social_value  # exp(-inf) = 0, gradient 0
+    expected = jnp.where(defined, expected, -jnp.inf)
+    return jnp.broadcast_to(expected[:, None], log_listener.shape)
+
+
+def weighted_utility_speaker(
+    utilities: jax.Array,
+    alpha: jax.Array | float,
+    weights: jax.Array,
+    cost: jax.Array | None = None,
+    *,
+    cost_scaling: CostScaling = "inside",
+) -> jax.Array:
+    """Speaker whose utility is a weighted sum of components (Yoon et al. 2020)::
+
+        U(u; s) = Σ_c weights[c] · utilities[c, u, s]
+        S(u | s) ∝ exp(alpha · (U(u; s) − cost(u)))      cost_scaling="inside" (default)
+        S(u | s) ∝ exp(alpha · U(u; s) − cost(u))        cost_scaling="outside"
+
+    Shapes: ``utilities [component, utterance, state]``, ``alpha []``, ``weights [component]``,
+    ``cost [utterance]`` -> ``[state, utterance]``.
+
+    Components are any utilities in nats: ``log L(s | u)`` (informational, e.g. from
+    :func:`literal_listener`), :func:`social_utility` ``E_L[V | u]``, or Yoon et al.'s
+    presentational ``log L1(phi_hat | u)`` (a goal marginal from :func:`joint_marginals`,
+    broadcast over ``state``). An entry that is ``-inf`` in *any* component makes the utterance
+    unavailable in that state whatever the weights (a weight of exactly 0 does not revive a
+    false utterance, and ``0 · -inf`` never becomes NaN); gradients with respect to ``alpha``,
+    ``weights`` and finite utilities stay finite. ``weights`` need not sum to one and may be
+    traced (sampled) parameters; vmap over them for a goal-conditioned speaker
+    ``[goal, state, utterance]`` to feed :func:`joint_listener`.
+    """
+    _check_cost_scaling(cost_scaling)
+    utilities = jnp.asarray(utilities)
+    if utilities.ndim != 3:
+        raise ValueError(
+            "weighted_utility_speaker needs utilities of shape [component, utterance, state]; "
+            f"got shape {utilities.shape}."
+        )
+    weights = jnp.asarray(weights, utilities.dtype)
+    if weights.shape != utilities.shape[:1]:
+        raise ValueError(
+            f"weights must have shape [component] = ({utilities.shape[0]},) to match utilities "
+            f"{utilities.shape}; got shape {weights.shape}."
+        )
+    ok = jnp.all(utilities > -jnp.inf, axis=0)  # [utterance, state]
+    safe = jnp.where(utilities > -jnp.inf, utilities, 0.0)
+    total = jnp.where(ok, jnp.tensordot(weights, safe, axes=1), -jnp.inf)
+    return _speaker_us(total, alpha, cost, None, cost_scaling).T
+
+
+def mixed_utility_speaker(
+    log_semantics: jax.Array,
+    alpha: jax.Array | float,
+    weights: jax.Array,
+    social_value: jax.Array,
+    cost: jax.Array | None = None,
+    log_prior: jax.Array | None = None,
+    *,
+    cost_scaling: CostScaling = "inside",
+) -> jax.Array:
+    """Politeness speaker S1 trading informational against social utility (Yoon et al. 2020)::
+
+        L0(s | u)   ∝ exp(log_semantics[u, s]) P(s)
+        U(u; s)     = w_inf · log L0(s | u) + w_soc · Σ_s' L0(s' | u) V(s')
+        S1(u | s)   ∝ exp(alpha · (U(u; s) − cost(u)))   (or exp(alpha U − cost), "outside")
+
+    With ``weights = (phi, 1 - phi)`` this is problang.org ch. 9's ``speaker1(state, phi)``
+    (there with ``V(s) = 1.25 s``, ``alpha = 10`` and, in the full model, an utterance prior
+    ``exp(-cost)``: ``cost_scaling="outside"``). Yoon et al. 2020 write the cost inside the
+    utility (``"inside"``, the default).
+
+    Shapes: ``log_semantics [utterance, state]``, ``alpha []``, ``weights [2]`` (``w_inf``,
+    ``w_soc``; traced and differentiable), ``social_value [state]`` (``V``), ``cost
+    [utterance]``, ``log_prior [state]`` (the literal listener's prior; ``None``: uniform)
+    -> ``[state, utterance]``.
+
+    Component 0 is ``log L0(s | u)`` (``-inf`` where ``u`` is false of ``s``: a false utterance
+    is never chosen, whatever the weights); component 1 is :func:`social_utility` of ``L0``.
+    For other components use :func:`weighted_utility_speaker`. For the goal-conditioned table
+    that :func:`joint_listener` inverts, vmap over weights::
+
+        phis = jnp.linspace(0.05, 0.95, 19)
+        log_s = jax.vmap(lambda p: mixed_utility_speaker(sem, a, jnp.stack([p, 1 - p]), v))(phis)
+        log_l1 = joint_listener(log_s)      # [utterance, state, phi]
+    """
+    log_semantics = jnp.asarray(log_semantics)
+    weights = jnp.asarray(weights, log_semantics.dtype)
+    if weights.shape != (2,):
+        raise ValueError(
+            "mixed_utility_speaker needs weights of shape [2] (w_inf, w_soc); "
+            f"got shape {weights.shape}. For more components use weighted_utility_speaker."
+        )
+    log_l0 = literal_listener(log_semantics, log_prior)
+    utilities = jnp.stack([log_l0, social_utility(log_l0, social_value)])
+    return weighted_utility_speaker(utilities, alpha, weights, cost, cost_scaling=cost_scaling)
+
+
+def joint_listener(
+    log_speaker: jax.Array,
+    log_prior: jax.Array | None = None,
+    log_goal_prior: jax.Array | None = None,
+) -> jax.Array:
+    """Listener that infers the state and the speaker's goal jointly::
+
+        L(s, g | u) ∝ S(u | s, g) P(s) P(g)          (or S(u | s, g) P(s, g))
+
+    normalised over all (state, goal) pairs. Instances: the politeness pragmatic listener,
+    which infers the state and the speaker's weight ``phi`` (Yoon et al. 2020; problang.org
+    ch. 9 ``pragmaticListener``), with ``log_speaker[g] = mixed_utility_speaker(..., weights=
+    (phi_g, 1 - phi_g))``; and Kao et al.'s (2014) hyperbole listener, with goals = QUDs,
+    ``log_speaker[q] = pragmatic_speaker(..., qud=partition_q)`` over meaning states
+    (price x affect, flattened) and the QUD prior as ``log_goal_prior``: its ``L1(s, a | u)`` is
+    the state marginal (their pragmatic listener sums over QUDs).
+
+    Shapes: ``log_speaker [goal, state, utterance]`` (each ``[state, utterance]`` slice
+    normalised over ``utterance``), ``log_prior [state]`` or a joint ``[state, goal]``,
+    ``log_goal_prior [goal]`` (``None``: uniform; not allowed with a joint ``log_prior``)
+    -> ``[utterance, state, goal]``. :func:`joint_marginals` gives the ``[utterance, state]``
+    and ``[utterance, goal]`` marginals. An utterance no (state, goal) pair produces gets a
+    row of ``-inf``.
+    """
+    log_speaker = jnp.asarray(log_speaker)
+    if log_speaker.ndim != 3:
+        raise ValueError(
+            "joint_listener needs log_speaker of shape [goal, state, utterance]; "
+            f"got shape {log_speaker.shape}."
+        )
+    n_goal, n_state, n_utt = log_speaker.shape
+    log_w = jnp.transpose(log_speaker, (2, 1, 0))  # [utterance, state, goal]
+    if log_prior is not None:
+        log_prior = jnp.asarray(log_prior, log_w.dtype)
+        if log_prior.shape == (n_state,):
+            log_w = log_w + log_prior[None, :, None]
+        elif log_prior.shape == (n_state, n_goal):
+            if log_goal_prior is not None:
+                raise ValueError(
+                    "joint_listener: log_prior of shape [state, goal] is already the joint prior; "
+                    "pass log_goal_prior=None."
+                )
+            log_w = log_w + log_prior[None]
+        else:
+            raise ValueError(
+                f"log_prior must have shape [state] = ({n_state},) or [state, goal] = ({n_state}, "
+                f"{n_goal}) to match log_speaker {log_speaker.shape}; got shape {log_prior.shape}."
+            )
+    if log_goal_prior is not None:
+        log_goal_prior = jnp.asarray(log_goal_prior, log_w.dtype)
+        if log_goal_prior.shape != (n_goal,):
+            raise ValueError(
+                f"log_goal_prior must have shape [goal] = ({n_goal},) to match log_speaker "
+                f"{log_speaker.shape}; got shape {log_goal_prior.shape}."
+            )
+        log_w = log_w + log_goal_prior[None, None, :]
+    flat = log_normalize(log_w.reshape(n_utt, n_state * n_goal), axis=1)
+    return flat.reshape(n_utt, n_state, n_goal)
+
+
+def joint_marginals(log_joint: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """State and goal marginals of a :func:`joint_listener` posterior.
+
+    Shapes: ``log_joint [utterance, state, goal]`` -> ``(log_state [utterance, state],
+    log_goal [utterance, goal])``, ``log Σ_g L(s, g | u)`` and ``log Σ_s L(s, g | u)``
+    (``-inf`` rows stay ``-inf``, with zero gradient).
+    """
+    log_joint = jnp.asarray(log_joint)
+    if log_joint.ndim != 3:
+        raise ValueError(
+            f"joint_marginals needs log_joint of shape [utterance, state, goal]; got shape {log_joint.shape}."
+        )
+    return log_sum_exp(log_joint, axis=2), log_sum_exp(log_joint, axis=1)
 
 
 def lapse_mixture(log_p: jax.Array, lapse: jax.Array | float, axis: int = -1) -> jax.Array:

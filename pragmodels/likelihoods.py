@@ -121,12 +121,45 @@ def choices(name: str, log_probs, obs=None, *, lapse=0.0, dim: str = "trial", wh
     With ``rows [dim]`` (integer), ``log_probs`` is instead a table ``[condition, option]`` and
     trial ``i`` uses row ``rows[i]``: the lapse mixture is then computed once per condition
     rather than once per trial (much cheaper when trials share conditions).
+
+    With a tuple ``rows = (item, utterance, ...)`` of integer index arrays, each ``[dim]``, the
+    table has one leading axis per array, ``log_probs [item, utterance, ..., option]``, and trial
+    ``i`` uses ``log_probs[item[i], utterance[i], ..., :]`` (no hand-flattened
+    ``item * n_utt + utterance``). A single array is the one-axis case. The same holds for
+    :func:`listener_choices`, :func:`speaker_choices` and :func:`likert_ratings` (there
+    ``latent [*row_axes]``). Concrete indices are checked eagerly, each against its own axis.
     """
     log_probs = jnp.asarray(log_probs)
     if rows is not None:
-        _check_index(f"{name}.rows", rows, log_probs.shape[0], "table row")
+        axes = rows if isinstance(rows, tuple) else (rows,)
+        n_axes = len(axes)
+        if n_axes == 0 or log_probs.ndim != n_axes + 1:
+            raise ValueError(
+                f"site {name!r}: rows has {n_axes} index array(s), so log_probs must have {n_axes} "
+                f"row axes and a last {what} axis ({n_axes + 1} axes in all); got shape {log_probs.shape}."
+            )
+        shapes = [tuple(np.shape(r)) for r in axes]
+        if any(len(sh) != 1 for sh in shapes) or len(set(shapes)) != 1:
+            raise ValueError(
+                f"site {name!r}: rows must be one-dimensional integer index arrays [{dim}] of equal "
+                f"length, one per row axis of log_probs; got shapes {shapes} (pass several axes as a "
+                "tuple of arrays)."
+            )
+        for ax, r in enumerate(axes):
+            arr, size = _concrete(r), log_probs.shape[ax]
+            if arr is None:
+                continue
+            bad = ~((arr >= 0) & (arr < size) & (arr == np.round(arr)))
+            if bad.any():
+                i = int(np.argwhere(bad)[0][0])
+                where = f"rows[{ax}][{i}]" if isinstance(rows, tuple) else f"rows[{i}]"
+                raise ValueError(
+                    f"site {name!r}: {where} = {arr[i].item()!r} indexes axis {ax} of log_probs "
+                    f"(shape {log_probs.shape}); expected an integer in 0..{size - 1}."
+                )
         _check_normalised(name, log_probs, what)
-        log_probs = log_mix_uniform(log_probs, lapse, axis=-1)[jnp.asarray(rows)]
+        index = tuple(jnp.asarray(r, jnp.int32) for r in axes)
+        log_probs = log_mix_uniform(log_probs, lapse, axis=-1)[index]
         lapse = 0.0
     if log_probs.ndim != 2:
         raise ValueError(f"site {name!r}: log_probs must have shape [{dim}, {what}]; got {log_probs.shape}.")

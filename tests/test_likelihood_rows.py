@@ -1,0 +1,145 @@
+"""Likelihood rows indexed by several table axes: ``rows=(item, utterance)``.
+
+References: hand-indexed log-probabilities (a loop over trials) and the hand-flattened
+``item * n_utt + utterance`` form that the tuple replaces.
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from numpyro import handlers
+from numpyro.infer.util import log_density
+
+from pragmodels import likelihoods as lk
+
+
+def site(fn, *args, **kw):
+    tr = handlers.trace(handlers.seed(fn, 0)).get_trace(*args, **kw)
+    s = next(s for s in tr.values() if s["type"] == "sample")
+    return np.asarray(s["fn"].log_prob(s["value"]), float), s, tr
+
+
+def table(rng, *shape):
+    return rng.dirichlet(np.ones(shape[-1]), shape[:-1])
+
+
+@pytest.fixture
+def data():
+    rng = np.random.default_rng(0)
+    n_item, n_utt, n_state, n = 3, 4, 5, 40
+    p = table(rng, n_item, n_utt, n_state)
+    p[1, 2] = np.eye(n_state)[0]  # a row with zeros: impossible choices stay impossible without lapse
+    item = rng.integers(0, n_item, n)
+    utt = rng.integers(0, n_utt, n)
+    obs = rng.integers(0, n_state, n)
+    return p, item, utt, obs
+
+
+@pytest.mark.parametrize("lapse", [0.0, 0.2])
+def test_tuple_rows_match_a_loop_over_trials_and_the_flattened_form(data, lapse):
+    p, item, utt, obs = data
+    n_item, n_utt, n_state = p.shape
+    with np.errstate(divide="ignore"):
+        log_p = jnp.asarray(np.log(p), jnp.float32)
+    got, s, tr = site(lk.listener_choices, "c", log_p, obs, lapse=lapse, rows=(item, utt), dim="trial")
+    ref = np.array([np.log((1 - lapse) * p[item[i], utt[i], obs[i]] + lapse / n_state) for i in range(len(obs))]
+                   if lapse else [np.log(p[item[i], utt[i], obs[i]]) if p[item[i], utt[i], obs[i]] > 0 else -np.inf
+                                  for i in range(len(obs))])
+    finite = np.isfinite(ref)
+    np.testing.assert_allclose(got[finite], ref[finite], rtol=1e-5, atol=1e-6)
+    assert np.array_equal(np.isneginf(got), ~finite)
+    if lapse == 0:
+        assert (~finite).any()  # the zero row is really visited and really impossible
+    assert tr["trial"]["args"][0] == len(obs) and s["is_observed"]
+    flat, _, _ = site(lk.listener_choices, "c", log_p.reshape(n_item * n_utt, n_state), obs, lapse=lapse,
+                      rows=item * n_utt + utt)
+    np.testing.assert_array_equal(got, flat)
+
+
+def test_three_row_axes_and_speaker_choices(data):
+    rng = np.random.default_rng(1)
+    p = table(rng, 2, 3, 4, 6)  # [participant, item, state, utterance]
+    n = 25
+    rows = tuple(rng.integers(0, k, n) for k in (2, 3, 4))
+    obs = rng.integers(0, 6, n)
+    got, _, _ = site(lk.speaker_choices, "s", jnp.log(jnp.asarray(p, jnp.float32)), obs, rows=rows, lapse=0.1)
+    ref = [np.log(0.9 * p[rows[0][i], rows[1][i], rows[2][i], obs[i]] + 0.1 / 6) for i in range(n)]
+    np.testing.assert_allclose(got, ref, rtol=1e-5)
+
+
+def test_single_array_rows_still_work(data):
+    p, item, _, obs = data
+    p2 = p[:, 0]  # [item, state]
+    got, _, _ = site(lk.listener_choices, "c", jnp.log(jnp.asarray(p2, jnp.float32)), obs, rows=item, lapse=0.3)
+    np.testing.assert_allclose(got, np.log(0.7 * p2[item, obs] + 0.3 / 5), rtol=1e-5)
+    got_list, _, _ = site(lk.listener_choices, "c", jnp.log(jnp.asarray(p2, jnp.float32)), obs, rows=list(item),
+                          lapse=0.3)
+    np.testing.assert_array_equal(got, got_list)  # a list is one index array, not several axes
+    one, _, _ = site(lk.listener_choices, "c", jnp.log(jnp.asarray(p2, jnp.float32)), obs, rows=(item,), lapse=0.3)
+    np.testing.assert_array_equal(got, one)
+
+
+def test_likert_ratings_with_tuple_rows():
+    rng = np.random.default_rng(2)
+    latent = rng.normal(size=(3, 4))  # [item, utterance]
+    cut = np.sort(rng.normal(size=(3, 4, 6)), -1)  # per-condition cutpoints, K = 7
+    n = 30
+    item, utt = rng.integers(0, 3, n), rng.integers(0, 4, n)
+    ratings = rng.integers(1, 8, n)
+    got, _, _ = site(lk.likert_ratings, "r", jnp.asarray(latent, jnp.float32), jnp.asarray(cut, jnp.float32), ratings,
+                     rows=(item, utt), lapse=0.05)
+    lp = np.asarray(lk.ordinal_log_probs(jnp.asarray(latent), jnp.asarray(cut)), float)
+    ref = [np.log(0.95 * np.exp(lp[item[i], utt[i], ratings[i] - 1]) + 0.05 / 7) for i in range(n)]
+    np.testing.assert_allclose(got, ref, rtol=1e-4)
+    shared, _, _ = site(lk.likert_ratings, "r", jnp.asarray(latent, jnp.float32), jnp.asarray(cut[0, 0], jnp.float32),
+                        ratings, rows=(item, utt))  # one set of cutpoints for every condition
+    lp0 = np.asarray(lk.ordinal_log_probs(jnp.asarray(latent), jnp.asarray(cut[0, 0])), float)
+    np.testing.assert_allclose(shared, lp0[item, utt, ratings - 1], rtol=1e-4)
+
+
+def test_traced_rows_under_jit_and_gradient_wrt_table(data):
+    p, item, utt, obs = data
+    logits = jnp.log(jnp.asarray(p, jnp.float32) * 0.9 + 0.1 / 5)
+
+    def model(log_p, item, utt):
+        lk.listener_choices("c", log_p, obs, rows=(item, utt))
+
+    f = jax.jit(lambda lp, i, u: log_density(model, (lp, i, u), {}, {})[0])
+    total = f(logits, jnp.asarray(item), jnp.asarray(utt))
+    ref = sum(float(logits[item[i], utt[i], obs[i]]) for i in range(len(obs)))
+    np.testing.assert_allclose(float(total), ref, rtol=1e-5)
+    g = np.asarray(jax.grad(lambda lp: f(lp, jnp.asarray(item), jnp.asarray(utt)))(logits))
+    counts = np.zeros(p.shape)
+    np.add.at(counts, (item, utt, obs), 1)
+    np.testing.assert_allclose(g, counts, atol=1e-6)  # d/d log_p[i, u, s] = number of such trials
+
+
+def test_bad_rows_are_named(data):
+    p, item, utt, obs = data
+    log_p = jnp.log(jnp.asarray(p, jnp.float32))
+    with pytest.raises(ValueError, match=r"site 'c': rows has 3 index array\(s\), so log_probs must have 3 row "
+                                         r"axes and a last state axis \(4 axes in all\); got shape \(3, 4, 5\)"):
+        site(lk.listener_choices, "c", log_p, obs, rows=(item, utt, utt))
+    with pytest.raises(ValueError, match=r"rows has 1 index array\(s\).*got shape \(3, 4, 5\)"):
+        site(lk.listener_choices, "c", log_p, obs, rows=item)
+    with pytest.raises(ValueError, match=r"rows must be one-dimensional .* got shapes \[\(40,\), \(39,\)\]"):
+        site(lk.listener_choices, "c", log_p, obs, rows=(item, utt[:-1]))
+    bad_utt = utt.copy()
+    bad_utt[7] = 4  # utterance axis has size 4
+    with pytest.raises(ValueError, match=r"site 'c': rows\[1\]\[7\] = 4 indexes axis 1 of log_probs "
+                                         r"\(shape \(3, 4, 5\)\); expected an integer in 0..3"):
+        site(lk.listener_choices, "c", log_p, obs, rows=(item, bad_utt))
+    bad_item = item.copy()
+    bad_item[2] = -1
+    with pytest.raises(ValueError, match=r"rows\[0\]\[2\] = -1 indexes axis 0 .* expected an integer in 0..2"):
+        site(lk.speaker_choices, "c", log_p, obs, rows=(bad_item, utt))
+    with pytest.raises(ValueError, match=r"rows\[0\]\[0\] = 1.5 indexes axis 0"):
+        site(lk.listener_choices, "c", log_p, obs, rows=(np.full(40, 1.5), utt))
+    with pytest.raises(ValueError, match=r"site 'c': rows\[5\] = 9 indexes axis 0 of log_probs \(shape \(3, 5\)\); "
+                                         r"expected an integer in 0..2"):
+        site(lk.listener_choices, "c", log_p[:, 0], obs, rows=np.where(np.arange(40) == 5, 9, item))
+    with pytest.raises(ValueError, match=r"rows must be one-dimensional .*pass several axes as a tuple"):
+        site(lk.listener_choices, "c", log_p[:, 0], obs, rows=[item, utt])
+    with pytest.raises(ValueError, match=r"obs must have shape \(40,\)"):
+        site(lk.listener_choices, "c", log_p, obs[:-1], rows=(item, utt))
