@@ -60,8 +60,8 @@ def main():
     warmup, samples = (200, 200) if args.quick else (1000, 1000)
     ref = reference_game_speaker(0)
     hier, _ = scale_listener_by_item(0, n_items=20 if args.quick else 100)
-    fits = [("reference game (alpha, cost)", speaker_model(fit_lapse=False), ref),
-            ("hierarchical alpha by item (100 x 40, 21 states)", hierarchical_listener_model(fit_lapse=False), hier)]
+    fits = [("reference game (alpha, cost)", speaker_model(priors={"lapse": 0.0}), ref),
+            ("hierarchical alpha by item (100 x 40, 21 states)", hierarchical_listener_model(priors={"lapse": 0.0}), hier)]
     rows = []
     for label, model, data in fits:
         base = None

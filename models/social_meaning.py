@@ -1,8 +1,8 @@
 r"""RSA model of the social meaning of numerical (im)precision (Mühlenbernd 2026, Section 2;
 Solt, Mühlenbernd & Burbelko 2025, Exp. 1).
 
-Layering: imports :mod:`pragmodels.agents`, :mod:`pragmodels.logmath`,
-:mod:`pragmodels.likelihoods` and :mod:`pragmodels.priors`; nothing imports this module except
+Layering: imports :mod:`pragmodels.agents`, :mod:`pragmodels.likelihoods`,
+:mod:`pragmodels.params` and :mod:`pragmodels.priors`; nothing imports this module except
 the study runner (:mod:`models.social_meaning_study`) and notebooks.
 
 Speaker types and forms
@@ -116,10 +116,10 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
-import numpyro
 
 from pragmodels import agents
-from pragmodels.likelihoods import likert_ratings, ordinal_log_probs, sample_prior
+from pragmodels.likelihoods import likert_ratings, ordinal_log_probs
+from pragmodels.params import STANDARD_NORMAL, deterministic, group_effect, param
 from pragmodels.priors import Prior
 
 KNOWLEDGE = ("exact", "vague")
@@ -133,6 +133,8 @@ N_RATING = 7
 #: settings of ``rsa_model(motive_prior=...)``, the default first
 MOTIVE_PRIORS = ("uniform", "free")
 
+#: default priors; every one can be overridden at fit time (``pm.fit(..., priors={...})`` or the
+#: study config) without editing this module, and the fit records the priors actually sampled
 PRIORS_RSA = {
     "alpha": Prior("LogNormal", loc=0.5, scale=0.75),
     "cost_precise": Prior("Normal", loc=0.0, scale=1.0),
@@ -197,14 +199,12 @@ def listener_features(alpha, cost_precise, theta, psi) -> jax.Array:
 def _cutpoints(n_attr):
     """Cutpoints ``[attribute, 6]`` on the rating scale: 1.5 and 6.5 fixed, the interior spaced
     by normalised Gamma gaps (a Dirichlet simplex), plus each attribute's level and the noise."""
-    with numpyro.plate("attribute", n_attr):
-        level = sample_prior("level", PRIORS_COMMON["level"])
-        with numpyro.plate("cut_gap_dim", N_RATING - 2, dim=-2):
-            gaps = sample_prior("cut_gap", PRIORS_COMMON["cut_gap"])  # [gap, attribute]
+    level = param("level", PRIORS_COMMON["level"], dims={"attribute": n_attr})
+    gaps = param("cut_gap", PRIORS_COMMON["cut_gap"], dims={"gap": N_RATING - 2, "attribute": n_attr})
     w = jnp.cumsum(gaps, 0) / gaps.sum(0)  # [gap, attribute], last row 1
     cut = jnp.concatenate([jnp.zeros((1, n_attr)), w], 0).T * (CUT_HIGH - CUT_LOW) + CUT_LOW
-    noise = numpyro.deterministic("noise", NOISE_FLOOR + sample_prior("noise_excess", PRIORS_COMMON["noise_excess"]))
-    return numpyro.deterministic("cutpoints", cut), level, noise
+    noise = deterministic("noise", NOISE_FLOOR + param("noise_excess", PRIORS_COMMON["noise_excess"]))
+    return deterministic("cutpoints", cut, dims={"attribute": n_attr, "cutpoint": N_RATING - 1}), level, noise
 
 
 def _random_effects(n_attr, n_scenarios, n_participants):
@@ -216,16 +216,13 @@ def _random_effects(n_attr, n_scenarios, n_participants):
     multi-start optimisation of ``init="optimize"`` find the degenerate joint mode of a centred
     hierarchy (``σ_p → 0`` with every ``ε_p → 0``, where the density grows without bound), and
     all four chains stayed there (``σ_p`` 0.00-0.02 instead of 1.35; r_hat 2.8)."""
-    with numpyro.plate("attribute", n_attr):
-        tau = sample_prior("tau", PRIORS_COMMON["tau"])
-        with numpyro.plate("scenario", n_scenarios, dim=-2):
-            zeta_raw = sample_prior("zeta_raw", Prior("Normal", loc=0.0, scale=1.0))  # [s, a]
-    zeta = numpyro.deterministic("zeta", (zeta_raw - zeta_raw.mean(0)) * tau)
+    tau = param("tau", PRIORS_COMMON["tau"], dims={"attribute": n_attr})
+    zeta_raw = param("zeta_raw", STANDARD_NORMAL, dims={"scenario": n_scenarios, "attribute": n_attr})
+    zeta = deterministic("zeta", (zeta_raw - zeta_raw.mean(0)) * tau, dims={"scenario": n_scenarios, "attribute": n_attr})
     eps = None
     if n_participants:
-        sp = sample_prior("sigma_participant", PRIORS_COMMON["sigma_participant"])
-        with numpyro.plate("participant", n_participants):
-            eps_raw = sample_prior("eps_raw", Prior("Normal", loc=0.0, scale=1.0))
+        sp = param("sigma_participant", PRIORS_COMMON["sigma_participant"])
+        eps_raw = param("eps_raw", STANDARD_NORMAL, dims={"participant": n_participants})
         eps = (eps_raw - eps_raw.mean()) * sp
     return zeta, eps
 
@@ -277,37 +274,23 @@ def rsa_model(condition, rating=None, participant=None, *, n_scenarios: int = 6,
     still infers the motive from form and context. ``"free"`` fits ``ψ`` as well; it is not
     identified against the loadings on LLM data (module docstring, "Identification")."""
     check_motive_prior(motive_prior)
-    alpha = sample_prior("alpha", PRIORS_RSA["alpha"])
-    cost = sample_prior("cost_precise", PRIORS_RSA["cost_precise"])
-    theta_mu = sample_prior("theta_mu", PRIORS_RSA["theta_mu"])
-    theta_sigma = sample_prior("theta_sigma", PRIORS_RSA["theta_sigma"])
-    with numpyro.plate("scenario", n_scenarios):
-        z = sample_prior("theta_z", Prior("Normal", loc=0.0, scale=1.0))
-    theta = numpyro.deterministic("theta", theta_mu + theta_sigma * z)
+    alpha = param("alpha", PRIORS_RSA["alpha"])
+    cost = param("cost_precise", PRIORS_RSA["cost_precise"])
+    theta = group_effect("theta", dim="scenario", size=n_scenarios, loc=PRIORS_RSA["theta_mu"],
+                         scale=PRIORS_RSA["theta_sigma"])  # theta_mu + theta_sigma * theta_z
     if motive_prior == "free":
-        with numpyro.plate("motive_free", 2):
-            psi = sample_prior("psi", PRIORS_RSA["psi"])
+        psi = param("psi", PRIORS_RSA["psi"], dims={"free_motive": len(MOTIVES) - 1})
     else:
         psi = jnp.zeros(2)
-    with numpyro.plate("attribute", n_attributes):
-        with numpyro.plate("feature", len(FEATURES), dim=-2):
-            beta = sample_prior("beta", PRIORS_RSA["beta"])  # [feature, attribute]
+    beta = param("beta", PRIORS_RSA["beta"], dims={"feature": len(FEATURES), "attribute": n_attributes})
     cut, level, noise = _cutpoints(n_attributes)
     zeta, eps = _random_effects(n_attributes, n_scenarios, n_participants)
-    lapse = sample_prior("lapse", PRIORS_COMMON["lapse"])
+    lapse = param("lapse", PRIORS_COMMON["lapse"])
     table = rsa_linear_predictor(alpha, cost, theta, psi, beta) + level + zeta[:, None, None, :]
     return _observe(table, cut, noise, condition, rating, lapse, eps, participant)
 
 
-def rsa_priors(motive_prior: str = "uniform") -> dict:
-    """The RSA model's priors as fitted with ``motive_prior`` (``psi`` only when it is free)."""
-    check_motive_prior(motive_prior)
-    rsa = {k: v for k, v in PRIORS_RSA.items() if motive_prior == "free" or k != "psi"}
-    return {**rsa, **PRIORS_COMMON}
-
-
 rsa_model.name = "social_meaning_rsa"
-rsa_model.priors = rsa_priors("uniform")
 
 
 def baseline_linear_predictor(b, n_scenarios: int = 6) -> jax.Array:
@@ -325,18 +308,15 @@ def baseline_linear_predictor(b, n_scenarios: int = 6) -> jax.Array:
 def baseline_model(condition, rating=None, participant=None, *, n_scenarios: int = 6,
                    n_attributes: int = 6, n_participants: int = 0):
     """Non-pragmatic baseline: form, context and form x context effects per attribute."""
-    with numpyro.plate("attribute", n_attributes):
-        with numpyro.plate("effect", 3, dim=-2):
-            b = sample_prior("b", PRIORS_BASELINE["b"])  # [effect, attribute]
+    b = param("b", PRIORS_BASELINE["b"], dims={"effect": 3, "attribute": n_attributes})
     cut, level, noise = _cutpoints(n_attributes)
     zeta, eps = _random_effects(n_attributes, n_scenarios, n_participants)
-    lapse = sample_prior("lapse", PRIORS_COMMON["lapse"])
+    lapse = param("lapse", PRIORS_COMMON["lapse"])
     table = baseline_linear_predictor(b, n_scenarios) + level + zeta[:, None, None, :]
     return _observe(table, cut, noise, condition, rating, lapse, eps, participant)
 
 
 baseline_model.name = "social_meaning_baseline"
-baseline_model.priors = {**PRIORS_BASELINE, **PRIORS_COMMON}
 
 
 # ---------------------------------------------------------------- model-implied quantities

@@ -3,22 +3,30 @@
 Layering (a module may import only those listed before it, never one after):
 
     logmath -> semantics -> agents            pure JAX; never numpyro
-    priors -> likelihoods                     the only numpyro.sample calls; never arviz
+    priors -> params, likelihoods             latent / observed numpyro.sample sites; never arviz
+    predictive                                un-observe handler, predictive draws
     rsa_models                                model factories (agents + likelihoods)
     results_io, diagnostics -> inference      NUTS -> ArviZ DataTree, provenance, atomic netCDF
+    model_comparison, contrasts               PSIS-LOO over several sites; posterior contrasts between fits
     datasets                                  registry, download/verify, tidy loaders (pandas)
     cli                                       command line (``pragmodels``)
 
-``config`` is imported first: it asks XLA for one CPU device per core (for parallel chains)
-before JAX initialises, and switches on JAX's persistent compilation cache when the
-environment variable ``PRAGMODELS_COMPILATION_CACHE`` names a directory.
+Importing pragmodels changes no global state: no ``XLA_FLAGS``, no compilation cache, no
+matplotlib backend. Ask for them explicitly, as with numpyro's ``set_host_device_count``::
+
+    import pragmodels as pm
+    pm.configure_host_devices()      # one CPU device per core, for parallel chains (before JAX starts)
+    pm.enable_compilation_cache()    # reuse compiled kernels across processes (PRAGMODELS_COMPILATION_CACHE)
+
+The ``pragmodels`` command line does both for itself.
 """
 
-from pragmodels import config as _config
-
-_config.configure_host_devices()
-
 from pragmodels import agents, likelihoods, semantics  # noqa: E402
+from pragmodels.config import configure_host_devices, enable_compilation_cache  # noqa: E402
+from pragmodels.params import deterministic, group_effect, inspect_model, param, with_priors  # noqa: E402
+from pragmodels.model_comparison import compare, joint_log_likelihood, loo  # noqa: E402
+from pragmodels.contrasts import contrast, contrast_table  # noqa: E402
+from pragmodels.predictive import predict, prior_predictive  # noqa: E402
 from pragmodels.agents import (  # noqa: E402
     joint_listener,
     joint_marginals,
@@ -33,12 +41,12 @@ from pragmodels.agents import (  # noqa: E402
     weighted_utility_speaker,
 )
 from pragmodels.inference import fit  # noqa: E402
+from pragmodels.fit_many import FitManyResult, FitSpec, fit_many  # noqa: E402
 from pragmodels.priors import Prior  # noqa: E402
 from pragmodels.results_io import load_netcdf, save_netcdf  # noqa: E402
 
 __version__ = "0.1.0"
 
-_config.enable_compilation_cache()
 
 __all__ = [
     "agents",
@@ -56,7 +64,24 @@ __all__ = [
     "joint_listener",
     "joint_marginals",
     "fit",
+    "fit_many",
+    "FitSpec",
+    "FitManyResult",
     "Prior",
+    "param",
+    "deterministic",
+    "group_effect",
+    "with_priors",
+    "inspect_model",
+    "loo",
+    "compare",
+    "joint_log_likelihood",
+    "contrast",
+    "prior_predictive",
+    "predict",
+    "contrast_table",
+    "configure_host_devices",
+    "enable_compilation_cache",
     "save_netcdf",
     "load_netcdf",
     "__version__",

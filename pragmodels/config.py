@@ -6,11 +6,19 @@ Layering: imports only the standard library at module level (``jax`` lazily), so
 Environment variables
 ---------------------
 ``PRAGMODELS_HOST_DEVICES``
-    Number of CPU devices JAX exposes (one per chain for ``chain_method="parallel"``).
-    Default: the number of CPU cores. Set to ``0`` to leave ``XLA_FLAGS`` untouched.
+    Number of CPU devices :func:`configure_host_devices` asks for (one per chain for
+    ``chain_method="parallel"``). Default: the number of CPU cores. ``0`` leaves ``XLA_FLAGS``
+    untouched.
 ``PRAGMODELS_COMPILATION_CACHE``
-    A directory: switches on JAX's persistent compilation cache there at import, so that a
-    second Python process reuses compiled NUTS kernels instead of recompiling them.
+    A directory for :func:`enable_compilation_cache`: JAX's persistent compilation cache, so
+    that a second Python process reuses compiled NUTS kernels instead of recompiling them.
+
+Neither function runs on ``import pragmodels``: importing the package changes no global state.
+The ``pragmodels`` command line calls both; in a notebook or script call them yourself, first::
+
+    import pragmodels as pm
+    pm.configure_host_devices()    # before any JAX computation
+    pm.enable_compilation_cache("~/.cache/pragmodels/jax")
 """
 
 from __future__ import annotations
@@ -57,6 +65,7 @@ def enable_compilation_cache(path: str | os.PathLike | None = None) -> str | Non
         return None
     import jax
 
+    path = os.path.expanduser(str(path))
     os.makedirs(path, exist_ok=True)
     jax.config.update("jax_compilation_cache_dir", str(path))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)

@@ -16,19 +16,19 @@ import functools
 import json
 import platform
 import time
+import warnings
 from datetime import datetime, timezone
 from importlib.metadata import version as _pkg_version
 
 import jax
 import numpy as np
 import numpyro
-from numpyro.infer import MCMC, NUTS, Predictive, init_to_median, init_to_uniform
-from numpyro import handlers
+from numpyro.infer import MCMC, NUTS, init_to_median, init_to_uniform
 
-from pragmodels.diagnostics import FitDiagnosticsError, diagnose
-from pragmodels.likelihoods import predictive_mode
+from pragmodels.diagnostics import FitDiagnosticsError, FitWarning, diagnose
 from pragmodels.multistart import multistart_inits
-from pragmodels.priors import priors_to_json
+from pragmodels.params import inspect_model, with_priors
+from pragmodels.predictive import posterior_predictive as _posterior_predictive
 from pragmodels.results_io import data_hash, save_netcdf
 
 __all__ = ["fit", "CHAIN_METHODS"]
@@ -70,12 +70,6 @@ def _pick_chain_method(chain_method: str, num_chains: int) -> str:
         # the one GPU) better. The choice is recorded in the provenance attributes.
         return "vectorized"
     return chain_method
-
-
-def _observed_sites(model, data) -> list[str]:
-    """Trace the model once, eagerly: validates observations by name and finds observed sites."""
-    tr = handlers.trace(handlers.seed(model, 0)).get_trace(**data)
-    return [n for n, s in tr.items() if s["type"] == "sample" and s["is_observed"]]
 
 
 def fit(
@@ -145,10 +139,21 @@ def fit(
 
     key, seed_repr = _as_key(rng_key)
     data = _validate_data(data)
-    observed = _observed_sites(model, data)
+    model_name = name or getattr(model, "name", None) or getattr(model, "__name__", repr(model))
+    # one eager trace: validates the data and the prior overrides by name, and records the priors,
+    # fixed values and dims actually in force (provenance is read from here, not from a list)
+    info = inspect_model(model, data, priors)
+    if priors:
+        model = with_priors(model, priors)
+    observed = info.observed
     if not observed:
         raise ValueError("the model has no observed sites: pass the observations in `data`.")
     method = _pick_chain_method(chain_method, num_chains)
+    if method != chain_method:
+        warnings.warn(f"chain_method={chain_method!r} asked for {num_chains} chains on {jax.local_device_count()} "
+                      f"device(s); running them {method!r} instead (recorded in sampler_settings). For one CPU "
+                      "device per chain call pragmodels.configure_host_devices() before JAX starts.",
+                      FitWarning, stacklevel=2)
     inits = {"median": init_to_median(num_samples=15), "uniform": init_to_uniform(),
              "optimize": init_to_uniform()}  # "optimize" passes explicit init_params to run()
     if init not in inits:
@@ -157,7 +162,7 @@ def fit(
         sampler="NUTS", num_warmup=num_warmup, num_samples=num_samples, num_chains=num_chains,
         chain_method=method, target_accept=target_accept, max_tree_depth=max_tree_depth,
         dense_mass=dense_mass if isinstance(dense_mass, bool) else [list(b) for b in dense_mass],
-        init=init,
+        init=init, chain_method_requested=chain_method,
     )
     # Python scalars (sizes, flags) stay static; arrays are traced jit arguments, so a compiled
     # kernel is reused by later fits with the same shapes and the same static values.
@@ -188,15 +193,13 @@ def fit(
              extra_fields=("diverging", "num_steps", "accept_prob", "energy"))
     pp = None
     if posterior_predictive:
-        samples = mcmc.get_samples()
-        with predictive_mode():
-            pp = Predictive(model, posterior_samples=samples, return_sites=observed)(key_pp, **data)
-        pp = {k: np.asarray(v) for k, v in pp.items()}
-    tree = from_numpyro(mcmc, posterior_predictive=pp, log_likelihood=True, dims=dims, coords=coords)
+        samples = mcmc.get_samples(group_by_chain=True)
+        pp = _posterior_predictive(key_pp, model, samples, data, observed)
+    all_dims = {k: info.named_dims(k) for k in info.dims if info.dims[k]}
+    all_dims.update(dims or {})
+    tree = from_numpyro(mcmc, posterior_predictive=pp, log_likelihood=True, dims=all_dims, coords=coords)
     wall = time.perf_counter() - t0
     diag = diagnose(tree, emit=not strict, max_tree_depth=max_tree_depth)
-    model_name = name or getattr(model, "name", None) or getattr(model, "__name__", repr(model))
-    priors = priors if priors is not None else getattr(model, "priors", None)
     from pragmodels import __version__
 
     tree.attrs.update(
@@ -208,7 +211,7 @@ def fit(
         backend=jax.default_backend(),
         created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         model=str(model_name),
-        priors=priors_to_json(priors) if priors else "{}",
+        priors=json.dumps(info.priors_record()),
         sampler_settings=json.dumps(settings),
         seed=json.dumps(seed_repr),
         data_sha256=data_hash(data),

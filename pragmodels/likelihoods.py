@@ -1,22 +1,19 @@
-"""Observation models: the only module in pragmodels that calls ``numpyro.sample``.
+"""Observation models: the observed ``numpyro.sample`` sites of pragmodels models.
 
-Layering: imports ``jax``, ``numpyro``, :mod:`pragmodels.logmath` and :mod:`pragmodels.priors`;
-never ``arviz``. Each observation model opens a ``numpyro.plate`` named after its dim, so that
-ArviZ names the observation axis after it, and mixes a ``lapse`` share of uniform responses
+Layering: imports ``jax``, ``numpyro`` and :mod:`pragmodels.logmath`; never ``arviz``. Latent
+parameters are declared in :mod:`pragmodels.params`. Each observation model opens a
+``numpyro.plate`` named after its dim, so that ArviZ names the observation axis after it, and mixes a ``lapse`` share of uniform responses
 into the choice distribution (``lapse=0`` switches it off).
 
 Observed values are validated eagerly when they are concrete NumPy/JAX arrays (that is, when
 the model is traced once before sampling by :func:`pragmodels.fit`): an out-of-range value
 raises a ``ValueError`` that names the site, the index and the value.
 
-Inside :func:`predictive_mode` every observation model ignores ``obs`` and samples fresh
-responses; :func:`pragmodels.fit` uses it for the posterior predictive.
+Predictive draws un-observe these sites (and any other observed site) with the
+:class:`pragmodels.predictive.unobserve` handler; nothing here needs to know about it.
 """
 
 from __future__ import annotations
-
-import contextlib
-import contextvars
 
 import jax
 import jax.numpy as jnp
@@ -25,11 +22,8 @@ import numpyro
 import numpyro.distributions as dist
 
 from pragmodels.logmath import log_mix_uniform, log_normalize
-from pragmodels.priors import Prior
 
 __all__ = [
-    "sample_prior",
-    "predictive_mode",
     "choices",
     "listener_choices",
     "speaker_choices",
@@ -37,27 +31,6 @@ __all__ = [
     "binned_responses",
     "likert_ratings",
 ]
-
-_PREDICTIVE = contextvars.ContextVar("pragmodels_predictive", default=False)
-
-
-@contextlib.contextmanager
-def predictive_mode():
-    """Within this block observation models sample instead of conditioning on ``obs``."""
-    token = _PREDICTIVE.set(True)
-    try:
-        yield
-    finally:
-        _PREDICTIVE.reset(token)
-
-
-def sample_prior(name: str, prior: Prior, sample_shape: tuple[int, ...] = ()):
-    """Sample a parameter from a declarative :class:`~pragmodels.priors.Prior`."""
-    d = prior.distribution()
-    if sample_shape:
-        d = d.expand(sample_shape).to_event(len(sample_shape))
-    return numpyro.sample(name, d)
-
 
 def _concrete(x) -> np.ndarray | None:
     if x is None or isinstance(x, jax.core.Tracer):
@@ -76,10 +49,6 @@ def _check_index(name: str, obs, n_options: int, what: str) -> None:
             f"observation site {name!r}: {name}{list(i)} = {arr[i].item()!r}; expected an integer "
             f"{what} index in 0..{n_options - 1}."
         )
-
-
-def _obs(obs):
-    return None if _PREDICTIVE.get() else obs
 
 
 class NormalizedCategorical(dist.CategoricalLogits):
@@ -170,7 +139,7 @@ def choices(name: str, log_probs, obs=None, *, lapse=0.0, dim: str = "trial", wh
     _check_normalised(name, log_probs, what)
     logits = log_mix_uniform(log_probs, lapse, axis=-1)
     with numpyro.plate(dim, n):
-        return numpyro.sample(name, NormalizedCategorical(logits, validate_args=False), obs=_obs(obs))
+        return numpyro.sample(name, NormalizedCategorical(logits, validate_args=False), obs=obs)
 
 
 def listener_choices(name, log_listener, obs=None, *, lapse=0.0, dim="trial", rows=None):
@@ -183,6 +152,21 @@ def speaker_choices(name, log_speaker, obs=None, *, lapse=0.0, dim="trial", rows
     """Speaker choices over utterances. ``log_speaker [dim, utterance]`` (or a table with
     ``rows``), ``obs [dim]``."""
     return choices(name, log_speaker, obs, lapse=lapse, dim=dim, what="utterance", rows=rows)
+
+
+class ZeroSafeMultinomial(dist.MultinomialLogits):
+    """Multinomial whose log-probability treats ``0 · log 0`` as 0.
+
+    NumPyro's ``Multinomial`` computes ``Σ counts · logits``, which is NaN when an option with
+    probability 0 (a false utterance of a 0/1 lexicon, ``logits = -inf``) has count 0, so a fit
+    could not even start. Here such terms are 0, with zero gradient.
+    """
+
+    def log_prob(self, value):
+        value = jnp.asarray(value, self.logits.dtype)
+        terms = jnp.where(value > 0, value * jnp.where(value > 0, self.logits, 0.0), 0.0)
+        norm = jax.scipy.special.gammaln(value.sum(-1) + 1) - jax.scipy.special.gammaln(value + 1).sum(-1)
+        return norm + terms.sum(-1)
 
 
 def choice_counts(name: str, log_probs, counts, *, lapse=0.0, dim: str = "utterance"):
@@ -200,12 +184,14 @@ def choice_counts(name: str, log_probs, counts, *, lapse=0.0, dim: str = "uttera
         if bad.any():
             i = tuple(int(k) for k in np.argwhere(bad)[0])
             raise ValueError(f"site {name!r}: counts{list(i)} = {arr[i].item()!r}; expected a non-negative integer.")
+    # sampling (predictive draws) needs a static bound on the row totals: known when concrete
+    total_max = None if arr is None else int(arr.sum(-1).max(initial=0))
     counts = jnp.asarray(counts)
     total = counts.sum(-1)
     logits = log_normalize(log_mix_uniform(log_probs, lapse, axis=-1), axis=-1)
     with numpyro.plate(dim, log_probs.shape[0]):
         return numpyro.sample(
-            name, dist.Multinomial(total_count=total, logits=logits, validate_args=False), obs=_obs(counts)
+            name, ZeroSafeMultinomial(logits, total_count=total, total_count_max=total_max, validate_args=False), obs=counts
         )
 
 

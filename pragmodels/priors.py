@@ -1,61 +1,201 @@
 """Declarative priors: a user-facing spec kept separate from the NumPyro distribution it builds.
 
-Layering: imports ``numpyro.distributions`` (never ``numpyro.sample``); used by
-:mod:`pragmodels.likelihoods` (which samples) and :mod:`pragmodels.rsa_models`.
+Layering: imports ``numpy`` and ``numpyro.distributions`` (never ``numpyro.sample``); used by
+:mod:`pragmodels.params` (which samples) and by configs (:meth:`Prior.from_dict`).
+
+A :class:`Prior` names a family and its parameters. Parameters are numbers or arrays (nested
+lists), so array-valued priors (a location per utterance) and simplex families (``Dirichlet``)
+are one spec each; :meth:`Prior.shape` is the shape of one draw. A prior is hashable and
+JSON-serialisable (:meth:`Prior.to_dict`), so it keys compiled kernels and travels in
+provenance attributes and configs unchanged.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+import math
+from collections.abc import Mapping
+from typing import Any
 
+import numpy as np
 import numpyro.distributions as dist
 
-__all__ = ["Prior", "FAMILIES", "priors_to_json"]
+__all__ = ["Prior", "FAMILIES", "as_prior", "priors_to_json"]
 
+#: family name -> (NumPyro distribution, parameter names in order)
 FAMILIES: dict[str, tuple[type, tuple[str, ...]]] = {
     "Normal": (dist.Normal, ("loc", "scale")),
     "HalfNormal": (dist.HalfNormal, ("scale",)),
     "LogNormal": (dist.LogNormal, ("loc", "scale")),
+    "TruncatedNormal": (dist.TruncatedNormal, ("loc", "scale", "low", "high")),
     "Exponential": (dist.Exponential, ("rate",)),
     "Gamma": (dist.Gamma, ("concentration", "rate")),
+    "InverseGamma": (dist.InverseGamma, ("concentration", "rate")),
     "Beta": (dist.Beta, ("concentration1", "concentration0")),
     "Uniform": (dist.Uniform, ("low", "high")),
     "HalfCauchy": (dist.HalfCauchy, ("scale",)),
+    "Cauchy": (dist.Cauchy, ("loc", "scale")),
     "StudentT": (dist.StudentT, ("df", "loc", "scale")),
+    "Laplace": (dist.Laplace, ("loc", "scale")),
+    "Dirichlet": (dist.Dirichlet, ("concentration",)),
+    "MultivariateNormal": (dist.MultivariateNormal, ("loc", "covariance_matrix")),
 }
 
 
-@dataclass(frozen=True)
+def _freeze(value: Any, where: str):
+    """A number or an array-like as a float or a nested tuple of floats (hashable); finite only."""
+    if isinstance(value, bool):
+        raise TypeError(f"{where} = {value!r} must be a number or an array of numbers, not a bool.")
+    try:
+        arr = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        raise TypeError(f"{where} = {value!r} must be a number or an array of numbers.") from None
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{where} = {value!r} must be finite.")
+    return float(arr) if arr.ndim == 0 else _tuplify(arr.tolist())
+
+
+def _tuplify(x):
+    return tuple(_tuplify(v) for v in x) if isinstance(x, list) else float(x)
+
+
+_POSITIVE = {"scale", "rate", "concentration", "concentration1", "concentration0", "df"}
+
+
+def _check_support(family: str, params: dict[str, Any]) -> str | None:
+    """What is wrong with ``params`` for ``family`` (checked with NumPy, so that declaring a prior
+    starts no JAX backend), or None."""
+    arrs = {k: np.asarray(v, dtype=float) for k, v in params.items()}
+    for k, v in arrs.items():
+        if k in _POSITIVE and not np.all(v > 0):
+            return f"{k} must be > 0"
+    for lo, hi in (("low", "high"),):
+        if lo in arrs and hi in arrs and not np.all(arrs[lo] < arrs[hi]):
+            return f"{lo} must be < {hi}"
+    if family == "Dirichlet" and arrs["concentration"].ndim < 1:
+        return "concentration must be a vector (one entry per simplex part)"
+    if family == "MultivariateNormal":
+        cov = arrs["covariance_matrix"]
+        if cov.ndim < 2 or cov.shape[-1] != cov.shape[-2]:
+            return "covariance_matrix must be a square matrix"
+        if not np.allclose(cov, np.swapaxes(cov, -1, -2)) or np.any(np.linalg.eigvalsh(cov) <= 0):
+            return "covariance_matrix must be symmetric positive definite"
+        if arrs["loc"].shape[-1:] != cov.shape[-1:]:
+            return f"loc has {arrs['loc'].shape[-1:]} entries but covariance_matrix is {cov.shape[-2:]}"
+    return None
+
+
 class Prior:
-    """A prior named by family and parameters, e.g. ``Prior("HalfNormal", scale=5.0)``."""
+    """A prior named by family and parameters, e.g. ``Prior("HalfNormal", scale=5.0)``.
 
-    family: str
-    params: dict = field(default_factory=dict)
+    Parameters may be arrays: ``Prior("Normal", loc=[0.0, 1.0, 2.0], scale=1.0)`` has shape
+    ``(3,)``; ``Prior("Dirichlet", concentration=[4.0] * 6)`` is a simplex of 6 parts. Name the
+    axes of a non-scalar parameter with ``dims`` in :func:`pragmodels.param`.
 
-    def __init__(self, family: str, **params: float):
+    Raises ``ValueError``/``TypeError`` naming the family, the parameter and the value when the
+    family is unknown, a parameter is missing, unexpected, not finite or outside its support
+    (e.g. a negative scale).
+    """
+
+    __slots__ = ("family", "_params")
+
+    def __init__(self, family: str, **params: Any):
         if family not in FAMILIES:
-            raise ValueError(f"unknown prior family {family!r}; expected one of {sorted(FAMILIES)}.")
+            import difflib
+
+            near = difflib.get_close_matches(str(family), FAMILIES, n=1)
+            hint = f" (did you mean {near[0]!r}?)" if near else ""
+            raise ValueError(f"unknown prior family {family!r}{hint}; expected one of {sorted(FAMILIES)}.")
         expected = FAMILIES[family][1]
         if set(params) != set(expected):
-            raise ValueError(
-                f"Prior({family!r}) takes parameters {list(expected)}; got {sorted(params)}."
-            )
-        for k, v in params.items():
-            if not isinstance(v, (int, float)):
-                raise TypeError(f"Prior({family!r}) parameter {k}={v!r} must be a number.")
+            raise ValueError(f"Prior({family!r}) takes parameters {list(expected)}; got {sorted(params)}.")
+        frozen = tuple((k, _freeze(params[k], f"Prior({family!r}) parameter {k}")) for k in expected)
         object.__setattr__(self, "family", family)
-        object.__setattr__(self, "params", {k: float(params[k]) for k in expected})
+        object.__setattr__(self, "_params", frozen)
+        problem = _check_support(family, self.params)
+        if problem:
+            raise ValueError(f"Prior({family!r}, {self._args()}) is invalid: {problem}.")
+
+    def __setattr__(self, name, value):
+        raise AttributeError("Prior is immutable")
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """The parameters as ``{name: float or nested tuple}``."""
+        return dict(self._params)
 
     def distribution(self) -> dist.Distribution:
+        """The NumPyro distribution (one draw has shape :meth:`shape`)."""
         cls, _ = FAMILIES[self.family]
-        return cls(**self.params)
+        return cls(**{k: np.asarray(v, dtype=np.float32) for k, v in self._params})
+
+    def shape(self) -> tuple[int, ...]:
+        """Shape of one draw: the broadcast batch shape plus the event shape."""
+        shapes = {k: np.shape(v) for k, v in self._params}
+        if self.family == "Dirichlet":
+            return shapes["concentration"]
+        if self.family == "MultivariateNormal":
+            cov = shapes["covariance_matrix"]
+            return np.broadcast_shapes(shapes["loc"][:-1], cov[:-2]) + cov[-1:]
+        return np.broadcast_shapes(*shapes.values())
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready ``{"family": ..., <parameter>: value}``; inverse of :meth:`from_dict`."""
+        return {"family": self.family, **{k: v for k, v in self._params}}
+
+    @classmethod
+    def from_dict(cls, spec: Mapping[str, Any]) -> Prior:
+        """A prior from ``{"family": "Normal", "loc": 0, "scale": 1}`` (as in configs)."""
+        if not isinstance(spec, Mapping) or "family" not in spec:
+            raise ValueError(f"a prior spec must be a mapping with a 'family' key; got {spec!r}.")
+        spec = dict(spec)
+        return cls(spec.pop("family"), **spec)
+
+    def _args(self) -> str:
+        def fmt(v):
+            return f"{v:g}" if isinstance(v, float) else json.dumps(v)
+        return ", ".join(f"{k}={fmt(v)}" for k, v in self._params)
 
     def __str__(self) -> str:
-        args = ", ".join(f"{k}={v:g}" for k, v in self.params.items())
-        return f"{self.family}({args})"
+        return f"{self.family}({self._args()})"
+
+    def __repr__(self) -> str:
+        return f"Prior({self.family!r}, {self._args()})"
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Prior) and (self.family, self._params) == (other.family, other._params)
+
+    def __hash__(self) -> int:
+        return hash((self.family, self._params))
+
+    def __reduce__(self):
+        return (_rebuild, (self.family, self.to_dict()))
 
 
-def priors_to_json(priors: dict[str, Prior]) -> str:
-    """Serialise a ``{parameter: Prior}`` mapping for provenance attributes."""
-    return json.dumps({k: str(v) for k, v in sorted(priors.items())})
+def _rebuild(family, spec):
+    return Prior.from_dict(spec)
+
+
+def as_prior(value: Any, where: str) -> Prior | float:
+    """A :class:`Prior`, a ``{"family": ...}`` mapping (-> Prior) or a finite number (a fixed
+    value); anything else raises a ``TypeError`` naming ``where`` and the value."""
+    if isinstance(value, Prior):
+        return value
+    if isinstance(value, Mapping):
+        try:
+            return Prior.from_dict(value)
+        except (TypeError, ValueError) as e:
+            raise type(e)(f"{where}: {e}") from None
+    if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool):
+        if not math.isfinite(float(value)):
+            raise ValueError(f"{where} = {value!r}: a fixed value must be finite.")
+        return float(value)
+    raise TypeError(f"{where} = {value!r}; expected a pragmodels.Prior, a prior spec "
+                    "{'family': ..., ...} or a number (to fix the parameter).")
+
+
+def priors_to_json(priors: Mapping[str, Any]) -> str:
+    """Serialise ``{parameter: Prior | dict | float}`` for provenance attributes."""
+    def enc(v):
+        return v.to_dict() if isinstance(v, Prior) else v
+    return json.dumps({k: enc(v) for k, v in sorted(priors.items())})

@@ -1,27 +1,46 @@
 """Ready-made NumPyro models for finite RSA games (listener or speaker data, flat or by item).
 
 Layering: imports :mod:`pragmodels.agents`, :mod:`pragmodels.likelihoods`,
-:mod:`pragmodels.priors` and ``numpyro.plate`` / ``numpyro.deterministic``.
+:mod:`pragmodels.params` and :mod:`pragmodels.priors`.
 
-Each factory returns a plain model function ``model(**data)`` with attributes ``name`` and
-``priors`` (read by :func:`pragmodels.fit` for provenance). Costs enter through a design
-matrix ``cost_design [utterance, cost_param]``: ``cost = cost_design @ cost_weight``. Only cost
-*differences* are identified by choice data, so leave out a constant column (e.g. code the
-cheapest utterance as 0).
+Each model is a plain function whose parameters are declared once with
+:func:`pragmodels.param`; the factories (:func:`listener_model`, :func:`speaker_model`,
+:func:`hierarchical_listener_model`) only bind options (``depth``, ``prior_at``) and, optionally,
+prior overrides, and return a picklable ``functools.partial``. What a fit samples follows from the
+model and its data, not from flags:
+
+- costs are fitted when ``cost_design [utterance, cost_term]`` is passed (``cost = cost_design @
+  cost_weight``). Only cost *differences* are identified by choice data, so leave out a constant
+  column (e.g. code the cheapest utterance as 0);
+- a parameter is fixed by overriding its prior with a number: ``priors={"lapse": 0.0}`` fits no
+  lapse (``fit(..., priors=...)`` does the same at fit time).
 """
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable, Mapping
+from typing import Any
+
 import jax
 import jax.numpy as jnp
-import numpyro
 
 from pragmodels import agents
-from pragmodels.likelihoods import listener_choices, sample_prior, speaker_choices
+from pragmodels.likelihoods import listener_choices, speaker_choices
+from pragmodels.params import deterministic, group_effect, param, with_priors
 from pragmodels.priors import Prior
 
-__all__ = ["DEFAULT_PRIORS", "listener_model", "speaker_model", "hierarchical_listener_model"]
+__all__ = [
+    "DEFAULT_PRIORS",
+    "rsa_listener",
+    "rsa_speaker",
+    "rsa_listener_by_item",
+    "listener_model",
+    "speaker_model",
+    "hierarchical_listener_model",
+]
 
+#: the default priors of the models below (each also stands in the model's own ``param`` call)
 DEFAULT_PRIORS: dict[str, Prior] = {
     "alpha": Prior("LogNormal", loc=0.5, scale=1.0),
     "cost_weight": Prior("HalfNormal", scale=2.0),
@@ -31,109 +50,99 @@ DEFAULT_PRIORS: dict[str, Prior] = {
 }
 
 
-def _merge(priors, names):
-    merged = {k: DEFAULT_PRIORS[k] for k in names}
-    for k, v in (priors or {}).items():
-        if k not in merged:
-            raise ValueError(f"no parameter {k!r} in this model; its parameters are {sorted(merged)}.")
-        if not isinstance(v, Prior):
-            raise TypeError(f"priors[{k!r}] must be a pragmodels.Prior; got {v!r}.")
-        merged[k] = v
-    return merged
+def _cost(cost_design) -> jax.Array | None:
+    """``cost [utterance] = cost_design @ cost_weight`` (recorded as a deterministic), or None."""
+    if cost_design is None:
+        return None
+    design = jnp.asarray(cost_design)
+    if design.ndim != 2:
+        raise ValueError(f"cost_design must have shape [utterance, cost_term]; got shape {tuple(design.shape)}.")
+    w = param("cost_weight", DEFAULT_PRIORS["cost_weight"], dims={"cost_term": design.shape[1]})
+    return deterministic("cost", design @ w, dims={"utterance": design.shape[0]})
 
 
-def _common(priors, cost_design, fit_lapse):
-    cost = None
-    if cost_design is not None:
-        n_cost = cost_design.shape[1]
-        w = sample_prior("cost_weight", priors["cost_weight"], (n_cost,))
-        cost = numpyro.deterministic("cost", jnp.asarray(cost_design) @ w)
-    lapse = sample_prior("lapse", priors["lapse"]) if fit_lapse else 0.0
-    return cost, lapse
+def rsa_listener(log_semantics, utterance, choice=None, cost_design=None, log_prior=None, *,
+                 depth: int = 1, prior_at: agents.PriorAt = "all"):
+    """Listener choices over states given an utterance: ``alpha``, costs (with ``cost_design``)
+    and ``lapse``.
+
+    Shapes: ``log_semantics [utterance, state]``, ``utterance [trial]`` (int), ``choice [trial]``
+    (state index), ``cost_design [utterance, cost_term]``, ``log_prior [state]``.
+    """
+    alpha = param("alpha", DEFAULT_PRIORS["alpha"])
+    cost = _cost(cost_design)
+    lapse = param("lapse", DEFAULT_PRIORS["lapse"])
+    log_l = agents.pragmatic_listener(log_semantics, alpha, cost, log_prior, depth, prior_at=prior_at)
+    return listener_choices("choice", log_l, choice, lapse=lapse, rows=utterance)
 
 
-def _agent(agent, pri, log_semantics, cost_design, log_prior, depth, prior_at, fit_lapse):
-    """Sample alpha, costs and lapse; return the agent's table and the lapse."""
-    alpha = sample_prior("alpha", pri["alpha"])
-    cost, lapse = _common(pri, cost_design, fit_lapse)
-    return agent(log_semantics, alpha, cost, log_prior, depth, prior_at=prior_at), lapse
+def rsa_speaker(log_semantics, state, choice=None, cost_design=None, log_prior=None, *,
+                depth: int = 1, prior_at: agents.PriorAt = "all"):
+    """Speaker choices over utterances given a state: ``alpha``, costs and ``lapse``.
+
+    Shapes: ``log_semantics [utterance, state]``, ``state [trial]`` (int), ``choice [trial]``
+    (utterance index), ``cost_design [utterance, cost_term]``, ``log_prior [state]``.
+    """
+    alpha = param("alpha", DEFAULT_PRIORS["alpha"])
+    cost = _cost(cost_design)
+    lapse = param("lapse", DEFAULT_PRIORS["lapse"])
+    log_s = agents.pragmatic_speaker(log_semantics, alpha, cost, log_prior, depth, prior_at=prior_at)
+    return speaker_choices("choice", log_s, choice, lapse=lapse, rows=state)
 
 
-def _label(model, kind: str, priors: dict, **options):
-    model.name = f"{kind}(" + ", ".join(f"{k}={v}" for k, v in options.items()) + ")"
-    model.priors = priors
+def rsa_listener_by_item(log_semantics, item, utterance, choice=None, log_prior=None, n_items=None, *,
+                         depth: int = 1, prior_at: agents.PriorAt = "all"):
+    """Listener choices with a rationality per item (non-centred log-normal hierarchy).
+
+    ``log alpha[item] = alpha_mu + alpha_sigma * alpha_z[item]``, ``alpha_z ~ Normal(0, 1)``
+    (:func:`pragmodels.group_effect`).
+
+    Shapes: ``log_semantics [utterance, state]`` shared (then pass ``n_items``) or ``[item,
+    utterance, state]``; ``item [trial]``, ``utterance [trial]``, ``choice [trial]`` (state
+    index), ``log_prior [state]``.
+    """
+    ndim = jnp.ndim(log_semantics)
+    if ndim not in (2, 3):
+        raise ValueError(f"log_semantics must have shape [utterance, state] or [item, utterance, state]; "
+                         f"got shape {tuple(jnp.shape(log_semantics))}.")
+    if ndim == 2 and n_items is None:
+        raise ValueError("rsa_listener_by_item: pass n_items (an int) when log_semantics is shared across "
+                         "items (shape [utterance, state]).")
+    n = int(n_items) if n_items is not None else int(jnp.shape(log_semantics)[0])
+    if ndim == 3 and n_items is not None and int(n_items) != jnp.shape(log_semantics)[0]:
+        raise ValueError(f"n_items = {n_items} but log_semantics has {jnp.shape(log_semantics)[0]} items.")
+    alpha = group_effect("alpha", dim="item", size=n, loc=DEFAULT_PRIORS["alpha_mu"],
+                         scale=DEFAULT_PRIORS["alpha_sigma"], link="exp")
+    lapse = param("lapse", DEFAULT_PRIORS["lapse"])
+    listen = jax.vmap(lambda sem, a: agents.pragmatic_listener(sem, a, None, log_prior, depth, prior_at=prior_at),
+                      in_axes=(0 if ndim == 3 else None, 0))
+    log_l = listen(log_semantics, alpha)  # [item, utterance, state]
+    return listener_choices("choice", log_l, choice, lapse=lapse, rows=(item, utterance))
+
+
+def _factory(fn: Callable, kind: str, priors: Mapping[str, Any] | None, **options) -> Callable:
+    model: Callable = functools.partial(fn, **options)
+    model.name = f"{kind}(" + ", ".join(f"{k}={v}" for k, v in options.items()) + ")"  # type: ignore[attr-defined]
+    if priors:
+        named = with_priors(model, priors)
+        named.name = named.__name__ = model.name  # type: ignore[attr-defined]
+        return named
     return model
 
 
-def _param_names(cost: bool, lapse: bool, base=("alpha",)):
-    return list(base) + (["cost_weight"] if cost else []) + (["lapse"] if lapse else [])
+def listener_model(*, depth: int = 1, prior_at: agents.PriorAt = "all",
+                   priors: Mapping[str, Any] | None = None) -> Callable:
+    """:func:`rsa_listener` with ``depth`` and ``prior_at`` bound, and optional prior overrides."""
+    return _factory(rsa_listener, "rsa_listener", priors, depth=depth, prior_at=prior_at)
 
 
-def listener_model(*, depth: int = 1, fit_cost: bool = True, fit_lapse: bool = True,
-                   prior_at: str = "all", priors: dict | None = None):
-    """Listener choices over states given an utterance: alpha, costs, lapse.
-
-    The model's data: ``log_semantics [utterance, state]``, ``utterance [trial]`` (int),
-    ``choice [trial]`` (state index), optional ``cost_design [utterance, cost_param]`` (needed
-    when ``fit_cost``) and ``log_prior [state]``.
-    """
-    pri = _merge(priors, _param_names(fit_cost, fit_lapse))
-
-    def model(log_semantics, utterance, choice=None, cost_design=None, log_prior=None):
-        log_l, lapse = _agent(agents.pragmatic_listener, pri, log_semantics, cost_design if fit_cost else None,
-                              log_prior, depth, prior_at, fit_lapse)
-        return listener_choices("choice", log_l, choice, lapse=lapse, rows=utterance)
-
-    return _label(model, "rsa_listener", pri, depth=depth, prior_at=prior_at, cost=fit_cost, lapse=fit_lapse)
+def speaker_model(*, depth: int = 1, prior_at: agents.PriorAt = "all",
+                  priors: Mapping[str, Any] | None = None) -> Callable:
+    """:func:`rsa_speaker` with ``depth`` and ``prior_at`` bound, and optional prior overrides."""
+    return _factory(rsa_speaker, "rsa_speaker", priors, depth=depth, prior_at=prior_at)
 
 
-def speaker_model(*, depth: int = 1, fit_cost: bool = True, fit_lapse: bool = True,
-                  prior_at: str = "all", priors: dict | None = None):
-    """Speaker choices over utterances given a state: alpha, costs, lapse.
-
-    The model's data: ``log_semantics [utterance, state]``, ``state [trial]`` (int),
-    ``choice [trial]`` (utterance index), optional ``cost_design`` and ``log_prior``.
-    """
-    pri = _merge(priors, _param_names(fit_cost, fit_lapse))
-
-    def model(log_semantics, state, choice=None, cost_design=None, log_prior=None):
-        log_s, lapse = _agent(agents.pragmatic_speaker, pri, log_semantics, cost_design if fit_cost else None,
-                              log_prior, depth, prior_at, fit_lapse)
-        return speaker_choices("choice", log_s, choice, lapse=lapse, rows=state)
-
-    return _label(model, "rsa_speaker", pri, depth=depth, prior_at=prior_at, cost=fit_cost, lapse=fit_lapse)
-
-
-def hierarchical_listener_model(*, depth: int = 1, fit_lapse: bool = True, prior_at: str = "all",
-                                priors: dict | None = None):
-    """Listener choices with a rationality per item (non-centred log-normal hierarchy).
-
-    ``log alpha[item] = alpha_mu + alpha_sigma * z[item]``, ``z ~ Normal(0, 1)``.
-    Data: ``log_semantics [utterance, state]`` shared or ``[item, utterance, state]`` per item,
-    ``item [trial]``, ``utterance [trial]``, ``choice [trial]``, optional ``log_prior [state]``.
-    The plate ``item`` names the dim of ``alpha`` and ``z``.
-    """
-    pri = _merge(priors, _param_names(False, fit_lapse, ("alpha_mu", "alpha_sigma")))
-
-    def model(log_semantics, item, utterance, choice=None, log_prior=None, n_items=None):
-        if n_items is None and jnp.ndim(log_semantics) != 3:
-            raise ValueError("hierarchical_listener_model: pass n_items (an int) when log_semantics "
-                             "is shared across items (shape [utterance, state]).")
-        n = n_items if n_items is not None else log_semantics.shape[0]
-        mu = sample_prior("alpha_mu", pri["alpha_mu"])
-        sigma = sample_prior("alpha_sigma", pri["alpha_sigma"])
-        with numpyro.plate("item", n):
-            z = sample_prior("z", Prior("Normal", loc=0.0, scale=1.0))
-            alpha = numpyro.deterministic("alpha", jnp.exp(mu + sigma * z))
-        lapse = sample_prior("lapse", pri["lapse"]) if fit_lapse else 0.0
-        sem_axis = 0 if jnp.ndim(log_semantics) == 3 else None
-        listen = jax.vmap(
-            lambda sem, a: agents.pragmatic_listener(sem, a, None, log_prior, depth, prior_at=prior_at),
-            in_axes=(sem_axis, 0),
-        )
-        log_l = listen(log_semantics, alpha)  # [item, utterance, state]
-        n_utt = log_l.shape[1]
-        table = log_l.reshape(-1, log_l.shape[-1])  # [item * utterance, state]
-        return listener_choices("choice", table, choice, lapse=lapse, rows=item * n_utt + utterance)
-
-    return _label(model, "rsa_listener_by_item", pri, depth=depth, prior_at=prior_at, lapse=fit_lapse)
+def hierarchical_listener_model(*, depth: int = 1, prior_at: agents.PriorAt = "all",
+                                priors: Mapping[str, Any] | None = None) -> Callable:
+    """:func:`rsa_listener_by_item` with ``depth`` and ``prior_at`` bound, and optional overrides."""
+    return _factory(rsa_listener_by_item, "rsa_listener_by_item", priors, depth=depth, prior_at=prior_at)

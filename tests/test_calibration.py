@@ -15,7 +15,8 @@ from numpyro.infer import MCMC, NUTS
 from scipy import stats
 
 from pragmodels import agents
-from pragmodels.likelihoods import sample_prior, speaker_choices
+from pragmodels.likelihoods import speaker_choices
+from pragmodels.params import param
 from pragmodels.priors import Prior
 from pragmodels.simulate import REFERENCE_LEXICON
 from pragmodels.semantics import boolean_semantics
@@ -35,8 +36,8 @@ def speakers(alpha, cost):
 def batch_model(state, choice=None):
     n_rep = state.shape[0]
     with numpyro.plate("replicate", n_rep):
-        alpha = sample_prior("alpha", PRIORS["alpha"])
-        cost = sample_prior("cost_weight", PRIORS["cost_weight"])
+        alpha = param("alpha", PRIORS["alpha"])
+        cost = param("cost_weight", PRIORS["cost_weight"])
     log_s = speakers(alpha, cost)  # [replicate, state, utterance]
     rows = jnp.take_along_axis(log_s, state[..., None], axis=1)  # [replicate, trial, utterance]
     flat = rows.reshape(-1, rows.shape[-1])

@@ -44,7 +44,7 @@ def speaker_data():
 
 @pytest.fixture(scope="module")
 def fitted(speaker_data):
-    model = speaker_model(fit_lapse=False)
+    model = speaker_model(priors={"lapse": 0.0})
     with warnings.catch_warnings():
         warnings.simplefilter("error", FitWarning)  # this fit must be clean
         return pm.fit(11, model, speaker_data, num_warmup=1000, num_samples=2000, num_chains=4,
@@ -126,7 +126,7 @@ def test_netcdf_roundtrip_and_atomic_overwrite(fitted, tmp_path):
 
 
 def test_bad_fit_warns_and_strict_fit_writes_nothing(speaker_data, tmp_path):
-    model = speaker_model(fit_lapse=False)
+    model = speaker_model(priors={"lapse": 0.0})
     with pytest.warns(FitWarning, match="ESS"):
         pm.fit(3, model, speaker_data, num_warmup=10, num_samples=12, num_chains=2, progress_bar=False)
     with pytest.warns(FitWarning, match="hit max_tree_depth=1"):
@@ -141,7 +141,7 @@ def test_bad_fit_warns_and_strict_fit_writes_nothing(speaker_data, tmp_path):
 
 
 def test_fit_rejects_bad_input_by_name(speaker_data):
-    model = speaker_model(fit_lapse=False)
+    model = speaker_model(priors={"lapse": 0.0})
     bad = dict(speaker_data, choice=np.where(np.arange(240) == 7, 9, speaker_data["choice"]))
     with pytest.raises(ValueError, match=r"choice\[7\] = 9; expected an integer utterance index in 0..3"):
         pm.fit(0, model, bad, num_warmup=5, num_samples=5, progress_bar=False)
@@ -152,7 +152,7 @@ def test_fit_rejects_bad_input_by_name(speaker_data):
     with pytest.raises(ValueError, match="no observed sites"):
         pm.fit(0, model, dict(speaker_data, choice=None))
     with pytest.raises(ValueError, match=r"no parameter 'beta' in this model"):
-        speaker_model(priors={"beta": pm.Prior("Normal", loc=0, scale=1)})
+        pm.inspect_model(speaker_model(priors={"beta": pm.Prior("Normal", loc=0, scale=1)}), speaker_data)
     with pytest.raises(ValueError, match="unknown prior family 'Normall'"):
         pm.Prior("Normall", loc=0, scale=1)
 
@@ -168,7 +168,7 @@ def test_persistent_compilation_cache_is_written(tmp_path):
 def test_refit_with_another_data_size_in_one_process(speaker_data):
     """Regression: a kernel cached for one data size must not be reused for another (the
     social-meaning main job fitted 1,440 ratings, then 1,342, and numpyro failed inside vmap)."""
-    model = speaker_model(fit_lapse=False)
+    model = speaker_model(priors={"lapse": 0.0})
     small = {k: (v[:200] if k in ("state", "choice") else v) for k, v in speaker_data.items()}
     kw = dict(num_warmup=20, num_samples=20, num_chains=2, chain_method="vectorized", progress_bar=False)
     with warnings.catch_warnings():

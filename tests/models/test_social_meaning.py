@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from numpyro import handlers
 
+import pragmodels as pm
 from models import social_meaning as sm
 
 
@@ -52,8 +53,15 @@ def _data(n_participants=0, seed=0, n=300):
 def test_models_trace_with_named_dims(model, n_participants):
     tr = handlers.trace(handlers.seed(model, 0)).get_trace(**_data(n_participants))
     assert tr["rating"]["is_observed"] and tr["rating"]["value"].shape == (300,)
-    assert tr["response"]["type"] == "plate" and tr["attribute"]["args"][0] == 6
-    assert ("participant" in tr) == bool(n_participants)
+    assert tr["response"]["type"] == "plate"
+    info = pm.inspect_model(model, _data(n_participants))
+    assert info.dims["level"] == ["attribute"] and info.dims["cut_gap"] == ["gap", "attribute"]
+    assert info.dims["cutpoints"] == ["attribute", "cutpoint"] and info.dims["zeta"] == ["scenario", "attribute"]
+    assert ("eps_raw" in info.dims) == bool(n_participants)
+    if n_participants:
+        assert info.dims["eps_raw"] == ["participant"]
+    # every parameter a user reads has named dims (no ArviZ fallback names)
+    assert all(d is not None for dims in info.dims.values() for d in dims), info.dims
     lp = tr["rating"]["fn"].log_prob(tr["rating"]["value"])
     assert np.all(np.isfinite(np.asarray(lp)))
 
@@ -61,9 +69,10 @@ def test_models_trace_with_named_dims(model, n_participants):
 def test_uniform_motive_prior_is_the_default_drops_psi_and_keeps_implied_means_defined():
     tr = handlers.trace(handlers.seed(sm.rsa_model, 0)).get_trace(**_data())
     assert "psi" not in tr and "alpha" in tr
-    assert "psi" not in sm.rsa_model.priors and "psi" not in sm.rsa_priors("uniform")
+    assert "psi" not in pm.inspect_model(sm.rsa_model, _data()).priors
     free = handlers.trace(handlers.seed(sm.rsa_model, 0)).get_trace(**dict(_data(), motive_prior="free"))
-    assert free["psi"]["value"].shape == (2,) and "psi" in sm.rsa_priors("free")
+    assert free["psi"]["value"].shape == (2,)
+    assert pm.inspect_model(sm.rsa_model, dict(_data(), motive_prior="free")).dims["psi"] == ["free_motive"]
     draw = {k: v["value"] for k, v in tr.items() if v["type"] in ("sample", "deterministic") and k != "rating"}
     means = np.asarray(sm.implied_cell_means("rsa", draw))
     assert means.shape == (6, 6, 2, 2) and np.all((means > 1) & (means < 7))

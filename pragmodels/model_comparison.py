@@ -1,0 +1,81 @@
+"""PSIS-LOO for models with one or several observation sites, and comparison of fits by LOO.
+
+Layering: imports ``numpy``, ``xarray`` and ``arviz_stats``; reads the DataTrees that
+:func:`pragmodels.fit` returns. Never imports numpyro.
+
+ArviZ's ``loo(tree)`` refuses a tree with several log-likelihood arrays ("Found several log
+likelihood arrays"): a model fitted to production *and* comprehension data has two. Here they are
+joined into one pointwise array first, in one of two documented ways:
+
+- ``how="concat"`` (default): every observation of every site is one leave-one-out unit (the
+  flattened arrays are concatenated along a dim ``observation`` labelled ``"site[i, j]"``). Use it
+  when the sites' observations are separate data points (e.g. two tasks).
+- ``how="sum"``: the sites share their observation dims (e.g. a rating and a reaction time per
+  trial) and one unit leaves out all of a trial's responses: the arrays are added.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import xarray as xr
+
+__all__ = ["joint_log_likelihood", "loo", "compare"]
+
+JOINT = "joint"
+
+
+def joint_log_likelihood(tree: xr.DataTree, sites: Sequence[str] | None = None, how: str = "concat"
+                         ) -> xr.DataTree:
+    """A DataTree with the posterior and one log-likelihood array ``joint`` built from ``sites``
+    (default: every array of the ``log_likelihood`` group).
+
+    Shapes: each site ``[chain, draw, *obs]`` -> ``joint [chain, draw, observation]`` (``concat``)
+    or ``[chain, draw, *obs]`` (``sum``; the sites' dims must agree).
+    """
+    if "log_likelihood" not in tree.children:
+        raise ValueError("the tree has no log_likelihood group (fit with pragmodels.fit, which stores it).")
+    ll = tree["log_likelihood"].to_dataset()
+    names = list(ll.data_vars) if sites is None else list(sites)
+    missing = [s for s in names if s not in ll.data_vars]
+    if missing or not names:
+        raise ValueError(f"sites {missing or names!r} not in the log_likelihood group; it has {list(ll.data_vars)}.")
+    if how == "concat":
+        parts, labels = [], []
+        for s in names:
+            da = ll[s]
+            obs_dims = [d for d in da.dims if d not in ("chain", "draw")]
+            flat = da.stack(observation=obs_dims) if obs_dims else da.expand_dims(observation=[0])
+            idx = np.ndindex(*[da.sizes[d] for d in obs_dims]) if obs_dims else [()]
+            labels += [f"{s}[{', '.join(map(str, i))}]" for i in idx]
+            parts.append(flat.drop_vars([c for c in flat.coords if c not in ("chain", "draw")]).transpose(
+                "chain", "draw", "observation"))
+        joint = xr.concat(parts, dim="observation").assign_coords(observation=labels)
+    elif how == "sum":
+        dims = {s: tuple(ll[s].dims) for s in names}
+        if len(set(dims.values())) != 1:
+            raise ValueError(f"how='sum' needs sites with the same dims; got {dims}. Use how='concat'.")
+        joint = sum(ll[s] for s in names)
+    else:
+        raise ValueError(f"how must be 'concat' or 'sum'; got {how!r}.")
+    return xr.DataTree.from_dict({
+        "posterior": tree["posterior"].to_dataset(),
+        "log_likelihood": xr.Dataset({JOINT: joint}),
+    })
+
+
+def loo(tree: xr.DataTree, sites: Sequence[str] | None = None, how: str = "concat", **kwargs):
+    """PSIS-LOO (``arviz_stats.loo``) of a fit with one or several observation sites, joined by
+    ``how`` (module docstring). Extra keyword arguments go to ``arviz_stats.loo``."""
+    from arviz_stats import loo as _loo
+
+    return _loo(joint_log_likelihood(tree, sites, how), var_name=JOINT, **kwargs)
+
+
+def compare(trees: Mapping[str, xr.DataTree], sites: Sequence[str] | None = None, how: str = "concat", **kwargs):
+    """``arviz_stats.compare`` of several fits of the same data, each joined by ``how`` first.
+    Returns ArviZ's comparison table (``elpd_diff`` and its ``dse`` against the best fit)."""
+    from arviz_stats import compare as _compare
+
+    return _compare({k: joint_log_likelihood(t, sites, how) for k, t in trees.items()}, var_name=JOINT, **kwargs)

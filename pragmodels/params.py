@@ -1,0 +1,354 @@
+"""Declared parameters: each latent parameter of a model is declared once, with its prior and dims.
+
+Layering: imports ``jax``, ``numpyro`` and :mod:`pragmodels.priors`; the latent ``numpyro.sample``
+sites of pragmodels models are made here (observed ones in :mod:`pragmodels.likelihoods`).
+
+A model is a plain Python function::
+
+    def model(log_semantics, utterance, choice=None):
+        alpha = pm.param("alpha", pm.Prior("LogNormal", loc=0.5, scale=1.0))
+        lapse = pm.param("lapse", pm.Prior("Beta", concentration1=1.0, concentration0=19.0))
+        log_l = pm.pragmatic_listener(log_semantics, alpha)
+        pm.likelihoods.listener_choices("choice", log_l, choice, lapse=lapse, rows=utterance)
+
+- :func:`param` samples the parameter from its prior unless an override is in force: ``fit(...,
+  priors={"alpha": Prior(...)})`` or a config replaces the prior without touching the model, and
+  a number *fixes* the parameter (``priors={"lapse": 0.0}`` switches the lapse off). The prior
+  actually used is recorded on the trace site, so provenance is read from what was sampled
+  (:func:`inspect_model`), never from a separate list that can go stale.
+- ``dims={"feature": 3, "attribute": 6}`` names the axes of an array-valued parameter (singular
+  nouns); a parameter inside a ``numpyro.plate`` takes the plate's name for that axis.
+- :func:`deterministic` records a derived quantity with its dims; :func:`group_effect` is a
+  non-centred group-level effect (``mu + sigma * z``, optionally through a link) whose three
+  parameters and the effect itself carry their dims and priors.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import difflib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpyro
+from numpyro import handlers
+from numpyro.primitives import _PYRO_STACK, Messenger, apply_stack
+
+from pragmodels.priors import Prior, as_prior
+
+__all__ = [
+    "param",
+    "deterministic",
+    "group_effect",
+    "with_priors",
+    "inspect_model",
+    "ModelInfo",
+    "site_dims",
+    "STANDARD_NORMAL",
+]
+
+#: key of pragmodels' metadata in a trace site's ``infer`` dict
+INFER_KEY = "pragmodels"
+STANDARD_NORMAL = Prior("Normal", loc=0.0, scale=1.0)
+_FIXED = "pragmodels_fixed"  # message type of a parameter fixed by an override (not sampled)
+_OVERRIDES: contextvars.ContextVar[Mapping[str, Any]] = contextvars.ContextVar("pragmodels_priors", default={})
+
+LINKS: dict[str, Callable[[jax.Array], jax.Array]] = {
+    "identity": lambda x: x,
+    "exp": jnp.exp,
+    "sigmoid": jax.nn.sigmoid,
+    "softplus": jax.nn.softplus,
+}
+
+
+def _dims(name: str, dims: Mapping[str, int] | None) -> tuple[tuple[str, ...], tuple[int, ...]]:
+    if dims is None:
+        return (), ()
+    if not isinstance(dims, Mapping):
+        raise TypeError(f"{name!r}: dims must be a mapping {{dim name: size}}, e.g. {{'item': 100}}; got {dims!r}.")
+    names, sizes = tuple(dims), tuple(dims.values())
+    for d, n in zip(names, sizes):
+        if not isinstance(d, str) or not d.isidentifier():
+            raise ValueError(f"{name!r}: dim name {d!r} must be an identifier (a singular noun, e.g. 'item').")
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise ValueError(f"{name!r}: dims[{d!r}] = {n!r}; expected a positive int (the axis size).")
+    return names, sizes
+
+
+def param(name: str, prior: Prior | Mapping | float, *, dims: Mapping[str, int] | None = None) -> jax.Array:
+    """Declare and sample the latent parameter ``name`` with default prior ``prior``.
+
+    Parameters
+    ----------
+    name : str
+        Site name; also the key by which ``fit(..., priors=...)`` overrides the prior.
+    prior : Prior, prior spec dict or float
+        The default prior; a number fixes the parameter at that value (it is then not sampled,
+        and recorded as fixed).
+    dims : mapping of str to int, optional
+        Names and sizes of the parameter's axes, outermost first. The trailing axes must match
+        the prior's event shape (e.g. the simplex of a ``Dirichlet``); the prior's own batch
+        shape is broadcast to the leading ones. Needed whenever one draw is not a scalar.
+
+    Returns
+    -------
+    jax.Array
+        Shape ``tuple(dims.values())`` (times any enclosing plates); a fixed scalar is returned
+        as a Python float.
+    """
+    names, sizes = _dims(name, dims)
+    overrides = _OVERRIDES.get()
+    spec = as_prior(overrides[name] if name in overrides else prior, f"prior of parameter {name!r}")
+    if isinstance(spec, float):
+        # a scalar stays a Python float, so e.g. a lapse fixed at 0 is statically off in the graph
+        value = jnp.full(sizes, spec) if sizes else spec
+        if _PYRO_STACK:
+            apply_stack({"type": _FIXED, "name": name, "value": value, "cond_indep_stack": [],
+                         "infer": {INFER_KEY: {"prior": spec, "dims": names}}})
+        return value
+    d = spec.distribution()
+    event = tuple(d.event_shape)
+    if not names:
+        if spec.shape():
+            raise ValueError(f"parameter {name!r}: its prior {spec} has shape {spec.shape()}; name the axes "
+                             f"with dims={{...}} (sizes {spec.shape()}).")
+    else:
+        n_batch = len(sizes) - len(event)
+        if n_batch < 0 or tuple(sizes[n_batch:]) != event:
+            raise ValueError(f"parameter {name!r}: dims {dict(zip(names, sizes))} do not end in the prior's "
+                             f"event shape {event} ({spec}).")
+        batch = tuple(sizes[:n_batch])
+        try:
+            d = d.expand(batch)
+        except ValueError:
+            raise ValueError(f"parameter {name!r}: the prior {spec} (batch shape {tuple(d.batch_shape)}) does "
+                             f"not broadcast to dims {dict(zip(names, sizes))}.") from None
+        if batch:
+            d = d.to_event(len(batch))
+    return numpyro.sample(name, d, infer={INFER_KEY: {"prior": spec, "dims": names}})
+
+
+def deterministic(name: str, value, *, dims: Mapping[str, int] | None = None) -> jax.Array:
+    """Record a derived quantity in the trace (and so in the posterior) with named dims.
+
+    ``dims`` names the value's trailing axes (all of them unless an enclosing plate names the
+    leading ones); its sizes must match ``value``'s shape.
+    """
+    names, sizes = _dims(name, dims)
+    value = jnp.asarray(value)
+    if names and tuple(value.shape[value.ndim - len(sizes):]) != sizes:
+        raise ValueError(f"deterministic {name!r}: dims {dict(zip(names, sizes))} do not match its shape "
+                         f"{tuple(value.shape)}.")
+    if not _PYRO_STACK:
+        return value
+    msg = apply_stack({"type": "deterministic", "name": name, "value": value, "cond_indep_stack": [],
+                       "infer": {INFER_KEY: {"dims": names}}})
+    return msg["value"]
+
+
+def _hyper(name: str, spec) -> jax.Array:
+    """A hyperparameter: a prior (sampled as ``name``), a number (fixed) or an array (used as is)."""
+    if isinstance(spec, (Prior, Mapping, int, float)) and not isinstance(spec, bool):
+        return param(name, spec)
+    return jnp.asarray(spec)
+
+
+def group_effect(name: str, *, dim: str, size: int, loc, scale, link: str | Callable = "identity") -> jax.Array:
+    """A non-centred group-level effect: ``name[g] = link(loc + scale * z[g])``, ``z ~ Normal(0, 1)``.
+
+    Declares ``{name}_mu`` (from ``loc``), ``{name}_sigma`` (from ``scale``) and ``{name}_z``
+    (dims ``{dim: size}``), and records ``name`` itself as a deterministic with dims
+    ``{dim: size}``. ``loc``/``scale`` may be priors (sampled), numbers (fixed) or arrays
+    computed elsewhere in the model (used as given, not declared). ``link``: ``"identity"``,
+    ``"exp"`` (a log-normal effect, e.g. a rationality per item), ``"sigmoid"``, ``"softplus"`` or
+    a callable.
+
+    Shapes: returns ``[dim]``.
+    """
+    if isinstance(link, str):
+        if link not in LINKS:
+            raise ValueError(f"group_effect {name!r}: link={link!r}; expected one of {sorted(LINKS)} or a callable.")
+        fn = LINKS[link]
+    elif callable(link):
+        fn = link
+    else:
+        raise TypeError(f"group_effect {name!r}: link must be a name or a callable; got {link!r}.")
+    mu = _hyper(f"{name}_mu", loc)
+    sigma = _hyper(f"{name}_sigma", scale)
+    z = param(f"{name}_z", STANDARD_NORMAL, dims={dim: size})
+    return deterministic(name, fn(mu + sigma * z), dims={dim: size})
+
+
+class _ReplaceUndeclared(Messenger):
+    """Overrides for latent sites made by a plain ``numpyro.sample`` (not :func:`param`): the
+    site's distribution is replaced by the override's, broadcast to the site's shape, and the
+    prior in force is recorded as for a declared parameter. Fixing such a site needs :func:`param`."""
+
+    def __init__(self, priors: Mapping[str, Any]):
+        super().__init__()
+        self.priors = priors
+
+    def process_message(self, msg):
+        name = msg.get("name")
+        if (msg["type"] != "sample" or msg.get("is_observed") or name not in self.priors
+                or INFER_KEY in (msg.get("infer") or {})):
+            return
+        spec = self.priors[name]
+        if not isinstance(spec, Prior):
+            raise ValueError(f"priors[{name!r}] = {spec!r}: {name!r} is a plain numpyro.sample site; only "
+                             "parameters declared with pragmodels.param can be fixed to a number.")
+        old = msg["fn"]
+        shape = tuple(old.batch_shape) + tuple(old.event_shape)
+        d = spec.distribution()
+        event = tuple(d.event_shape)
+        n_batch = len(shape) - len(event)
+        if n_batch < 0 or shape[n_batch:] != event:
+            raise ValueError(f"priors[{name!r}] = {spec}: its event shape {event} does not fit the site's shape {shape}.")
+        d = d.expand(shape[:n_batch])
+        n_event = len(old.event_shape) - len(event)
+        if n_event > 0:
+            d = d.to_event(n_event)
+        msg["fn"] = d
+        msg["infer"] = {**(msg.get("infer") or {}), INFER_KEY: {"prior": spec, "dims": ()}}
+
+
+class with_priors:  # noqa: N801 - used like a handler
+    """``model`` with some priors replaced: ``with_priors(model, {"alpha": Prior(...), "lapse": 0.0})``.
+
+    Hashable and picklable when ``model`` is, so compiled kernels are shared between equal
+    overrides. Overrides nest: an inner ``with_priors`` wins for the names it sets.
+    """
+
+    def __init__(self, model: Callable, priors: Mapping[str, Any]):
+        if not isinstance(priors, Mapping):
+            raise TypeError(f"priors must be a mapping {{parameter: Prior or number}}; got {priors!r}.")
+        self.model = model
+        self.priors = tuple(sorted((str(k), as_prior(v, f"priors[{k!r}]")) for k, v in priors.items()))
+        self.name = getattr(model, "name", getattr(model, "__name__", type(model).__name__))
+        self.__name__ = str(self.name)
+
+    def __call__(self, *args, **kwargs):
+        token = _OVERRIDES.set({**_OVERRIDES.get(), **dict(self.priors)})
+        try:
+            with _ReplaceUndeclared(dict(self.priors)):
+                return self.model(*args, **kwargs)
+        finally:
+            _OVERRIDES.reset(token)
+
+    @property
+    def __pragmodels_key__(self):
+        return ("with_priors", self.model, self.priors)
+
+    def __eq__(self, other):
+        return isinstance(other, with_priors) and (self.model, self.priors) == (other.model, other.priors)
+
+    def __hash__(self):
+        return hash((self.model, self.priors))
+
+    def __repr__(self):
+        return f"with_priors({self.model!r}, {dict(self.priors)!r})"
+
+
+def site_dims(site: dict) -> list[str | None]:
+    """Dim names of a trace site's value, outermost first (``None`` where nothing names an axis):
+    declared dims for the trailing (event) axes, plate names for the batch axes."""
+    shape = tuple(jnp.shape(site["value"]))
+    out: list[str | None] = [None] * len(shape)
+    declared = site.get("infer", {}).get(INFER_KEY, {}).get("dims", ())
+    n_event = len(declared) if site["type"] != "sample" else len(getattr(site["fn"], "event_shape", ()))
+    if declared:
+        out[len(shape) - len(declared):] = list(declared)
+    n_batch = len(shape) - n_event
+    for frame in site.get("cond_indep_stack", []):
+        pos = n_batch + frame.dim
+        if 0 <= pos < n_batch and out[pos] is None:
+            out[pos] = frame.name
+    return out
+
+
+@dataclass
+class ModelInfo:
+    """What one trace of a model shows: its parameters with the priors in force (``priors``:
+    ``{name: Prior | float}``, a float being a fixed value), latent sample sites not declared with
+    :func:`param` (``undeclared``: ``{name: distribution repr}``), observed sites, deterministic
+    sites and every site's dims."""
+
+    priors: dict[str, Prior | float] = field(default_factory=dict)
+    fixed: dict[str, float] = field(default_factory=dict)
+    undeclared: dict[str, str] = field(default_factory=dict)
+    observed: list[str] = field(default_factory=list)
+    deterministic: list[str] = field(default_factory=list)
+    dims: dict[str, list[str | None]] = field(default_factory=dict)
+    observed_values: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def latent(self) -> list[str]:
+        """Names of the sampled latent sites (declared or not), in trace order."""
+        return [k for k in self.dims if k in self.priors or k in self.undeclared]
+
+    def priors_record(self) -> dict[str, Any]:
+        """JSON-ready record of what was sampled: declared priors, fixed values, other sites."""
+        out: dict[str, Any] = {k: v.to_dict() for k, v in self.priors.items() if isinstance(v, Prior)}
+        out.update({k: {"fixed": v} for k, v in self.fixed.items()})
+        out.update({k: {"undeclared": v} for k, v in self.undeclared.items()})
+        return dict(sorted(out.items()))
+
+    def named_dims(self, name: str) -> list[str]:
+        """Dims of site ``name`` with unnamed axes called ``{name}_dim_{i}`` (ArviZ's default)."""
+        return [d if d is not None else f"{name}_dim_{i}" for i, d in enumerate(self.dims.get(name, []))]
+
+
+def _dist_repr(fn) -> str:
+    base = fn
+    while hasattr(base, "base_dist"):
+        base = base.base_dist
+    params = {k: getattr(base, k) for k in getattr(base, "arg_constraints", {}) if hasattr(base, k)}
+    args = ", ".join(f"{k}={float(v):g}" if jnp.ndim(v) == 0 else f"{k}=array{tuple(jnp.shape(v))}"
+                     for k, v in params.items())
+    return f"{type(base).__name__}({args})"
+
+
+def inspect_model(model: Callable, data: Mapping[str, Any], priors: Mapping[str, Any] | None = None) -> ModelInfo:
+    """Trace ``model(**data)`` once (eagerly, seed 0) and report its sites (:class:`ModelInfo`).
+
+    With ``priors``, the overrides are applied first, and a name that is not a declared parameter
+    raises a ``ValueError`` that names it, suggests the nearest parameter and lists them all.
+    """
+    run = with_priors(model, priors) if priors else model
+    tr = handlers.trace(handlers.seed(run, 0)).get_trace(**data)
+    # every override in force, including those a factory bound with with_priors
+    overrides: dict[str, Any] = {}
+    inner = run
+    while isinstance(inner, with_priors):
+        overrides = {**dict(inner.priors), **overrides}
+        inner = inner.model
+    info = ModelInfo()
+    for name, site in tr.items():
+        meta = site.get("infer", {}).get(INFER_KEY, {}) if isinstance(site.get("infer"), dict) else {}
+        if site["type"] == _FIXED:
+            info.fixed[name] = meta["prior"]
+        elif site["type"] == "sample" and site["is_observed"]:
+            info.observed.append(name)
+            info.observed_values[name] = site["value"]
+        elif site["type"] == "sample":
+            if "prior" in meta:
+                info.priors[name] = meta["prior"]
+            else:
+                info.undeclared[name] = _dist_repr(site["fn"])
+        elif site["type"] == "deterministic":
+            info.deterministic.append(name)
+        else:
+            continue
+        info.dims[name] = site_dims(site)
+    if overrides:
+        declared = set(info.priors) | set(info.fixed) | set(info.undeclared)
+        for k in overrides:
+            if k not in declared:
+                near = difflib.get_close_matches(k, sorted(declared), n=1)
+                hint = f" (did you mean {near[0]!r}?)" if near else ""
+                raise ValueError(f"priors[{k!r}]: no parameter {k!r} in this model{hint}; "
+                                 f"its parameters are {sorted(declared)}.")
+    return info

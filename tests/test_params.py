@@ -1,0 +1,217 @@
+"""Declared parameters, priors read from the trace, dims, overrides, un-observed predictive, LOO."""
+
+import json
+import subprocess
+import sys
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import numpyro
+import numpyro.distributions as dist
+import pytest
+from numpyro import handlers
+
+import pragmodels as pm
+from pragmodels.predictive import unobserve
+from pragmodels.rsa_models import hierarchical_listener_model, speaker_model
+from pragmodels.simulate import reference_game_speaker
+
+QUICK = dict(num_warmup=150, num_samples=150, num_chains=2, chain_method="vectorized", progress_bar=False)
+
+
+def _trace(model, **data):
+    return handlers.trace(handlers.seed(model, 0)).get_trace(**data)
+
+
+def test_prior_specs_are_validated_hashable_and_round_trip():
+    p = pm.Prior("Normal", loc=[0.0, 1.0, 2.0], scale=1.0)
+    assert p.shape() == (3,)
+    assert pm.Prior("Dirichlet", concentration=[4.0] * 6).shape() == (6,)
+    assert pm.Prior.from_dict(p.to_dict()) == p and hash(pm.Prior.from_dict(p.to_dict())) == hash(p)
+    assert json.loads(json.dumps(p.to_dict())) == {"family": "Normal", "loc": [0.0, 1.0, 2.0], "scale": 1.0}
+    with pytest.raises(ValueError, match=r"Prior\('HalfNormal', scale=-1\) is invalid: scale must be > 0"):
+        pm.Prior("HalfNormal", scale=-1)
+    with pytest.raises(ValueError, match=r"unknown prior family 'Normall' \(did you mean 'Normal'\?\)"):
+        pm.Prior("Normall", loc=0, scale=1)
+    with pytest.raises(ValueError, match=r"takes parameters \['loc', 'scale'\]; got \['loc'\]"):
+        pm.Prior("Normal", loc=0)
+    with pytest.raises(ValueError, match="loc = nan must be finite"):
+        pm.Prior("Normal", loc=float("nan"), scale=1)
+    with pytest.raises(TypeError, match="not a bool"):
+        pm.Prior("Normal", loc=True, scale=1)
+
+
+def test_importing_pragmodels_changes_no_global_state():
+    code = ("import os; import pragmodels, pragmodels.rsa_models, pragmodels.inference; "
+            "from jax._src import xla_bridge; import jax; "
+            "print(os.environ.get('XLA_FLAGS'), xla_bridge.backends_are_initialized(), "
+            "jax.config.jax_compilation_cache_dir)")
+    env = {k: v for k, v in __import__("os").environ.items() if k != "XLA_FLAGS"}
+    env["PRAGMODELS_COMPILATION_CACHE"] = "/tmp/should-not-be-used"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert out.stdout.split() == ["None", "False", "None"], out.stdout + out.stderr
+
+
+def array_model(y=None):
+    w = pm.param("w", pm.Prior("Dirichlet", concentration=[2.0, 2.0, 2.0]), dims={"attribute": 4, "gap": 3})
+    beta = pm.param("beta", pm.Prior("Normal", loc=[0.0, 1.0], scale=1.0), dims={"feature": 2})
+    with numpyro.plate("scenario", 5):
+        zeta = pm.param("zeta", pm.Prior("Normal", loc=0.0, scale=1.0))
+    pm.deterministic("total", w.sum(-1)[:, None] + beta[None, :], dims={"attribute": 4, "feature": 2})
+    with numpyro.plate("trial", 6):
+        numpyro.sample("y", dist.Normal(zeta.sum() + beta.sum(), 1.0), obs=y)
+
+
+def test_param_shapes_dims_and_simplex():
+    tr = _trace(array_model, y=np.zeros(6))
+    assert tr["w"]["value"].shape == (4, 3)
+    np.testing.assert_allclose(np.asarray(tr["w"]["value"]).sum(-1), 1.0, rtol=1e-5)
+    assert tr["beta"]["value"].shape == (2,) and tr["zeta"]["value"].shape == (5,)
+    info = pm.inspect_model(array_model, dict(y=np.zeros(6)))
+    assert info.dims == {"w": ["attribute", "gap"], "beta": ["feature"], "zeta": ["scenario"],
+                         "total": ["attribute", "feature"], "y": ["trial"]}
+    assert info.priors["w"] == pm.Prior("Dirichlet", concentration=[2.0, 2.0, 2.0])
+    assert info.observed == ["y"] and info.deterministic == ["total"]
+
+
+def test_param_rejects_unnamed_or_mismatched_axes_by_name():
+    def no_dims():
+        pm.param("beta", pm.Prior("Normal", loc=[0.0, 1.0], scale=1.0))
+
+    with pytest.raises(ValueError, match=r"parameter 'beta': its prior .* has shape \(2,\); name the axes"):
+        _trace(no_dims)
+
+    def wrong_event():
+        pm.param("w", pm.Prior("Dirichlet", concentration=[1.0, 1.0]), dims={"gap": 3})
+
+    with pytest.raises(ValueError, match=r"parameter 'w': dims \{'gap': 3\} do not end in the prior's event shape \(2,\)"):
+        _trace(wrong_event)
+
+    def bad_size():
+        pm.param("a", pm.Prior("Normal", loc=0.0, scale=1.0), dims={"item": 0})
+
+    with pytest.raises(ValueError, match=r"'a': dims\['item'\] = 0; expected a positive int"):
+        _trace(bad_size)
+
+
+def _speaker_data(lapse=0.0):
+    data = reference_game_speaker(seed=3, n_per_state=60, alpha=2.0, cost=0.5, lapse=lapse)
+    return data[0] if isinstance(data, tuple) else data
+
+
+def test_recorded_priors_are_what_was_sampled():
+    """The old factories recorded a cost_weight prior even when no cost was sampled; now the
+    record is read from the trace."""
+    data = _speaker_data()
+    no_cost = {k: v for k, v in data.items() if k != "cost_design"}
+    info = pm.inspect_model(speaker_model(), no_cost)
+    assert set(info.priors) == {"alpha", "lapse"}
+    info = pm.inspect_model(speaker_model(), data)
+    assert set(info.priors) == {"alpha", "cost_weight", "lapse"}
+    assert info.dims["cost_weight"] == ["cost_term"] and info.dims["cost"] == ["utterance"]
+
+
+def test_fit_overrides_priors_fixes_parameters_and_records_them():
+    data = _speaker_data()
+    new = pm.Prior("LogNormal", loc=1.0, scale=0.3)
+    tree = pm.fit(0, speaker_model(), data, priors={"alpha": new, "lapse": 0.0}, **QUICK)
+    rec = json.loads(tree.attrs["priors"])
+    assert rec["alpha"] == new.to_dict() and rec["lapse"] == {"fixed": 0.0}
+    assert "lapse" not in tree["posterior"].data_vars
+    assert tree["posterior"]["cost_weight"].dims == ("chain", "draw", "cost_term")
+    assert tree["posterior"]["cost"].dims == ("chain", "draw", "utterance")
+    # a config-style dict works the same; a misspelt name is an error that suggests the right one
+    tree2 = pm.fit(0, speaker_model(priors={"alpha": new.to_dict()}), data, priors={"lapse": 0.0}, **QUICK)
+    np.testing.assert_array_equal(tree2["posterior"]["alpha"], tree["posterior"]["alpha"])
+    with pytest.raises(ValueError, match=r"priors\['alpah'\]: no parameter 'alpah' in this model \(did you mean 'alpha'\?\)"):
+        pm.fit(0, speaker_model(), data, priors={"alpah": new}, **QUICK)
+    with pytest.raises(ValueError, match=r"no parameter 'beta'"):
+        pm.fit(0, speaker_model(priors={"beta": new}), data, **QUICK)
+    with pytest.raises(TypeError, match=r"priors\['alpha'\] = 'wide'; expected a pragmodels.Prior"):
+        pm.fit(0, speaker_model(), data, priors={"alpha": "wide"}, **QUICK)
+
+
+def test_group_effect_names_its_dims_and_records_its_priors():
+    sem = pm.semantics.boolean_semantics([[1, 1, 0], [0, 1, 1]])
+    data = dict(log_semantics=sem, item=np.array([0, 1, 2, 2]), utterance=np.array([0, 1, 0, 1]),
+                choice=np.array([0, 2, 1, 1]), n_items=3)
+    info = pm.inspect_model(hierarchical_listener_model(), data)
+    assert set(info.priors) == {"alpha_mu", "alpha_sigma", "alpha_z", "lapse"}
+    assert info.priors["alpha_z"] == pm.params.STANDARD_NORMAL
+    assert info.dims["alpha"] == ["item"] and info.dims["alpha_z"] == ["item"]
+    tr = _trace(hierarchical_listener_model(), **data)
+    np.testing.assert_allclose(tr["alpha"]["value"],
+                               np.exp(tr["alpha_mu"]["value"] + tr["alpha_sigma"]["value"] * tr["alpha_z"]["value"]),
+                               rtol=1e-6)
+    with pytest.raises(ValueError, match=r"link='log'; expected one of"):
+        _trace(lambda: pm.group_effect("a", dim="item", size=2, loc=0.0, scale=1.0, link="log"))
+
+
+def plain_model(x, y=None):
+    """A plain NumPyro model: no pragmodels observation site."""
+    b = numpyro.sample("b", dist.Normal(0.0, 2.0))
+    with numpyro.plate("obs", x.shape[0]):
+        numpyro.sample("y", dist.Normal(b * x, 0.5), obs=y)
+
+
+def test_posterior_predictive_of_a_plain_numpyro_model_is_a_fresh_draw():
+    """Before: NumPyro's Predictive returned y itself in every draw. Each predictive draw is
+    b x + N(0, 0.5); its spread around the observations must be that noise, so the mean
+    absolute deviation from y is about 0.5 * sqrt(2/pi) + posterior spread, far from 0."""
+    rng = np.random.default_rng(0)
+    x = np.linspace(-1, 1, 40)
+    y = 1.5 * x + 0.5 * rng.standard_normal(40)
+    tree = pm.fit(0, plain_model, dict(x=x, y=y), **QUICK)
+    pp = tree["posterior_predictive"]["y"].values
+    assert pp.shape == (2, 150, 40)
+    assert not np.any(np.all(pp == y, axis=-1))
+    resid = pp - tree["posterior"]["b"].values[..., None] * x
+    assert abs(resid.std() - 0.5) < 0.05  # 12,000 draws: sd of the sd estimate ~0.003; loose for safety
+    assert json.loads(tree.attrs["priors"]) == {"b": {"undeclared": "Normal(loc=0, scale=2)"}}
+
+
+def test_unobserve_handler_frees_every_observed_site():
+    tr = handlers.trace(handlers.seed(unobserve(plain_model), 1)).get_trace(np.ones(5), np.zeros(5))
+    assert not tr["y"]["is_observed"] and tr["y"]["infer"]["was_observed"]
+    assert not np.allclose(tr["y"]["value"], 0.0)
+
+
+def two_site_model(sem, n_prod, n_comp, prod=None, comp=None):
+    alpha = pm.param("alpha", pm.Prior("LogNormal", loc=0.5, scale=1.0))
+    lapse = pm.param("lapse", pm.Prior("Beta", concentration1=1.0, concentration0=19.0))
+    pm.likelihoods.choice_counts("production", pm.pragmatic_speaker(sem, alpha), prod, dim="state", lapse=lapse)
+    pm.likelihoods.choice_counts("comprehension", pm.pragmatic_listener(sem, alpha), comp, dim="utterance",
+                                 lapse=lapse)
+
+
+def test_loo_of_a_model_with_two_observation_sites():
+    from arviz_stats import loo as az_loo
+
+    sem = pm.semantics.boolean_semantics([[1, 1, 0], [0, 1, 1], [0, 0, 1]])
+    prod = np.array([[28, 1, 1], [12, 18, 0], [0, 5, 25]])  # zero counts of false utterances: finite (0 log 0 = 0)
+    comp = np.array([[25, 5, 0], [0, 20, 10], [0, 0, 30]])
+    tree = pm.fit(0, two_site_model, dict(sem=sem, n_prod=3, n_comp=3, prod=prod, comp=comp), **QUICK)
+    with pytest.raises(Exception, match="several log likelihood"):
+        az_loo(tree)
+    res = pm.loo(tree)
+    joint = pm.joint_log_likelihood(tree)["log_likelihood"]["joint"]
+    assert joint.sizes["observation"] == 6
+    assert {"production[0]", "production[2]", "comprehension[1]"} <= set(joint.observation.values.tolist())
+    total = tree["log_likelihood"]["production"].sum("state") + tree["log_likelihood"]["comprehension"].sum("utterance")
+    np.testing.assert_allclose(joint.sum("observation"), total, rtol=1e-5)
+    assert np.isfinite(res.elpd) and res.n_data_points == 6
+    one = pm.loo(tree, sites=["production"])
+    assert one.n_data_points == 3
+    with pytest.raises(ValueError, match="same dims"):
+        pm.loo(tree, how="sum")
+
+
+def test_a_plain_numpyro_site_can_be_given_another_prior():
+    info = pm.inspect_model(plain_model, dict(x=np.ones(3), y=np.zeros(3)),
+                            priors={"b": pm.Prior("Normal", loc=5.0, scale=0.01)})
+    assert info.priors["b"] == pm.Prior("Normal", loc=5.0, scale=0.01)
+    tr = _trace(pm.with_priors(plain_model, {"b": pm.Prior("Normal", loc=5.0, scale=0.01)}), x=np.ones(3))
+    assert abs(float(tr["b"]["value"]) - 5.0) < 0.1
+    with pytest.raises(ValueError, match=r"'b' is a plain numpyro.sample site; only parameters declared"):
+        _trace(pm.with_priors(plain_model, {"b": 1.0}), x=np.ones(3))
