@@ -1,44 +1,47 @@
 """``fit``: NUTS over a NumPyro model, returned as an ArviZ ``DataTree`` with provenance.
 
-Layering: imports ``numpyro.infer`` (never ``numpyro.sample``), ``arviz_base`` and
-:mod:`pragmodels.likelihoods`, :mod:`pragmodels.diagnostics`, :mod:`pragmodels.multistart`,
-:mod:`pragmodels.results_io`.
+Layering: imports :mod:`pragmodels.params` (one eager trace: priors, dims, observed sites),
+:mod:`pragmodels.sampler` (the compiled NUTS program), :mod:`pragmodels.predictive`,
+:mod:`pragmodels.multistart`, :mod:`pragmodels.diagnostics`, :mod:`pragmodels.results_io` and
+``arviz_base``. Never ``numpyro.sample``.
 
-A model is a plain Python function ``model(**data)`` whose observation sites come from
-:mod:`pragmodels.likelihoods`. It may carry two optional attributes used for provenance:
-``model.name`` (str) and ``model.priors`` (``{parameter: Prior}``), which the factories in
-:mod:`pragmodels.rsa_models` set.
+A model is a plain Python function ``model(**data)``; its latent parameters are best declared
+with :func:`pragmodels.param` (priors and dims recorded, overridable), but any NumPyro model
+works: plain ``numpyro.sample`` latent sites are recorded by their distribution, and every
+observed site gets a fresh posterior predictive draw.
 """
 
 from __future__ import annotations
 
-import functools
 import json
 import platform
 import time
 import warnings
+from collections.abc import Mapping
 from datetime import datetime, timezone
 from importlib.metadata import version as _pkg_version
+from typing import Any
 
 import jax
 import numpy as np
 import numpyro
-from numpyro.infer import MCMC, NUTS, init_to_median, init_to_uniform
+import xarray as xr
 
 from pragmodels.diagnostics import FitDiagnosticsError, FitWarning, diagnose
 from pragmodels.multistart import multistart_inits
-from pragmodels.params import inspect_model, with_priors
+from pragmodels.params import ModelInfo, inspect_model, with_priors
 from pragmodels.predictive import posterior_predictive as _posterior_predictive
+from pragmodels.predictive import prior_predictive_draws
 from pragmodels.results_io import data_hash, save_netcdf
+from pragmodels.sampler import CHAIN_METHODS, bound_model, pointwise_log_likelihood, run_nuts, split_data
 
 __all__ = ["fit", "CHAIN_METHODS"]
 
-CHAIN_METHODS = ("parallel", "vectorized", "sequential")
-_MCMC_CACHE: dict = {}
+INITS = ("median", "uniform", "optimize")
 
 
 def _as_key(rng_key):
-    if isinstance(rng_key, (int, np.integer)):
+    if isinstance(rng_key, (int, np.integer)) and not isinstance(rng_key, bool):
         return jax.random.key(int(rng_key)), int(rng_key)
     if isinstance(rng_key, jax.Array):
         return rng_key, np.asarray(jax.random.key_data(rng_key) if jax.dtypes.issubdtype(
@@ -47,29 +50,61 @@ def _as_key(rng_key):
 
 
 def _validate_data(data) -> dict:
-    if not isinstance(data, dict):
+    """Reject NaN and +inf in any numeric data array, by name and index (-inf is allowed: it is
+    log 0 in log-space inputs such as ``log_semantics``)."""
+    if not isinstance(data, Mapping):
         raise TypeError(f"data must be a dict of model keyword arguments; got {type(data).__name__}.")
     out = {}
     for k, v in data.items():
         if v is None or isinstance(v, (int, float, bool, str)):
+            if isinstance(v, float) and (np.isnan(v) or v == np.inf):
+                raise ValueError(f"data[{k!r}] = {v!r}; expected a finite number (or -inf).")
             out[k] = v
             continue
         arr = np.asarray(v)
-        if arr.dtype.kind == "f" and np.isnan(arr).any():
-            idx = tuple(int(i) for i in np.argwhere(np.isnan(arr))[0])
-            raise ValueError(f"data[{k!r}]{list(idx)} is NaN; drop or impute missing values explicitly.")
+        if arr.dtype.kind in "fc":
+            bad = np.isnan(arr) | (arr == np.inf)
+            if bad.any():
+                idx = tuple(int(i) for i in np.argwhere(bad)[0])
+                raise ValueError(f"data[{k!r}]{list(idx)} = {arr[idx]!r}; NaN and +inf are not valid data "
+                                 "(drop or impute missing values explicitly; -inf is log 0).")
         out[k] = v
     return out
 
 
-def _pick_chain_method(chain_method: str, num_chains: int) -> str:
+def _check_settings(num_warmup, num_samples, num_chains, chain_method, target_accept, max_tree_depth, init):
+    for name, value, low in (("num_warmup", num_warmup, 0), ("num_samples", num_samples, 1),
+                             ("num_chains", num_chains, 1)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+            raise ValueError(f"{name} must be an integer >= {low}; got {value!r}.")
     if chain_method not in CHAIN_METHODS:
         raise ValueError(f"chain_method must be one of {CHAIN_METHODS}; got {chain_method!r}.")
-    if chain_method == "parallel" and jax.local_device_count() < num_chains:
-        # numpyro would warn and silently run sequentially; vectorised chains use the cores (or
-        # the one GPU) better. The choice is recorded in the provenance attributes.
-        return "vectorized"
-    return chain_method
+    if isinstance(target_accept, bool) or not isinstance(target_accept, (int, float)) or not 0 < target_accept < 1:
+        raise ValueError(f"target_accept must be a number in (0, 1); got {target_accept!r}.")
+    if isinstance(max_tree_depth, bool) or not isinstance(max_tree_depth, (int, np.integer)) or max_tree_depth < 1:
+        raise ValueError(f"max_tree_depth must be an integer >= 1; got {max_tree_depth!r}.")
+    if init not in INITS:
+        raise ValueError(f"init must be one of {list(INITS)}; got {init!r}.")
+
+
+def _datatree(run, loglik: dict, pp: dict | None, prior: dict | None, info: ModelInfo, dims, coords) -> xr.DataTree:
+    from arviz_base import from_dict
+
+    all_dims = {k: info.named_dims(k) for k in info.dims if info.dims[k]}
+    all_dims.update(dims or {})
+    groups: dict[str, dict] = {
+        "posterior": run.samples,
+        "sample_stats": run.stats,
+        "log_likelihood": loglik,
+        "observed_data": {k: np.asarray(v) for k, v in info.observed_values.items()},
+    }
+    if pp:
+        groups["posterior_predictive"] = pp
+    if prior:
+        groups["prior"] = {k: v[None] for k, v in prior.items() if k not in info.observed}
+        groups["prior_predictive"] = {k: v[None] for k, v in prior.items() if k in info.observed}
+    sample_dims = {k: [] for k in run.stats}
+    return from_dict(groups, dims={**all_dims, **sample_dims}, coords=coords)
 
 
 def fit(
@@ -80,7 +115,7 @@ def fit(
     num_warmup: int = 1000,
     num_samples: int = 1000,
     num_chains: int = 4,
-    chain_method: str = "parallel",
+    chain_method: str | None = None,
     target_accept: float = 0.8,
     max_tree_depth: int = 10,
     dense_mass=False,
@@ -89,11 +124,12 @@ def fit(
     dims: dict | None = None,
     coords: dict | None = None,
     posterior_predictive: bool = True,
+    prior_predictive: int = 0,
     name: str | None = None,
-    priors: dict | None = None,
+    priors: Mapping[str, Any] | None = None,
     out=None,
     strict: bool = False,
-):
+) -> xr.DataTree:
     """Fit ``model(**data)`` with NUTS and return an ArviZ ``DataTree``.
 
     Parameters
@@ -101,9 +137,17 @@ def fit(
     rng_key : int or jax PRNG key
         Explicit seed; recorded in the provenance attributes.
     model : callable
-        NumPyro model; observation sites must come from :mod:`pragmodels.likelihoods`.
+        NumPyro model (parameters declared with :func:`pragmodels.param`, or plain
+        ``numpyro.sample`` sites).
     data : dict
-        Keyword arguments of the model (arrays are passed as arguments, not jit constants).
+        Keyword arguments of the model. Arrays are traced arguments (a later fit with new
+        values of the same shapes reuses the compiled program); Python scalars and strings are
+        static. NaN and +inf are rejected by name.
+    priors : dict, optional
+        Prior overrides by parameter name: a :class:`~pragmodels.Prior`, a spec
+        ``{"family": ..., ...}`` or a number (fixes a declared parameter). A name the model does
+        not have is an error that suggests the nearest one. The priors actually sampled are
+        recorded in ``tree.attrs["priors"]``.
     dense_mass : bool or list of tuples of site names
         NUTS mass matrix: diagonal (False), dense (True) or dense blocks, e.g.
         ``[("beta", "alpha")]`` for strongly correlated parameters.
@@ -116,12 +160,20 @@ def fit(
         that warm-up does not reliably reach). Where every start ended is recorded in the
         ``init_optima`` attribute. Use it with non-centred hierarchies only: a centred one has
         no joint mode and the optimiser walks into its scale-to-zero funnel.
-    chain_method : {"parallel", "vectorized", "sequential"}
-        ``parallel`` uses one device per chain (CPU cores via ``PRAGMODELS_HOST_DEVICES``, or
-        GPUs); with fewer devices than chains it runs them ``vectorized`` instead (recorded in
-        ``sampler_settings``).
+    chain_method : {None, "parallel", "vectorized", "sequential"}
+        ``parallel`` splits the chains over the CPU devices (see
+        :func:`pragmodels.configure_host_devices`) or GPUs that divide them evenly, vectorised
+        within a device. When the chains run otherwise than asked (e.g. ``parallel`` on one
+        device runs ``vectorized``) ``fit`` warns and records both in ``sampler_settings``.
+        ``None`` (default): ``parallel`` where there are several devices, else ``vectorized``,
+        without a warning.
     dims, coords : dict, optional
-        Extra ArviZ dims/coords; plate names already name the batch dims.
+        Extra ArviZ dims/coords; declared dims and plate names already name the axes.
+    posterior_predictive : bool
+        Add a ``posterior_predictive`` group: a fresh draw of every observed site per
+        posterior draw (:class:`pragmodels.predictive.unobserve`).
+    prior_predictive : int
+        With ``n > 0``, add ``prior`` and ``prior_predictive`` groups of ``n`` prior draws.
     out : path, optional
         Write the result to this netCDF file atomically, only after the fit succeeded (and,
         with ``strict=True``, only if its diagnostics pass).
@@ -131,13 +183,16 @@ def fit(
     Returns
     -------
     xarray.DataTree
-        Groups posterior, sample_stats, log_likelihood, posterior_predictive, observed_data;
-        root attributes hold the provenance (data hash, model, priors, sampler settings, seed,
-        versions, diagnostics, wall time).
+        Groups posterior, sample_stats, log_likelihood, posterior_predictive, observed_data
+        (and prior, prior_predictive); root attributes hold the provenance (data hash, model,
+        priors as sampled, sampler settings, seed, versions, diagnostics, wall and compile time).
     """
-    from arviz_base import from_numpyro
-
+    t_start = time.perf_counter()
     key, seed_repr = _as_key(rng_key)
+    asked = chain_method
+    if chain_method is None:
+        chain_method = "parallel" if jax.local_device_count() > 1 else "vectorized"
+    _check_settings(num_warmup, num_samples, num_chains, chain_method, target_accept, max_tree_depth, init)
     data = _validate_data(data)
     model_name = name or getattr(model, "name", None) or getattr(model, "__name__", repr(model))
     # one eager trace: validates the data and the prior overrides by name, and records the priors,
@@ -148,60 +203,43 @@ def fit(
     observed = info.observed
     if not observed:
         raise ValueError("the model has no observed sites: pass the observations in `data`.")
-    method = _pick_chain_method(chain_method, num_chains)
-    if method != chain_method:
-        warnings.warn(f"chain_method={chain_method!r} asked for {num_chains} chains on {jax.local_device_count()} "
-                      f"device(s); running them {method!r} instead (recorded in sampler_settings). For one CPU "
-                      "device per chain call pragmodels.configure_host_devices() before JAX starts.",
-                      FitWarning, stacklevel=2)
-    inits = {"median": init_to_median(num_samples=15), "uniform": init_to_uniform(),
-             "optimize": init_to_uniform()}  # "optimize" passes explicit init_params to run()
-    if init not in inits:
-        raise ValueError(f"init must be one of {sorted(inits)}; got {init!r}.")
-    settings = dict(
-        sampler="NUTS", num_warmup=num_warmup, num_samples=num_samples, num_chains=num_chains,
-        chain_method=method, target_accept=target_accept, max_tree_depth=max_tree_depth,
-        dense_mass=dense_mass if isinstance(dense_mass, bool) else [list(b) for b in dense_mass],
-        init=init, chain_method_requested=chain_method,
-    )
-    # Python scalars (sizes, flags) stay static; arrays are traced jit arguments, so a compiled
-    # kernel is reused by later fits with the same shapes and the same static values.
-    static = {k: v for k, v in data.items() if v is None or isinstance(v, (int, float, bool, str))}
-    arrays = {k: v for k, v in data.items() if k not in static}
-    # numpyro's MCMC keeps per-shape state between runs: a kernel is reused only for the same
-    # array shapes and dtypes (reusing it for another data size fails inside vmap)
-    shapes = tuple(sorted((k, np.shape(v), str(np.asarray(v).dtype)) for k, v in arrays.items()))
-    cache_key = (model, tuple(sorted(static.items())), shapes, json.dumps(settings), progress_bar)
-    cached = _MCMC_CACHE.get(cache_key)
-    if cached is None:
-        bound = functools.partial(model, **static)  # one object per cache entry, so jitted helpers reuse it
-        kernel = NUTS(bound, target_accept_prob=target_accept,
-                      max_tree_depth=max_tree_depth, dense_mass=dense_mass, init_strategy=inits[init])
-        mcmc = MCMC(kernel, num_warmup=num_warmup, num_samples=num_samples, num_chains=num_chains,
-                    chain_method=method, progress_bar=progress_bar, jit_model_args=True)
-        cached = _MCMC_CACHE[cache_key] = (mcmc, bound)
-    mcmc, bound = cached
-    t0 = time.perf_counter()
+
     key_mcmc, key_pp = jax.random.split(key)
     init_params, optima = None, None
     if init == "optimize":
         key_mcmc, key_init = jax.random.split(key_mcmc)
-        found = multistart_inits(key_init, bound, arrays, num_chains)
-        init_params, optima = (found.init_params if num_chains > 1 else jax.tree.map(lambda x: x[0], found.init_params),
-                               found.summary())
-    mcmc.run(key_mcmc, **arrays, init_params=init_params,
-             extra_fields=("diverging", "num_steps", "accept_prob", "energy"))
-    pp = None
-    if posterior_predictive:
-        samples = mcmc.get_samples(group_by_chain=True)
-        pp = _posterior_predictive(key_pp, model, samples, data, observed)
-    all_dims = {k: info.named_dims(k) for k in info.dims if info.dims[k]}
-    all_dims.update(dims or {})
-    tree = from_numpyro(mcmc, posterior_predictive=pp, log_likelihood=True, dims=all_dims, coords=coords)
-    wall = time.perf_counter() - t0
+        static, arrays = split_data(data)
+        found = multistart_inits(key_init, bound_model(model, static), arrays, num_chains)
+        init_params, optima = found.init_params, found.summary()
+    run = run_nuts(key_mcmc, model, data, num_warmup=num_warmup, num_samples=num_samples, num_chains=num_chains,
+                   chain_method=chain_method, target_accept=target_accept, max_tree_depth=max_tree_depth,
+                   dense_mass=dense_mass, init="uniform" if init == "optimize" else init, init_params=init_params,
+                   progress_bar=progress_bar)
+    ran = run.chain_method
+    if asked is not None and ran != asked and not (num_chains == 1 and ran == "single"):
+        warnings.warn(f"chain_method={chain_method!r} asked for {num_chains} chains on {jax.local_device_count()} "
+                      f"device(s); they ran {ran!r} instead (recorded in sampler_settings). For one CPU device "
+                      "per chain call pragmodels.configure_host_devices() before JAX starts.",
+                      FitWarning, stacklevel=2)
+    t_post = time.perf_counter()
+    loglik = pointwise_log_likelihood(model, run, data)
+    pp = _posterior_predictive(key_pp, model, run.latent, data, observed) if posterior_predictive else None
+    prior = None
+    if prior_predictive:
+        prior = prior_predictive_draws(jax.random.fold_in(key, 1), model, data, int(prior_predictive))
+    tree = _datatree(run, loglik, pp, prior, info, dims, coords)
+    post_s = time.perf_counter() - t_post
+    wall = time.perf_counter() - t_start
     diag = diagnose(tree, emit=not strict, max_tree_depth=max_tree_depth)
     from pragmodels import __version__
 
+    settings = dict(
+        sampler="NUTS", num_warmup=num_warmup, num_samples=num_samples, num_chains=num_chains,
+        chain_method=ran, chain_method_requested=asked or "auto", devices=run.devices,
+        target_accept=target_accept, max_tree_depth=max_tree_depth,
+        dense_mass=dense_mass if isinstance(dense_mass, bool) else [list(b) for b in dense_mass],
+        init=init, prior_predictive=int(prior_predictive),
+    )
     tree.attrs.update(
         pragmodels_version=__version__,
         jax_version=jax.__version__,
@@ -217,6 +255,10 @@ def fit(
         data_sha256=data_hash(data),
         observed_sites=json.dumps(observed),
         wall_time_s=float(wall),
+        compile_time_s=float(run.compile_s),
+        sampling_time_s=float(run.run_s),
+        postprocessing_time_s=float(post_s),
+        kernel_cache_hit=int(run.cache_hit),
         diagnostics=json.dumps(diag.as_attrs()),
         diagnostics_ok=int(diag.ok),
         init_optima=json.dumps(optima),

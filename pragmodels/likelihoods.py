@@ -32,6 +32,10 @@ __all__ = [
     "likert_ratings",
 ]
 
+#: marks an observation site, so that it is recognised as one (and predicted) even without data
+_OBSERVATION = {"pragmodels": {"observation": True}}
+
+
 def _concrete(x) -> np.ndarray | None:
     if x is None or isinstance(x, jax.core.Tracer):
         return None
@@ -139,7 +143,8 @@ def choices(name: str, log_probs, obs=None, *, lapse=0.0, dim: str = "trial", wh
     _check_normalised(name, log_probs, what)
     logits = log_mix_uniform(log_probs, lapse, axis=-1)
     with numpyro.plate(dim, n):
-        return numpyro.sample(name, NormalizedCategorical(logits, validate_args=False), obs=obs)
+        return numpyro.sample(name, NormalizedCategorical(logits, validate_args=False), obs=obs,
+                              infer=_OBSERVATION)
 
 
 def listener_choices(name, log_listener, obs=None, *, lapse=0.0, dim="trial", rows=None):
@@ -191,7 +196,8 @@ def choice_counts(name: str, log_probs, counts, *, lapse=0.0, dim: str = "uttera
     logits = log_normalize(log_mix_uniform(log_probs, lapse, axis=-1), axis=-1)
     with numpyro.plate(dim, log_probs.shape[0]):
         return numpyro.sample(
-            name, ZeroSafeMultinomial(logits, total_count=total, total_count_max=total_max, validate_args=False), obs=counts
+            name, ZeroSafeMultinomial(logits, total_count=total, total_count_max=total_max, validate_args=False), obs=counts,
+            infer=_OBSERVATION
         )
 
 

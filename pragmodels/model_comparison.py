@@ -70,7 +70,23 @@ def loo(tree: xr.DataTree, sites: Sequence[str] | None = None, how: str = "conca
     ``how`` (module docstring). Extra keyword arguments go to ``arviz_stats.loo``."""
     from arviz_stats import loo as _loo
 
-    return _loo(joint_log_likelihood(tree, sites, how), var_name=JOINT, **kwargs)
+    joint = joint_log_likelihood(tree, sites, how)
+    _check_not_constant(joint["log_likelihood"][JOINT])
+    return _loo(joint, var_name=JOINT, **kwargs)
+
+
+def _check_not_constant(ll: xr.DataArray) -> None:
+    """PSIS cannot smooth the weights of an observation whose log-likelihood is the same in every
+    draw (ArviZ fails with "All tail values are the same"); name them instead."""
+    spread = (ll.max(("chain", "draw")) - ll.min(("chain", "draw"))).values.reshape(-1)
+    const = np.flatnonzero(spread == 0)
+    if const.size:
+        obs = [d for d in ll.dims if d not in ("chain", "draw")]
+        labels = ll.stack(_obs=obs)["_obs"].values[const] if obs else ["(scalar)"]
+        raise ValueError(f"{const.size} observation(s) have the same log-likelihood in every draw, e.g. "
+                         f"{[str(x) for x in labels[:3]]}: the model predicts them with certainty (a 0/1 "
+                         "lexicon with no lapse?), and PSIS-LOO needs varying weights. Add a lapse, or "
+                         "leave those sites out with sites=[...].")
 
 
 def compare(trees: Mapping[str, xr.DataTree], sites: Sequence[str] | None = None, how: str = "concat", **kwargs):
@@ -78,4 +94,7 @@ def compare(trees: Mapping[str, xr.DataTree], sites: Sequence[str] | None = None
     Returns ArviZ's comparison table (``elpd_diff`` and its ``dse`` against the best fit)."""
     from arviz_stats import compare as _compare
 
-    return _compare({k: joint_log_likelihood(t, sites, how) for k, t in trees.items()}, var_name=JOINT, **kwargs)
+    joints = {k: joint_log_likelihood(t, sites, how) for k, t in trees.items()}
+    for j in joints.values():
+        _check_not_constant(j["log_likelihood"][JOINT])
+    return _compare(joints, var_name=JOINT, **kwargs)

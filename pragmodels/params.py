@@ -240,7 +240,9 @@ class with_priors:  # noqa: N801 - used like a handler
 
     @property
     def __pragmodels_key__(self):
-        return ("with_priors", self.model, self.priors)
+        from pragmodels.sampler import structure_key  # compiled programs are keyed by structure
+
+        return ("with_priors", structure_key(self.model), self.priors)
 
     def __eq__(self, other):
         return isinstance(other, with_priors) and (self.model, self.priors) == (other.model, other.priors)
@@ -274,12 +276,14 @@ class ModelInfo:
     """What one trace of a model shows: its parameters with the priors in force (``priors``:
     ``{name: Prior | float}``, a float being a fixed value), latent sample sites not declared with
     :func:`param` (``undeclared``: ``{name: distribution repr}``), observed sites, deterministic
-    sites and every site's dims."""
+    sites and every site's dims. ``unobserved``: observation sites of
+    :mod:`pragmodels.likelihoods` that were given no data (what predictive draws fill in)."""
 
     priors: dict[str, Prior | float] = field(default_factory=dict)
     fixed: dict[str, float] = field(default_factory=dict)
     undeclared: dict[str, str] = field(default_factory=dict)
     observed: list[str] = field(default_factory=list)
+    unobserved: list[str] = field(default_factory=list)
     deterministic: list[str] = field(default_factory=list)
     dims: dict[str, list[str | None]] = field(default_factory=dict)
     observed_values: dict[str, Any] = field(default_factory=dict, repr=False)
@@ -333,6 +337,8 @@ def inspect_model(model: Callable, data: Mapping[str, Any], priors: Mapping[str,
         elif site["type"] == "sample" and site["is_observed"]:
             info.observed.append(name)
             info.observed_values[name] = site["value"]
+        elif site["type"] == "sample" and meta.get("observation"):
+            info.unobserved.append(name)  # an observation model given no data: predicted
         elif site["type"] == "sample":
             if "prior" in meta:
                 info.priors[name] = meta["prior"]

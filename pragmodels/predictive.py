@@ -48,10 +48,36 @@ def posterior_predictive(rng_key, model: Callable, samples: Mapping[str, Any], d
     Shapes: ``samples[name] [chain, draw, ...]`` (``batch_ndims=2``) -> ``[chain, draw, *obs]``.
     ``data`` holds the model's arguments (new data for out-of-sample prediction).
     """
-    pred = Predictive(unobserve(model), posterior_samples=dict(samples), return_sites=list(sites),
-                      batch_ndims=batch_ndims)
-    out = pred(rng_key, **data)
-    return {k: np.asarray(v) for k, v in out.items()}
+    from pragmodels import sampler as _s
+
+    static, arrays = _s.split_data(data)
+    samples = {k: jax.numpy.asarray(v) for k, v in samples.items()}
+    cache_key = ("predictive", _s.structure_key(model), _s._static_items(static), _s._signature(arrays),
+                 _s._signature(samples), tuple(sites), batch_ndims, jax.default_backend())
+    entry = _s._lookup(cache_key)
+    if entry is None:
+        import time
+
+        t0 = time.perf_counter()
+        bound = _s.bound_model(model, static)
+
+        def draw(key, samples, arrays):
+            return Predictive(unobserve(bound), posterior_samples=samples, return_sites=list(sites),
+                              batch_ndims=batch_ndims)(key, **arrays)
+
+        try:
+            compiled = jax.jit(draw).lower(rng_key, samples, arrays).compile()
+        except Exception:  # noqa: BLE001 - e.g. a Multinomial needs concrete totals to sample
+            compiled = None  # draw eagerly with the data as constants (not cached as a program)
+        entry = _s._Entry("predictive", f"predictive {_s._model_label(model)} {sorted(sites)}", compiled, bound,
+                          time.perf_counter() - t0)
+        _s._store(cache_key, entry)
+    if entry.compiled is None:
+        out = Predictive(unobserve(model), posterior_samples=samples, return_sites=list(sites),
+                         batch_ndims=batch_ndims)(rng_key, **data)
+    else:
+        out = entry.compiled(rng_key, samples, arrays)
+    return {k: np.asarray(v) for k, v in jax.device_get(out).items()}
 
 
 def prior_predictive_draws(rng_key, model: Callable, data: Mapping[str, Any], num_samples: int
@@ -70,8 +96,10 @@ def _tree(groups: dict, info, coords, dims, attrs):
 
     all_dims = {k: info.named_dims(k) for k in info.dims if info.dims[k]}
     all_dims.update(dims or {})
-    return from_dict({g: v for g, v in groups.items() if v}, dims=all_dims, pred_dims=all_dims, coords=coords,
-                     pred_coords=coords, attrs=attrs)
+    tree = from_dict({g: v for g, v in groups.items() if v}, dims=all_dims, pred_dims=all_dims, coords=coords,
+                     pred_coords=coords)
+    tree.attrs.update(attrs)
+    return tree
 
 
 def prior_predictive(rng_key, model: Callable, data: Mapping[str, Any], *, num_samples: int = 500,
@@ -90,9 +118,10 @@ def prior_predictive(rng_key, model: Callable, data: Mapping[str, Any], *, num_s
     key = jax.random.key(rng_key) if isinstance(rng_key, int) else rng_key
     draws = prior_predictive_draws(key, run, data, num_samples)
     keep = set(info.latent) | set(info.deterministic)
+    predicted = set(info.observed) | set(info.unobserved)
     groups = {
         "prior": {k: v[None] for k, v in draws.items() if k in keep},
-        "prior_predictive": {k: v[None] for k, v in draws.items() if k in info.observed},
+        "prior_predictive": {k: v[None] for k, v in draws.items() if k in predicted},
         "observed_data": {k: np.asarray(v) for k, v in info.observed_values.items()},
     }
     return _tree(groups, info, coords, dims, {"model": str(getattr(model, "name", getattr(model, "__name__", model))),
@@ -123,7 +152,8 @@ def predict(rng_key, tree, model: Callable, new_data: Mapping[str, Any], *, site
         raise ValueError(f"the posterior lacks {missing}, which the model samples for this data; "
                          "is it a fit of this model?")
     samples = {k: np.asarray(post[k].values) for k in latent}
-    names = list(sites) if sites else list(dict.fromkeys(info.observed + [k for k in info.latent if k in fitted_obs]))
+    names = list(sites) if sites else list(dict.fromkeys(info.observed + info.unobserved
+                                                          + [k for k in info.latent if k in fitted_obs]))
     if not names:
         raise ValueError("the model has no observed site to predict; pass sites=[...].")
     key = jax.random.key(rng_key) if isinstance(rng_key, int) else rng_key

@@ -62,9 +62,10 @@ def _cost(cost_design) -> jax.Array | None:
 
 
 def rsa_listener(log_semantics, utterance, choice=None, cost_design=None, log_prior=None, *,
-                 depth: int = 1, prior_at: agents.PriorAt = "all"):
+                 depth: int = 1, prior_at: agents.PriorAt = "all", cost_scaling: str = "inside"):
     """Listener choices over states given an utterance: ``alpha``, costs (with ``cost_design``)
-    and ``lapse``.
+    and ``lapse``. ``cost_scaling``: ``"inside"`` (``exp(alpha (log L - cost))``) or ``"outside"``
+    (``exp(alpha log L - cost)``), as in :mod:`pragmodels.agents`.
 
     Shapes: ``log_semantics [utterance, state]``, ``utterance [trial]`` (int), ``choice [trial]``
     (state index), ``cost_design [utterance, cost_term]``, ``log_prior [state]``.
@@ -72,12 +73,13 @@ def rsa_listener(log_semantics, utterance, choice=None, cost_design=None, log_pr
     alpha = param("alpha", DEFAULT_PRIORS["alpha"])
     cost = _cost(cost_design)
     lapse = param("lapse", DEFAULT_PRIORS["lapse"])
-    log_l = agents.pragmatic_listener(log_semantics, alpha, cost, log_prior, depth, prior_at=prior_at)
+    log_l = agents.pragmatic_listener(log_semantics, alpha, cost, log_prior, depth, prior_at=prior_at,
+                                      cost_scaling=cost_scaling)
     return listener_choices("choice", log_l, choice, lapse=lapse, rows=utterance)
 
 
 def rsa_speaker(log_semantics, state, choice=None, cost_design=None, log_prior=None, *,
-                depth: int = 1, prior_at: agents.PriorAt = "all"):
+                depth: int = 1, prior_at: agents.PriorAt = "all", cost_scaling: str = "inside"):
     """Speaker choices over utterances given a state: ``alpha``, costs and ``lapse``.
 
     Shapes: ``log_semantics [utterance, state]``, ``state [trial]`` (int), ``choice [trial]``
@@ -86,7 +88,8 @@ def rsa_speaker(log_semantics, state, choice=None, cost_design=None, log_prior=N
     alpha = param("alpha", DEFAULT_PRIORS["alpha"])
     cost = _cost(cost_design)
     lapse = param("lapse", DEFAULT_PRIORS["lapse"])
-    log_s = agents.pragmatic_speaker(log_semantics, alpha, cost, log_prior, depth, prior_at=prior_at)
+    log_s = agents.pragmatic_speaker(log_semantics, alpha, cost, log_prior, depth, prior_at=prior_at,
+                                     cost_scaling=cost_scaling)
     return speaker_choices("choice", log_s, choice, lapse=lapse, rows=state)
 
 
@@ -130,16 +133,18 @@ def _factory(fn: Callable, kind: str, priors: Mapping[str, Any] | None, **option
     return model
 
 
-def listener_model(*, depth: int = 1, prior_at: agents.PriorAt = "all",
+def listener_model(*, depth: int = 1, prior_at: agents.PriorAt = "all", cost_scaling: str = "inside",
                    priors: Mapping[str, Any] | None = None) -> Callable:
-    """:func:`rsa_listener` with ``depth`` and ``prior_at`` bound, and optional prior overrides."""
-    return _factory(rsa_listener, "rsa_listener", priors, depth=depth, prior_at=prior_at)
+    """:func:`rsa_listener` with ``depth``, ``prior_at`` and ``cost_scaling`` bound, and optional
+    prior overrides."""
+    return _factory(rsa_listener, "rsa_listener", priors, depth=depth, prior_at=prior_at, cost_scaling=cost_scaling)
 
 
-def speaker_model(*, depth: int = 1, prior_at: agents.PriorAt = "all",
+def speaker_model(*, depth: int = 1, prior_at: agents.PriorAt = "all", cost_scaling: str = "inside",
                   priors: Mapping[str, Any] | None = None) -> Callable:
-    """:func:`rsa_speaker` with ``depth`` and ``prior_at`` bound, and optional prior overrides."""
-    return _factory(rsa_speaker, "rsa_speaker", priors, depth=depth, prior_at=prior_at)
+    """:func:`rsa_speaker` with ``depth``, ``prior_at`` and ``cost_scaling`` bound, and optional
+    prior overrides."""
+    return _factory(rsa_speaker, "rsa_speaker", priors, depth=depth, prior_at=prior_at, cost_scaling=cost_scaling)
 
 
 def hierarchical_listener_model(*, depth: int = 1, prior_at: agents.PriorAt = "all",

@@ -105,7 +105,13 @@ def test_datatree_groups_dims_and_provenance(fitted, speaker_data):
     assert attrs["data_sha256"] == pm.results_io.data_hash(speaker_data)
     assert json.loads(attrs["seed"]) == 11
     assert json.loads(attrs["sampler_settings"])["num_samples"] == 2000
-    assert json.loads(attrs["priors"]) == {"alpha": "LogNormal(loc=0.5, scale=1)", "cost_weight": "HalfNormal(scale=2)"}
+    assert json.loads(attrs["priors"]) == {"alpha": {"family": "LogNormal", "loc": 0.5, "scale": 1.0},
+                                           "cost_weight": {"family": "HalfNormal", "scale": 2.0},
+                                           "lapse": {"fixed": 0.0}}
+    settings = json.loads(attrs["sampler_settings"])
+    assert settings["chain_method"] == "parallel" and settings["chain_method_requested"] == "auto"
+    assert settings["devices"] == 2
+    assert fitted["posterior"]["cost_weight"].dims == ("chain", "draw", "cost_term")
     assert attrs["model"].startswith("rsa_speaker(depth=1")
     assert attrs["pragmodels_version"] == pm.__version__
 
@@ -158,8 +164,10 @@ def test_fit_rejects_bad_input_by_name(speaker_data):
 
 
 def test_persistent_compilation_cache_is_written(tmp_path):
-    code = ("import jax, jax.numpy as jnp, pragmodels as pm;"
-            "print(pm.pragmatic_listener(jnp.zeros((3, 4)), 2.0).sum())")
+    """The cache is switched on by an explicit call (reading PRAGMODELS_COMPILATION_CACHE), never
+    by the import alone (tests/test_params.py checks that)."""
+    code = ("import jax, jax.numpy as jnp, pragmodels as pm; pm.enable_compilation_cache();"
+            "print(jax.jit(pm.pragmatic_listener)(jnp.zeros((3, 4)), 2.0).sum())")
     env = dict(os.environ, PRAGMODELS_COMPILATION_CACHE=str(tmp_path / "cache"))
     subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True)
     assert any((tmp_path / "cache").iterdir())

@@ -215,3 +215,19 @@ def test_a_plain_numpyro_site_can_be_given_another_prior():
     assert abs(float(tr["b"]["value"]) - 5.0) < 0.1
     with pytest.raises(ValueError, match=r"'b' is a plain numpyro.sample site; only parameters declared"):
         _trace(pm.with_priors(plain_model, {"b": 1.0}), x=np.ones(3))
+
+
+def test_fit_warns_and_records_when_chains_run_otherwise_than_asked():
+    """A prime number of chains larger than the device count cannot be split evenly over the
+    devices (conftest asks for one per core), so an explicit chain_method='parallel' runs them
+    vectorized, says so and records it."""
+    import jax
+
+    n_dev = jax.local_device_count()
+    chains = next(p for p in range(n_dev + 1, 4 * n_dev + 4) if all(p % q for q in range(2, p)))
+    data = _speaker_data()
+    with pytest.warns(pm.diagnostics.FitWarning, match=rf"chain_method='parallel' asked for {chains} chains on {n_dev} device"):
+        tree = pm.fit(0, speaker_model(), data, num_warmup=50, num_samples=50, num_chains=chains,
+                      chain_method="parallel", progress_bar=False, priors={"lapse": 0.0})
+    s = json.loads(tree.attrs["sampler_settings"])
+    assert s["chain_method"] == "vectorized" and s["chain_method_requested"] == "parallel"
