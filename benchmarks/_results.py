@@ -12,7 +12,9 @@ import pandas as pd
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
-def write_results(rows: list[dict], stem: str, title: str, detail: str) -> None:
+def write_results(rows: list[dict], stem: str, title: str, detail: str,
+                  md_columns: dict[str, str] | None = None, notes: str = "") -> None:
+    """CSV of every column; markdown of those in ``md_columns`` ({column: heading}; default all), then ``notes``."""
     import pragmodels as pm
 
     RESULTS.mkdir(exist_ok=True)
@@ -21,4 +23,6 @@ def write_results(rows: list[dict], stem: str, title: str, detail: str) -> None:
     header = (f"# {title}\n\nMachine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
               f"{jax.local_device_count()} JAX devices, backend {jax.default_backend()}, jax {jax.__version__}, "
               f"pragmodels {pm.__version__}. {detail}\n\n")
-    (RESULTS / f"{stem}.md").write_text(header + df.to_markdown(index=False, floatfmt=".3g") + "\n")
+    shown = df if md_columns is None else df[[c for c in md_columns if c in df]].rename(columns=md_columns)
+    table = shown.to_markdown(index=False, floatfmt=".3g")
+    (RESULTS / f"{stem}.md").write_text(header + table + "\n" + (f"\n{notes.strip()}\n" if notes else ""))
