@@ -162,7 +162,7 @@ def gradient_notes(rows):
         return ""
     df = pd.DataFrame(g)
     cols = [c for c in GRAD_COLUMNS if c in df]
-    fmt = tuple(".5g" if c.endswith("_value") else ".3g" for c in cols)  # gradients to 5 digits
+    fmt = tuple("g" if c == "n" else ".5g" if c.endswith("_value") else ".3g" for c in cols)  # gradients: 5 digits
     df = df[cols].rename(columns=GRAD_COLUMNS)
     eps = next((r["memo_eps"] for r in g if "memo_eps" in r), None)
     return ("## Gradient with respect to alpha (depth 1)\n\n"
