@@ -42,6 +42,7 @@ from pragmodels.agents import (  # noqa: E402
 )
 from pragmodels.inference import fit  # noqa: E402
 from pragmodels.fit_many import FitManyResult, FitSpec, fit_many  # noqa: E402
+from pragmodels.batched import fit_batched  # noqa: E402
 from pragmodels.priors import Prior  # noqa: E402
 from pragmodels.results_io import load_netcdf, save_netcdf  # noqa: E402
 
@@ -65,6 +66,7 @@ __all__ = [
     "joint_marginals",
     "fit",
     "fit_many",
+    "fit_batched",
     "FitSpec",
     "FitManyResult",
     "Prior",
