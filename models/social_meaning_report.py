@@ -22,13 +22,15 @@ KEY_PARAMETERS = ("alpha", "cost_precise", "noise", "lapse", "theta_mu")
 def parameter_table(trees: dict) -> pd.DataFrame:
     """Median and 94% interval of the key parameters for each fit, and whether the response noise
     sits at its floor (3% quantile within 0.01 of ``NOISE_FLOOR``)."""
+    from arviz_stats import eti
+
     rows = []
     for label, tree in trees.items():
         post = tree["posterior"]
         row = {"fit": label}
         for v in KEY_PARAMETERS:
-            x = post[v].values.reshape(-1)
-            row.update({v: np.median(x), f"{v}_lo": np.quantile(x, 0.03), f"{v}_hi": np.quantile(x, 0.97)})
+            lo, hi = (float(b) for b in eti(post[v], prob=0.94).values)
+            row.update({v: float(np.median(post[v].values)), f"{v}_lo": lo, f"{v}_hi": hi})
         row["noise_at_floor"] = bool(row["noise_lo"] < sm.NOISE_FLOOR + 0.01)
         row["converged"] = converged(tree)
         rows.append(row)
@@ -145,9 +147,15 @@ def _params_markdown(params: pd.DataFrame) -> str:
 
 
 def render_report(mode, sampler, table, disc, cmp, trees, baseline, cds, ppc, params, wall, chains=None) -> str:
+    from arviz_stats import eti
+
     h = trees["human"]
     post = h["posterior"]
-    q = lambda v: f"{float(post[v].median()):.2f} [{float(post[v].quantile(0.03)):.2f}, {float(post[v].quantile(0.97)):.2f}]"
+
+    def q(v):
+        lo, hi = (float(b) for b in eti(post[v], prob=0.94).values)
+        return f"{float(post[v].median()):.2f} [{lo:.2f}, {hi:.2f}]"
+
     best = cmp.index[0]
     lines = [
         "# Social meaning of numerical (im)precision: reproduction and RSA fits", "",

@@ -1,15 +1,19 @@
 """The social-meaning study end to end: reproduction tables, RSA and baseline fits to humans and
 to each LLM x prompt, model-implied ESR/CDS with credible intervals, figures and a report.
 
+Entry points named by ``fits/social_meaning.json``: :func:`run` (``"study"``; called by
+``pragmodels run`` through :func:`pragmodels.runs.run_study`) and :func:`write_tables`
+(``"tables"``; ``pragmodels tables social-meaning``). :func:`run_study` runs it from Python,
+:func:`rebuild_report` re-renders a finished run's report from its ``run.json``.
+
 Layering: imports :mod:`models.social_meaning`, :mod:`models.social_meaning_paper` and the
-pragmodels public API (datasets, metrics, fit, plots, results_io).
+pragmodels public API (datasets, metrics, fit, plots, results_io, runs).
 """
 
 from __future__ import annotations
 
 import functools
 import json
-import shutil
 import time
 import warnings
 from pathlib import Path
@@ -22,6 +26,7 @@ import pandas as pd
 import pragmodels as pm
 from pragmodels import datasets, metrics
 from pragmodels.results_io import atomic_write, save_netcdf
+from pragmodels.runs import Run, lock_folder, open_run, read_manifest
 from models import social_meaning as sm
 from models import social_meaning_paper as paper
 from models.social_meaning_report import (KEY_PARAMETERS, _diag_short, chain_table, converged,  # noqa: F401
@@ -178,8 +183,13 @@ def implied_effects(means: np.ndarray) -> dict[str, np.ndarray]:
 
 
 def _summ(x: np.ndarray, axis=0) -> tuple:
-    """Median and 94% equal-tailed interval, ignoring undefined draws (NaN)."""
-    return np.nanmedian(x, axis), np.nanquantile(x, 0.03, axis), np.nanquantile(x, 0.97, axis)
+    """Median and 94% equal-tailed interval (arviz-stats ``eti``) over draws on ``axis``, ignoring
+    undefined draws (NaN)."""
+    from arviz_stats.base import array_stats
+
+    x = np.moveaxis(np.asarray(x, float), axis, -1)
+    iv = array_stats.eti(x, 0.94, axis=-1, skipna=True)
+    return np.nanmedian(x, -1), iv[..., 0][()], iv[..., 1][()]  # [()]: a 0-d array becomes a scalar
 
 
 def model_esr(h_eff: dict, m_eff: dict, label: tuple) -> tuple[pd.DataFrame, dict]:
@@ -330,105 +340,151 @@ def _write_figures(folder: Path, fig1, observed_esr, esr_model, predicted, obser
                                                           bbox_inches="tight")
 
 
+def write_tables(config: dict, out: str | Path) -> None:
+    """``pragmodels tables social-meaning``: write Tables 2-4 (``out``) and the same with the
+    paper's values beside them (``<out>_with_paper.csv``), and print the comparison."""
+    table = reproduction_table()
+    out = Path(out)
+    atomic_write(out, lambda tmp: table[TABLE_COLUMNS].to_csv(tmp, index=False, float_format="%.6f"))
+    full = out.with_name(out.stem + "_with_paper.csv")
+    atomic_write(full, lambda tmp: table.to_csv(tmp, index=False, float_format="%.6f"))
+    print(format_side_by_side(table))
+    disc = discrepancies(table)
+    print(f"\n{len(disc)} cell(s) differ from the paper by more than 0.001:")
+    if len(disc):
+        print(disc.to_string(index=False))
+    print(f"\nwrote {out} ({', '.join(TABLE_COLUMNS)}) and {full} (adds ccc_lin, rmse_individual = Table 4, "
+          "invalid counts and the paper's values)")
+
+
+def run(config: dict, out_dir: Path, mode: str, progress: bool, record: Run) -> None:
+    """The study's entry point (``"study": "models/social_meaning_study.py:run"``), called by
+    :func:`pragmodels.runs.run_study` with the config, the staging folder to write into, the mode
+    (``quick``/``full``: picks ``config["sampler"][mode]``), whether to show progress bars, and the
+    open run to record fits and inputs in. Optional config keys: ``seed``, ``n_draws``,
+    ``motive_prior``, ``conditions`` (a list of ``[model, prompt]`` pairs)."""
+    if mode not in SAMPLER:
+        raise ValueError(f"mode must be one of {sorted(SAMPLER)}; got {mode!r}.")
+    sampler = config.get("sampler", {}).get(mode, SAMPLER[mode])
+    _run_into(Path(out_dir), record, mode=mode, seed=int(config.get("seed", 20261130)),
+              n_draws=int(config.get("n_draws", 400)), progress=progress, log=None, sampler=sampler,
+              conditions=config.get("conditions"), motive_prior=config.get("motive_prior", "uniform"))
+
+
 def run_study(out_dir: str | Path, mode: str = "full", seed: int = 20261130, n_draws: int = 400,
               progress: bool = False, log=None, sampler: dict | None = None, conditions=None,
               motive_prior: str = "uniform") -> Path:
-    """Run the whole study and write the run folder ``out_dir`` (replaced atomically at the end).
+    """Run the whole study into the run folder ``out_dir`` (a :mod:`pragmodels.runs` folder:
+    written aside, swapped in only when finished, with its ``run.json``).
 
     ``sampler`` overrides the mode's NUTS settings; ``conditions`` restricts the LLM fits to
     some ``(model, prompt)`` pairs (default: all 12); ``motive_prior`` is passed to every RSA
     fit (:func:`models.social_meaning.rsa_model`)."""
     if mode not in SAMPLER:
         raise ValueError(f"mode must be one of {sorted(SAMPLER)}; got {mode!r}.")
+    sampler = dict(sampler or SAMPLER[mode])
+    config = dict(name="social_meaning", seed=seed, n_draws=n_draws, sampler={mode: sampler},
+                  motive_prior=motive_prior, conditions=None if conditions is None else [list(c) for c in conditions])
+    with open_run(out_dir, mode=mode, entry_point=f"{__name__}.run_study", config=config, sampler=sampler,
+                  seed=seed, log=log) as record:
+        _run_into(record.path, record, mode=mode, seed=seed, n_draws=n_draws, progress=progress, log=log,
+                  sampler=sampler, conditions=conditions, motive_prior=motive_prior)
+    return Path(out_dir)
+
+
+def _run_into(folder: Path, record: Run, *, mode, seed, n_draws, progress, log, sampler, conditions,
+              motive_prior) -> None:
+    """The study's steps, writing into ``folder`` (the staging folder of ``record``)."""
     sm.check_motive_prior(motive_prior)
     t_start = time.perf_counter()
     log = log or (lambda msg: print(msg, flush=True))
     stamp = lambda msg: log(f"[{time.perf_counter() - t_start:7.1f} s] {msg}")
-    sampler = dict(sampler or SAMPLER[mode])
+    sampler = dict(sampler)
     n_draws = min(n_draws, *(h["num_samples"] * h["num_chains"] for h in split_sampler(sampler)))
-    out_dir = Path(out_dir)
-    tmp = out_dir.parent / f".{out_dir.name}.tmp-{int(time.time())}"
-    tables, figures = tmp / "tables", tmp / "figures"
-    for d in (tmp / "posteriors", figures, tables):
+    record.note("n_draws", n_draws)
+    record.note("motive_prior", motive_prior)
+    tables, figures = folder / "tables", folder / "figures"
+    for d in (folder / "posteriors", figures, tables):
         d.mkdir(parents=True)
-    try:
-        stamp("loading data (verified against the registry's sha256)")
-        human, llm = datasets.load_social_human(), datasets.load_social_llm()
+    stamp("loading data (verified against the registry's sha256)")
+    human, llm = datasets.load_social_human(), datasets.load_social_llm()
+    for key in ("social_human", *(f"social_llm_{p}" for p in datasets.PROMPTS)):
+        record.data(key, datasets.REGISTRY[key].sha256)
 
-        stamp("reproducing Tables 2-4")
-        table = reproduction_table(human, llm)
-        disc = discrepancies(table)
-        table.to_csv(tables / "reproduction.csv", index=False)
-        disc.to_csv(tables / "discrepancies.csv", index=False)
-        log(format_side_by_side(table))
-        observed_esr, fig1 = observed_comparisons(human, llm)
-        observed_esr.to_csv(tables / "esr_observed.csv", index=False)
+    stamp("reproducing Tables 2-4")
+    table = reproduction_table(human, llm)
+    disc = discrepancies(table)
+    table.to_csv(tables / "reproduction.csv", index=False)
+    disc.to_csv(tables / "discrepancies.csv", index=False)
+    log(format_side_by_side(table))
+    observed_esr, fig1 = observed_comparisons(human, llm)
+    observed_esr.to_csv(tables / "esr_observed.csv", index=False)
 
-        trees, baseline, cmp = fit_all(human, llm, seed, sampler, progress, motive_prior, conditions, stamp, log)
-        cmp.to_csv(tables / "loo_compare.csv")
+    trees, baseline, cmp = fit_all(human, llm, seed, sampler, progress, motive_prior, conditions, stamp, log)
+    cmp.to_csv(tables / "loo_compare.csv")
 
-        stamp("model-implied effects, ESR and CDS")
-        h_eff, esr_model, cds_model = model_implied(trees, table, n_draws, seed)
-        esr_model.to_csv(tables / "esr_model.csv", index=False)
-        cds_model.to_csv(tables / "cds_model.csv", index=False)
+    stamp("model-implied effects, ESR and CDS")
+    h_eff, esr_model, cds_model = model_implied(trees, table, n_draws, seed)
+    esr_model.to_csv(tables / "esr_model.csv", index=False)
+    cds_model.to_csv(tables / "cds_model.csv", index=False)
 
-        stamp("posterior predictive check: human-fitted model vs each LLM's observed means")
-        predicted, observed, ppc = predictive_check(h_eff, human, fig1)
-        ppc.to_csv(tables / "ppc_condition_means.csv", index=False)
-        predicted.to_csv(tables / "human_model_predicted_means.csv", index=False)
+    stamp("posterior predictive check: human-fitted model vs each LLM's observed means")
+    predicted, observed, ppc = predictive_check(h_eff, human, fig1)
+    ppc.to_csv(tables / "ppc_condition_means.csv", index=False)
+    predicted.to_csv(tables / "human_model_predicted_means.csv", index=False)
 
-        stamp("figures")
-        params, chains = _posterior_summaries(tmp, trees, baseline)
-        _write_figures(figures, fig1, observed_esr, esr_model, predicted, observed)
+    stamp("figures")
+    _write_figures(figures, fig1, observed_esr, esr_model, predicted, observed)
 
-        stamp("writing posteriors (netCDF)")
-        save_netcdf(baseline, tmp / "posteriors" / "human_baseline.nc")
-        for label, tree in trees.items():
-            save_netcdf(tree, tmp / "posteriors" / f"{label.replace(' ', '_')}_rsa.nc")
+    stamp("writing posteriors (netCDF)")
+    save_netcdf(baseline, folder / "posteriors" / "human_baseline.nc")
+    record.fit("human baseline", baseline, "posteriors/human_baseline.nc")
+    for label, tree in trees.items():
+        name = f"posteriors/{label.replace(' ', '_')}_rsa.nc"
+        save_netcdf(tree, folder / name)
+        record.fit(label, tree, name)
 
-        wall = time.perf_counter() - t_start
-        report = render_report(mode, sampler, table, disc, cmp, trees, baseline, cds_model, ppc, params, wall, chains)
-        (tmp / "report.md").write_text(report)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)  # a failed run leaves no partial folder behind
-        raise
-    # swap the finished run into place: an earlier run survives any failure above
-    old = out_dir.parent / f".{out_dir.name}.old"
-    if out_dir.exists():
-        out_dir.rename(old)
-    tmp.rename(out_dir)
-    if old.exists():
-        shutil.rmtree(old)
-    stamp(f"done: {out_dir}/ (wall time {wall:.0f} s)")
-    return out_dir
+    manifest = record.finish()  # run.json: the report below is rendered from it
+    write_report(folder, trees=trees, baseline=baseline)
+    stamp(f"done (wall time {manifest['wall_time_s']:.0f} s); swapping the run folder into place")
+
+
+def _load_trees(run_dir: Path, manifest: dict) -> tuple[dict, object]:
+    """The fits of a run folder, in the manifest's order: ``(trees, baseline)``."""
+    fits = manifest["fits"]
+    baseline = pm.load_netcdf(run_dir / fits["human baseline"]["file"])
+    trees = {label: pm.load_netcdf(run_dir / f["file"]) for label, f in fits.items() if label != "human baseline"}
+    return trees, baseline
+
+
+def write_report(run_dir: str | Path, *, trees: dict | None = None, baseline=None, rebuilt: bool = False) -> Path:
+    """Render ``report.md`` of a run folder from its ``run.json`` (mode, sampler settings, wall
+    time, the fits), its saved tables and its posteriors (``trees``/``baseline`` when already in
+    memory); rewrites ``tables/parameters.csv``, ``tables/chains.csv`` and the forest plot, the
+    figures drawn from the posteriors alone."""
+    run_dir = Path(run_dir)
+    manifest = read_manifest(run_dir)
+    if trees is None or baseline is None:
+        trees, baseline = _load_trees(run_dir, manifest)
+    tables = run_dir / "tables"
+    params, chains = _posterior_summaries(run_dir, trees, baseline)
+    report = render_report(manifest["mode"], manifest["sampler"], pd.read_csv(tables / "reproduction.csv"),
+                           pd.read_csv(tables / "discrepancies.csv"),
+                           pd.read_csv(tables / "loo_compare.csv", index_col=0), trees, baseline,
+                           pd.read_csv(tables / "cds_model.csv"), pd.read_csv(tables / "ppc_condition_means.csv"),
+                           params, manifest["wall_time_s"], chains)
+    if rebuilt:
+        report += (f"\n_Report re-rendered from the saved run by `rebuild_report` (pragmodels {pm.__version__}); "
+                   "the fits themselves are unchanged._\n")
+    atomic_write(run_dir / "report.md", lambda tmp: Path(tmp).write_text(report))
+    return run_dir / "report.md"
 
 
 def rebuild_report(run_dir: str | Path) -> Path:
-    """Re-render ``report.md`` of a finished run folder from its saved tables and posteriors
-    (no refitting), e.g. after the report's wording changed. Rewrites ``tables/parameters.csv``,
-    ``tables/chains.csv`` and the forest plot (the figures drawn from the posteriors alone)."""
-    run_dir = Path(run_dir)
-    old = (run_dir / "report.md").read_text()
-    head = old.split("\n")[2]
-    mode = "quick" if "**quick**" in head else "full"
-    wall = float(head.split("wall time ")[1].split(" s")[0])
-    tables = run_dir / "tables"
-    trees = {"human": pm.load_netcdf(run_dir / "posteriors" / "human_rsa.nc")}
-    for m in datasets.LLMS:
-        for p in datasets.PROMPTS:
-            f = run_dir / "posteriors" / f"{m}_{p}_rsa.nc"
-            if f.exists():
-                trees[f"{m} {p}"] = pm.load_netcdf(f)
-    baseline = pm.load_netcdf(run_dir / "posteriors" / "human_baseline.nc")
-    sampler = head.split("(NUTS ", 1)[1].rsplit("); wall time", 1)[0]  # the settings exactly as first reported
-    params, chains = _posterior_summaries(run_dir, trees, baseline)
-    disc = pd.read_csv(tables / "discrepancies.csv")
-    report = render_report(mode, sampler, pd.read_csv(tables / "reproduction.csv"), disc,
-                           pd.read_csv(tables / "loo_compare.csv", index_col=0), trees, baseline,
-                           pd.read_csv(tables / "cds_model.csv"), pd.read_csv(tables / "ppc_condition_means.csv"),
-                           params, wall, chains)
-    text = report + (f"\n_Report re-rendered from the saved run by `rebuild_report` (pragmodels {pm.__version__}); "
-                     "the fits themselves are unchanged._\n")
-    atomic_write(run_dir / "report.md", lambda tmp: Path(tmp).write_text(text))
-    return run_dir / "report.md"
-
+    """Re-render ``report.md`` of a finished run folder from its ``run.json``, saved tables and
+    posteriors (no refitting), e.g. after the report's wording changed; see :func:`write_report`.
+    A folder without ``run.json`` (written before run folders had manifests, such as the committed
+    ``fits/social_meaning/full/``) cannot be re-rendered: rerun the study. Holds the folder's lock,
+    so it cannot interleave with a run swapping a new folder in."""
+    with lock_folder(run_dir):
+        return write_report(run_dir, rebuilt=True)

@@ -1,10 +1,16 @@
 """Command line.
 
-- ``pragmodels run CONFIG [--quick]``: run a config from ``fits/`` (a single fit, or a whole
-  study when the config names one) and write its run folder beside it.
-- ``pragmodels tables social-meaning --out FILE.csv``: reproduce Mühlenbernd (2026) Tables 2-4.
+- ``pragmodels run CONFIG [--quick] [--out DIR]``: run a config from ``fits/`` and write its run
+  folder (``fits/<config name>/quick|full/``; :mod:`pragmodels.runs`). A config with a
+  ``"study": "path/to/module.py:function"`` key runs that study (:func:`pragmodels.runs.run_study`);
+  any other config is a single fit (:func:`pragmodels.runner.run_config`).
+- ``pragmodels tables STUDY --out FILE.csv``: a study's reproduction tables, from the
+  ``"tables"`` entry point its config names; ``STUDY`` is a config path or a name looked up as
+  ``fits/<name>.json`` (``-`` read as ``_``) from the current directory up to the repository root,
+  e.g. ``pragmodels tables social-meaning``.
 
-Layering: imports :mod:`pragmodels.runner` and, for studies, the ``models`` package, lazily.
+Layering: imports :mod:`pragmodels.runner` and :mod:`pragmodels.runs`, lazily; never a study
+(studies are loaded from the file their config names).
 """
 
 from __future__ import annotations
@@ -16,39 +22,54 @@ import time
 from pathlib import Path
 
 
-def _run(args) -> Path:
-    cfg = json.loads(Path(args.config).read_text()) if Path(args.config).is_file() else None
-    if cfg and cfg.get("study") == "social_meaning":
-        from models.social_meaning_study import run_study
+def _read_config(path: Path) -> dict:
+    try:
+        cfg = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise FileNotFoundError(f"config {path} does not exist.") from None
+    except json.JSONDecodeError as e:
+        raise ValueError(f"config {path}: not valid JSON ({e}).") from None
+    if not isinstance(cfg, dict):
+        raise ValueError(f"config {path}: expected a JSON object; got {type(cfg).__name__}.")
+    return cfg
 
-        mode = "quick" if args.quick else "full"
-        out = Path(args.out) if args.out else Path(args.config).with_suffix("") / mode
-        return run_study(out, mode=mode, seed=int(cfg["seed"]), n_draws=int(cfg.get("n_draws", 400)),
-                         sampler=cfg["sampler"][mode], motive_prior=cfg.get("motive_prior", "uniform"),
-                         progress=not args.no_progress and sys.stdout.isatty())
+
+def _run(args) -> Path:
+    path = Path(args.config)
+    cfg = _read_config(path)
+    mode = "quick" if args.quick else "full"
+    if "study" in cfg:
+        from pragmodels.runs import run_study
+
+        return run_study(path, mode=mode, out=args.out, progress=not args.no_progress and sys.stdout.isatty())
     from pragmodels.runner import run_config
 
-    return run_config(args.config, args.out, quick=args.quick, progress_bar=not args.no_progress)
+    return run_config(path, args.out, quick=args.quick, progress_bar=not args.no_progress)
+
+
+def _study_config(study: str) -> Path:
+    path = Path(study)
+    if path.suffix == ".json" or path.is_file():
+        return path
+    from pragmodels.runs import search_path
+
+    name = study.replace("-", "_")
+    tried = [d / "fits" / f"{name}.json" for d in search_path(Path.cwd())]
+    found = next((p for p in tried if p.is_file()), None)
+    if found is None:
+        raise FileNotFoundError(f"no config for study {study!r}: looked for {', '.join(map(str, tried))}; "
+                                "pass the config's path instead.")
+    return found
 
 
 def _tables(args) -> None:
-    if args.study != "social-meaning":
-        raise ValueError(f"unknown study {args.study!r}; expected 'social-meaning'.")
-    from models.social_meaning_study import TABLE_COLUMNS, discrepancies, format_side_by_side, reproduction_table
-    from pragmodels.results_io import atomic_write
+    from pragmodels.runs import load_entry_point
 
-    table = reproduction_table()
-    out = Path(args.out)
-    atomic_write(out, lambda tmp: table[TABLE_COLUMNS].to_csv(tmp, index=False, float_format="%.6f"))
-    full = out.with_name(out.stem + "_with_paper.csv")
-    atomic_write(full, lambda tmp: table.to_csv(tmp, index=False, float_format="%.6f"))
-    print(format_side_by_side(table))
-    disc = discrepancies(table)
-    print(f"\n{len(disc)} cell(s) differ from the paper by more than 0.001:")
-    if len(disc):
-        print(disc.to_string(index=False))
-    print(f"\nwrote {out} ({', '.join(TABLE_COLUMNS)}) and {full} (adds ccc_lin, rmse_individual = Table 4, "
-          "invalid counts and the paper's values)")
+    path = _study_config(args.study)
+    cfg = _read_config(path)
+    if "tables" not in cfg:
+        raise ValueError(f"config {path}: no 'tables' key (expected 'path/to/module.py:function').")
+    load_entry_point(cfg["tables"], path, "tables")(cfg, Path(args.out))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -60,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--quick", action="store_true", help="short chains, for smoke tests")
     run.add_argument("--no-progress", action="store_true")
     tab = sub.add_parser("tables", help="reproduce a paper's tables from the raw data")
-    tab.add_argument("study", help="social-meaning")
+    tab.add_argument("study", help="a study config, or its name (social-meaning: fits/social_meaning.json)")
     tab.add_argument("--out", required=True, help="CSV file to write")
     args = ap.parse_args(argv)
     import os
@@ -70,6 +91,8 @@ def main(argv: list[str] | None = None) -> int:
     # compiled NUTS kernels are reused across fits of the same shapes and across runs
     enable_compilation_cache(os.environ.get("PRAGMODELS_COMPILATION_CACHE")
                              or Path.home() / ".cache" / "pragmodels" / "jax")
+    from pragmodels.runs import RunError
+
     t0 = time.perf_counter()
     try:
         if args.command == "run":
@@ -77,9 +100,12 @@ def main(argv: list[str] | None = None) -> int:
             print(f"wrote {out}/ in {time.perf_counter() - t0:.1f} s")
         else:
             _tables(args)
-    except (FileNotFoundError, ValueError) as e:
+    except (FileNotFoundError, ValueError, RunError) as e:
         print(f"pragmodels: error: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM/SIGHUP during a run (pragmodels.runs)
+        print(f"pragmodels: {str(e) or 'interrupted'}; the run folder was left as it was.", file=sys.stderr)
+        return 128 + getattr(e, "signum", 2)
     return 0
 
 

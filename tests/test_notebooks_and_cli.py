@@ -26,12 +26,20 @@ def test_notebooks_run(name):
 def test_cli_run_quick_writes_run_folder(tmp_path, capsys):
     out = tmp_path / "run"
     assert main(["run", str(ROOT / "fits" / "reference_game.json"), "--out", str(out), "--quick", "--no-progress"]) == 0
-    assert sorted(p.name for p in out.iterdir()) == ["config.json", "posterior.nc", "report.md", "summary.csv"]
+    assert sorted(p.name for p in out.iterdir()) == ["config.json", "posterior.nc", "report.md", "run.json", "summary.csv"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".run.lock", "run"]  # no temp folder left
+    manifest = json.loads((out / "run.json").read_text())
+    assert manifest["mode"] == "quick" and manifest["entry_point"] == "pragmodels.runner:run_config"
+    assert manifest["fits"]["fit"]["file"] == "posterior.nc" and "max_rhat" in manifest["fits"]["fit"]["diagnostics"]
+    assert set(manifest["files"]) == {"config.json", "posterior.nc", "report.md", "summary.csv"}
     tree = load_netcdf(out / "posterior.nc")
     assert json.loads(tree.attrs["fit_config"])["name"] == "reference_game"
     assert np.isfinite(tree["posterior"]["alpha"].values).all()
     report = (out / "report.md").read_text()
     assert "Recovery of the simulated truth" in report and "wall time" in report
+    from pragmodels.runner import render_report
+
+    assert render_report(out) == report  # the report is rendered from the run folder alone
 
 
 def test_cli_bad_config_is_named_and_leaves_results(tmp_path, capsys):
@@ -92,7 +100,12 @@ def test_social_meaning_main_job_quick(tmp_path):
     assert "Not converged" in report and "Chain by chain" in report  # quick chains never converge; the report says so
     from models.social_meaning_study import rebuild_report
 
-    rebuilt = rebuild_report(out).read_text()
+    manifest = json.loads((out / "run.json").read_text())
+    assert manifest["entry_point"] == "models/social_meaning_study.py:run" and manifest["mode"] == "quick"
+    assert len(manifest["fits"]) == 14 and manifest["data"]["social_human"].startswith("cf016530")
+    assert manifest["fits"]["claude MIN"]["file"] == "posteriors/claude_MIN_rsa.nc"
+    rebuilt = rebuild_report(out).read_text()  # from run.json, tables and posteriors: no markdown parsed
     assert "re-rendered from the saved run" in rebuilt and rebuilt.split("\n")[2] == report.split("\n")[2]
-    # a second run replaces the folder only when it finishes: the first run's files are intact meanwhile
-    assert not list(tmp_path.glob(".run.tmp-*"))
+    assert f"wall time {manifest['wall_time_s']:.0f} s" in report.split("\n")[2]
+    # the folder was written aside and swapped in whole: no temp folder is left beside it
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".run.lock", "run"]
