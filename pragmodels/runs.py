@@ -1,6 +1,6 @@
 """Run folders: staged aside, locked, swapped in whole, described by a manifest (``run.json``).
 
-Layering: imports the standard library and :mod:`pragmodels.results_io`; never imports a study
+Layering: imports the standard library only; never imports a study
 (a study is found from its config, :func:`load_entry_point`) and never imports JAX.
 
 Folder layout
@@ -74,7 +74,6 @@ from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
 
-from pragmodels.results_io import atomic_write
 
 __all__ = [
     "MODES", "RunError", "RunFolderLocked", "RunInterrupted", "Run", "open_run", "run_folder",
@@ -343,13 +342,13 @@ class Run:
         return self.manifest
 
     def _write(self) -> None:
-        text = json.dumps(self.manifest, indent=2, default=str) + "\n"
-        atomic_write(self.path / MANIFEST, lambda tmp: Path(tmp).write_text(text))
+        # the staging folder is this run's alone, so a plain write (normal permissions) is enough
+        (self.path / MANIFEST).write_text(json.dumps(self.manifest, indent=2, default=str) + "\n")
 
     def _list_files(self) -> None:
         files = {}
         for p in sorted(self.path.rglob("*")):
-            if p.is_file() and p.name != MANIFEST and not p.name.startswith(f".{MANIFEST}."):
+            if p.is_file() and p.name != MANIFEST:
                 files[p.relative_to(self.path).as_posix()] = p.stat().st_size
         self.manifest["files"] = files
 
