@@ -119,26 +119,32 @@ def encode(df: pd.DataFrame, participants: bool) -> dict:
 
 
 COORDS = {"attribute": list(datasets.ATTRIBUTES), "scenario": list(SCENARIOS), "feature": list(sm.FEATURES),
-          "effect": ["form", "context", "form_x_context"], "motive_free": list(sm.MOTIVES[1:])}
+          "effect": ["form", "context", "form_x_context"], "free_motive": list(sm.MOTIVES[1:]),
+          "cutpoint": list(range(1, sm.N_RATING)), "gap": list(range(1, sm.N_RATING - 1))}
 
 
 def fit_one(kind: str, df: pd.DataFrame, participants: bool, seed: int, sampler: dict, progress: bool,
-            motive_prior: str = "uniform"):
+            motive_prior: str = "uniform", priors: dict | None = None):
     """Fit the RSA (``kind="rsa"``, with ``motive_prior``) or the baseline model to a ratings frame
     (``participants``: with rater effects, i.e. the human data; a ``"human"`` entry of ``sampler``
-    then applies, :func:`split_sampler`); the fit's FitWarnings are kept in ``tree.attrs["warnings"]``."""
+    then applies, :func:`split_sampler`); the fit's FitWarnings are kept in ``tree.attrs["warnings"]``.
+    ``priors`` overrides the model's default priors by parameter name (names the fitted model does
+    not have are ignored, so one mapping serves the RSA and baseline fits, with and without raters);
+    the fit records the priors it sampled."""
     data = encode(df, participants)
     if kind == "rsa":
-        model, priors = sm.rsa_model, sm.rsa_priors(motive_prior)
+        model = sm.rsa_model
         data["motive_prior"] = motive_prior  # a static argument: recorded in the data hash and the kernel cache key
     elif kind == "baseline":
-        model, priors = sm.baseline_model, sm.baseline_model.priors
+        model = sm.baseline_model
     else:
         raise ValueError(f"kind must be 'rsa' or 'baseline'; got {kind!r}.")
     settings = split_sampler(sampler)[0 if participants else 1]  # a "human" entry applies to the human fits
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", pm.diagnostics.FitWarning)
-        tree = pm.fit(seed, model, data, progress_bar=progress, coords=dict(COORDS), priors=priors, **settings)
+        declared = pm.inspect_model(model, data)
+        own = {k: v for k, v in (priors or {}).items() if k in declared.priors or k in declared.fixed}
+        tree = pm.fit(seed, model, data, progress_bar=progress, coords=dict(COORDS), priors=own or None, **settings)
     tree.attrs["motive_prior"] = motive_prior if kind == "rsa" else "n/a"
     tree.attrs["warnings"] = json.dumps([str(w.message) for w in caught if issubclass(w.category, pm.diagnostics.FitWarning)])
     return tree

@@ -86,7 +86,9 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     import os
 
-    from pragmodels.config import enable_compilation_cache
+    from pragmodels.config import configure_host_devices, enable_compilation_cache
+
+    configure_host_devices()  # one CPU device per core for parallel chains (before JAX starts)
 
     # compiled NUTS kernels are reused across fits of the same shapes and across runs
     enable_compilation_cache(os.environ.get("PRAGMODELS_COMPILATION_CACHE")
