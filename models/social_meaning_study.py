@@ -123,31 +123,45 @@ COORDS = {"attribute": list(datasets.ATTRIBUTES), "scenario": list(SCENARIOS), "
           "cutpoint": list(range(1, sm.N_RATING)), "gap": list(range(1, sm.N_RATING - 1))}
 
 
-def fit_one(kind: str, df: pd.DataFrame, participants: bool, seed: int, sampler: dict, progress: bool,
-            motive_prior: str = "uniform", priors: dict | None = None):
-    """Fit the RSA (``kind="rsa"``, with ``motive_prior``) or the baseline model to a ratings frame
-    (``participants``: with rater effects, i.e. the human data; a ``"human"`` entry of ``sampler``
-    then applies, :func:`split_sampler`); the fit's FitWarnings are kept in ``tree.attrs["warnings"]``.
-    ``priors`` overrides the model's default priors by parameter name (names the fitted model does
-    not have are ignored, so one mapping serves the RSA and baseline fits, with and without raters);
-    the fit records the priors it sampled."""
+def fit_spec(name: str, kind: str, df: pd.DataFrame, participants: bool, seed: int, sampler: dict,
+             motive_prior: str = "uniform", priors: dict | None = None) -> pm.FitSpec:
+    """A :class:`pragmodels.FitSpec` for the RSA (``kind="rsa"``, with ``motive_prior``) or the
+    baseline model on a ratings frame (``participants``: with rater effects, i.e. the human data; a
+    ``"human"`` entry of ``sampler`` then applies, :func:`split_sampler`). ``priors`` overrides the
+    model's default priors by parameter name (names the fitted model does not declare are left out,
+    so one mapping serves the RSA and baseline fits, with and without raters); the fit records the
+    priors it sampled."""
     data = encode(df, participants)
     if kind == "rsa":
         model = sm.rsa_model
-        data["motive_prior"] = motive_prior  # a static argument: recorded in the data hash and the kernel cache key
+        data["motive_prior"] = sm.check_motive_prior(motive_prior)  # static: in the data hash and the cache key
     elif kind == "baseline":
         model = sm.baseline_model
     else:
         raise ValueError(f"kind must be 'rsa' or 'baseline'; got {kind!r}.")
     settings = split_sampler(sampler)[0 if participants else 1]  # a "human" entry applies to the human fits
+    declared = pm.inspect_model(model, data)
+    own = {k: v for k, v in (priors or {}).items() if k in declared.priors or k in declared.fixed}
+    settings = {"chain_method": None, **settings, "coords": dict(COORDS)}
+    return pm.FitSpec(name, model, data, priors=own or None, sampler=settings, seed=seed)
+
+
+def _annotate(tree, kind: str, motive_prior: str, warned: list[str]):
+    tree.attrs["motive_prior"] = motive_prior if kind == "rsa" else "n/a"
+    tree.attrs["warnings"] = json.dumps(list(warned))
+    return tree
+
+
+def fit_one(kind: str, df: pd.DataFrame, participants: bool, seed: int, sampler: dict, progress: bool,
+            motive_prior: str = "uniform", priors: dict | None = None):
+    """Fit one model (:func:`fit_spec`) in this process; the fit's FitWarnings are kept in
+    ``tree.attrs["warnings"]``."""
+    spec = fit_spec("fit", kind, df, participants, seed, sampler, motive_prior, priors)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", pm.diagnostics.FitWarning)
-        declared = pm.inspect_model(model, data)
-        own = {k: v for k, v in (priors or {}).items() if k in declared.priors or k in declared.fixed}
-        tree = pm.fit(seed, model, data, progress_bar=progress, coords=dict(COORDS), priors=own or None, **settings)
-    tree.attrs["motive_prior"] = motive_prior if kind == "rsa" else "n/a"
-    tree.attrs["warnings"] = json.dumps([str(w.message) for w in caught if issubclass(w.category, pm.diagnostics.FitWarning)])
-    return tree
+        tree = pm.fit(spec.seed, spec.model, spec.data, progress_bar=progress, priors=spec.priors, **spec.sampler)
+    return _annotate(tree, kind, motive_prior,
+                     [str(w.message) for w in caught if issubclass(w.category, pm.diagnostics.FitWarning)])
 
 
 def _draws(tree, n: int, seed: int) -> list[dict]:
@@ -253,34 +267,56 @@ def split_sampler(sampler: dict) -> tuple[dict, dict]:
     return {**base, **extra}, base
 
 
-def fit_all(human, llm, seed: int, sampler: dict, progress: bool, motive_prior: str, conditions, stamp, log):
+def fit_all(human, llm, seed: int, sampler: dict, progress: bool, motive_prior: str, conditions, stamp, log,
+            executor="sequential"):
     """The RSA model and the baseline fitted to the humans (compared by LOO), and the RSA model
-    fitted to each LLM x prompt. Returns ``(trees, baseline, loo_compare)``; ``trees["human"]``
-    first, then ``trees["<model> <prompt>"]``."""
+    fitted to each LLM x prompt, all 14 through :func:`pragmodels.fit_many` (``executor``:
+    ``"sequential"``, ``"process"`` or a Dask ``Client``). Returns ``(trees, baseline,
+    loo_compare)``; ``trees["human"]`` first, then ``trees["<model> <prompt>"]``. A failed fit
+    does not stop the others; the study raises at the end, naming every failure."""
     from arviz_stats import compare
 
-    trees = {}
-    stamp(f"fitting the RSA model to the human ratings (NUTS {split_sampler(sampler)[0]}; motive prior {motive_prior})")
-    trees["human"] = fit_one("rsa", human, True, seed, sampler, progress, motive_prior)
-    log(_diag_short(trees["human"]))
-    stamp("fitting the non-pragmatic baseline to the human ratings")
-    baseline = fit_one("baseline", human, True, seed + 1, sampler, progress)
-    log(_diag_short(baseline))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        cmp = compare({"rsa": trees["human"], "baseline": baseline})
+    specs = [fit_spec("human_rsa", "rsa", human, True, seed, sampler, motive_prior),
+             fit_spec("human_baseline", "baseline", human, True, seed + 1, sampler)]
+    labels, kinds, invalid = {"human_rsa": "human", "human_baseline": "baseline"}, {}, {}
+    kinds.update(human_rsa="rsa", human_baseline="baseline")
     wanted = None if conditions is None else set(map(tuple, conditions))
     for i, m in enumerate(datasets.LLMS):
         for j, p in enumerate(datasets.PROMPTS):
             if wanted is not None and (m, p) not in wanted:
                 continue
             v = metrics.valid_ratings(llm[(llm.model == m) & (llm.prompt == p)])
-            stamp(f"fitting the RSA model to {m} {p} ({len(v.frame)} valid ratings, {v.n_invalid} invalid excluded)")
-            tree = fit_one("rsa", v.frame, False, seed + 10 + 4 * i + j, sampler, progress, motive_prior)
-            tree.attrs["n_invalid_excluded"] = v.n_invalid
-            trees[f"{m} {p}"] = tree
-            log(_diag_short(tree))
+            name = f"{m}_{p}_rsa"
+            specs.append(fit_spec(name, "rsa", v.frame, False, seed + 10 + 4 * i + j, sampler, motive_prior))
+            labels[name], kinds[name], invalid[name] = f"{m} {p}", "rsa", v.n_invalid
+    stamp(f"fitting {len(specs)} models with pragmodels.fit_many ({executor if isinstance(executor, str) else 'dask'}; "
+          f"NUTS {split_sampler(sampler)[0]} for the humans; motive prior {motive_prior})")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", pm.diagnostics.FitWarning)  # kept per fit in tree.attrs["warnings"]
+        result = pm.fit_many(specs, executor=executor, progress=progress)
+    result.raise_on_error()
+    trees = {}
+    for outcome in result:
+        tree = _annotate(result.trees[outcome.name], kinds[outcome.name], motive_prior, outcome.warnings)
+        if outcome.name in invalid:
+            tree.attrs["n_invalid_excluded"] = invalid[outcome.name]
+        log(f"{labels[outcome.name]}: " + _diag_short(tree))
+        trees[labels[outcome.name]] = tree
+    baseline = trees.pop("baseline")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cmp = compare({"rsa": trees["human"], "baseline": baseline})
     return trees, baseline, cmp
+
+
+#: parameters compared between each LLM fit and the human fit (pm.contrast_table)
+CONTRASTED = ("alpha", "cost_precise", "noise", "lapse", "theta_mu")
+
+
+def contrasts(trees: dict) -> pd.DataFrame:
+    """Each LLM fit against the human fit: ``P(LLM > human)`` and the difference with its 94%
+    interval for :data:`CONTRASTED` (:func:`pragmodels.contrast_table`)."""
+    return pm.contrast_table(trees, list(CONTRASTED), reference="human", prob=0.94)
 
 
 def model_implied(trees: dict, table: pd.DataFrame, n_draws: int, seed: int):
@@ -368,13 +404,15 @@ def run(config: dict, out_dir: Path, mode: str, progress: bool, record: Run) -> 
     :func:`pragmodels.runs.run_study` with the config, the staging folder to write into, the mode
     (``quick``/``full``: picks ``config["sampler"][mode]``), whether to show progress bars, and the
     open run to record fits and inputs in. Optional config keys: ``seed``, ``n_draws``,
-    ``motive_prior``, ``conditions`` (a list of ``[model, prompt]`` pairs)."""
+    ``motive_prior``, ``conditions`` (a list of ``[model, prompt]`` pairs), ``executor``
+    (``"sequential"``, the default, or ``"process"``: :func:`pragmodels.fit_many`)."""
     if mode not in SAMPLER:
         raise ValueError(f"mode must be one of {sorted(SAMPLER)}; got {mode!r}.")
     sampler = config.get("sampler", {}).get(mode, SAMPLER[mode])
     _run_into(Path(out_dir), record, mode=mode, seed=int(config.get("seed", 20261130)),
               n_draws=int(config.get("n_draws", 400)), progress=progress, log=None, sampler=sampler,
-              conditions=config.get("conditions"), motive_prior=config.get("motive_prior", "uniform"))
+              conditions=config.get("conditions"), motive_prior=config.get("motive_prior", "uniform"),
+              executor=config.get("executor", "sequential"))
 
 
 def run_study(out_dir: str | Path, mode: str = "full", seed: int = 20261130, n_draws: int = 400,
@@ -399,7 +437,7 @@ def run_study(out_dir: str | Path, mode: str = "full", seed: int = 20261130, n_d
 
 
 def _run_into(folder: Path, record: Run, *, mode, seed, n_draws, progress, log, sampler, conditions,
-              motive_prior) -> None:
+              motive_prior, executor="sequential") -> None:
     """The study's steps, writing into ``folder`` (the staging folder of ``record``)."""
     sm.check_motive_prior(motive_prior)
     t_start = time.perf_counter()
@@ -426,8 +464,10 @@ def _run_into(folder: Path, record: Run, *, mode, seed, n_draws, progress, log, 
     observed_esr, fig1 = observed_comparisons(human, llm)
     observed_esr.to_csv(tables / "esr_observed.csv", index=False)
 
-    trees, baseline, cmp = fit_all(human, llm, seed, sampler, progress, motive_prior, conditions, stamp, log)
+    trees, baseline, cmp = fit_all(human, llm, seed, sampler, progress, motive_prior, conditions, stamp, log,
+                                   executor=executor)
     cmp.to_csv(tables / "loo_compare.csv")
+    contrasts(trees).to_csv(tables / "contrasts.csv", index=False)
 
     stamp("model-implied effects, ESR and CDS")
     h_eff, esr_model, cds_model = model_implied(trees, table, n_draws, seed)

@@ -80,6 +80,9 @@ def test_social_meaning_main_job_quick(tmp_path):
     assert np.isfinite(cds[["cds_median", "cds_lo", "cds_hi"]]).all().all()
     loo = pd.read_csv(out / "tables" / "loo_compare.csv", index_col=0)
     assert set(loo.index) == {"rsa", "baseline"}
+    contrasts = pd.read_csv(out / "tables" / "contrasts.csv")  # each LLM fit vs the human fit (pm.contrast_table)
+    assert len(contrasts) == 12 * 5 and set(contrasts.reference) == {"human"}
+    assert ((contrasts.p_greater >= 0) & (contrasts.p_greater <= 1)).all() and (contrasts.lower <= contrasts.upper).all()
     params = pd.read_csv(out / "tables" / "parameters.csv")
     assert params.fit.tolist()[0] == "human" and len(params) == 13
     assert (params.noise_lo >= 0.15).all() and (params.noise_lo <= params.noise).all() and (params.noise <= params.noise_hi).all()
