@@ -313,6 +313,20 @@ def fit_all(human, llm, seed: int, sampler: dict, progress: bool, motive_prior: 
 CONTRASTED = ("alpha", "cost_precise", "noise", "lapse", "theta_mu")
 
 
+def contrast_section(table: pd.DataFrame, trees: dict) -> str:
+    """The report's section on :func:`contrasts`: per LLM fit, ``P(LLM > human)`` for each
+    contrasted parameter (``†``: the LLM fit did not converge, so its row is not to be read)."""
+    lines = ["", "## Posterior contrasts with the human fit", "",
+             "P(parameter of the LLM fit > that of the human fit), from independent draws of the two posteriors "
+             "(`pm.contrast_table`); differences with 94% intervals are in `tables/contrasts.csv`.", "",
+             "| fit | " + " | ".join(CONTRASTED) + " |", "|---|" + "---|" * len(CONTRASTED)]
+    for fit, g in table.groupby("fit", sort=False):
+        p = dict(zip(g.parameter, g.p_greater))
+        mark = "" if fit not in trees or converged(trees[fit]) else " †"
+        lines.append(f"| {fit}{mark} | " + " | ".join(f"{p[v]:.2f}" if v in p else "–" for v in CONTRASTED) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def contrasts(trees: dict) -> pd.DataFrame:
     """Each LLM fit against the human fit: ``P(LLM > human)`` and the difference with its 94%
     interval for :data:`CONTRASTED` (:func:`pragmodels.contrast_table`)."""
@@ -519,6 +533,8 @@ def write_report(run_dir: str | Path, *, trees: dict | None = None, baseline=Non
                            pd.read_csv(tables / "loo_compare.csv", index_col=0), trees, baseline,
                            pd.read_csv(tables / "cds_model.csv"), pd.read_csv(tables / "ppc_condition_means.csv"),
                            params, manifest["wall_time_s"], chains)
+    if (tables / "contrasts.csv").exists():
+        report += contrast_section(pd.read_csv(tables / "contrasts.csv"), trees)
     if rebuilt:
         report += (f"\n_Report re-rendered from the saved run by `rebuild_report` (pragmodels {pm.__version__}); "
                    "the fits themselves are unchanged._\n")

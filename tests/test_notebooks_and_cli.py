@@ -100,6 +100,7 @@ def test_social_meaning_main_job_quick(tmp_path):
     assert chains.loc[chains.fit == "human baseline", "alpha"].isna().all() and chains.alpha.notna().sum() == 26
     report = (out / "report.md").read_text()
     assert "Quick mode is a smoke test" in report and "## Diagnostics" in report
+    assert "## Posterior contrasts with the human fit" in report and "| claude MIN" in report
     assert "Not converged" in report and "Chain by chain" in report  # quick chains never converge; the report says so
     from models.social_meaning_study import rebuild_report
 
