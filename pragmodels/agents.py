@@ -56,6 +56,7 @@ from typing import Literal
 
 import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike, DTypeLike
 
 from pragmodels.logmath import log_mix_uniform, log_normalize, log_sum_exp, masked_scale
 
@@ -98,21 +99,22 @@ def _check_cost_scaling(cost_scaling: str) -> None:
         )
 
 
-def _add_prior(log_w: jax.Array, log_prior: jax.Array | None) -> jax.Array:
-    return log_w if log_prior is None else log_w + log_prior[None, :]
+def _add_prior(log_w: jax.Array, log_prior: ArrayLike | None) -> jax.Array:
+    return log_w if log_prior is None else log_w + jnp.asarray(log_prior)[None, :]
 
 
-def _cost_column(cost: jax.Array | None, dtype) -> jax.Array:
+def _cost_column(cost: ArrayLike | None, dtype: DTypeLike) -> jax.Array:
     return jnp.zeros((), dtype) if cost is None else jnp.asarray(cost, dtype)[:, None]
 
 
-def qud_project(log_listener: jax.Array, qud: jax.Array) -> jax.Array:
+def qud_project(log_listener: ArrayLike, qud: ArrayLike) -> jax.Array:
     """Project a listener onto a QUD partition of the states (Kao et al. 2014, eq. 4).
 
     Shapes: ``log_listener [utterance, state]``, ``qud [state]`` (integer cell labels) ->
     ``[utterance, state]``: for each state, the log-probability the listener assigns to the
     state's cell, ``log Σ_{s': qud[s'] = qud[s]} L(s' | u)``.
     """
+    log_listener = jnp.asarray(log_listener)
     qud = jnp.asarray(qud)
     same = (qud[:, None] == qud[None, :]).astype(log_listener.dtype)  # [state, state]
     m = jnp.max(log_listener, axis=1, keepdims=True)
@@ -123,7 +125,8 @@ def qud_project(log_listener: jax.Array, qud: jax.Array) -> jax.Array:
     return jnp.where(ok, jnp.log(jnp.where(ok, mass, 1.0)) + m_safe, -jnp.inf)
 
 
-def _scaled_utility(util, alpha, cost, cost_scaling):
+def _scaled_utility(util: jax.Array, alpha: ArrayLike, cost: ArrayLike | None,
+                    cost_scaling: CostScaling) -> jax.Array:
     """``alpha (U − cost)`` ("inside") or ``alpha U − cost`` ("outside") where ``U`` is finite.
 
     Entries with ``U = -inf`` stay ``-inf`` and pass no gradient (the double ``where`` of
@@ -139,18 +142,19 @@ def _scaled_utility(util, alpha, cost, cost_scaling):
     return jnp.where(ok, alpha * safe - cost_col, -jnp.inf)
 
 
-def _speaker_us(log_listener, alpha, cost, qud, cost_scaling="inside"):
+def _speaker_us(log_listener: jax.Array, alpha: ArrayLike, cost: ArrayLike | None, qud: ArrayLike | None,
+                cost_scaling: CostScaling = "inside") -> jax.Array:
     """Speaker in [utterance, state] layout from a listener in [utterance, state] layout."""
     if qud is not None:
         log_listener = qud_project(log_listener, qud)
     return log_normalize(_scaled_utility(log_listener, alpha, cost, cost_scaling), axis=0)
 
 
-def _listener_us(log_w, log_prior):
+def _listener_us(log_w: jax.Array, log_prior: ArrayLike | None) -> jax.Array:
     return log_normalize(_add_prior(log_w, log_prior), axis=1)
 
 
-def softmax_speaker(log_utility: jax.Array, alpha, cost: jax.Array | None = None, *,
+def softmax_speaker(log_utility: ArrayLike, alpha: ArrayLike, cost: ArrayLike | None = None, *,
                     cost_scaling: CostScaling = "inside") -> jax.Array:
     """Speaker from an arbitrary informativeness table: ``S(u | s) ∝ exp(alpha (U[u, s] − cost(u)))``.
 
@@ -158,13 +162,13 @@ def softmax_speaker(log_utility: jax.Array, alpha, cost: jax.Array | None = None
     a literal listener (e.g. social-meaning models with persona-dependent QUDs). ``-inf`` in
     ``log_utility`` marks an utterance the speaker cannot use in that state. With
     ``cost_scaling="outside"``: ``S(u | s) ∝ exp(alpha U[u, s] − cost(u))`` (module docstring).
-    Shapes: ``log_utility [utterance, state]``, ``cost [utterance]`` -> ``[state, utterance]``.
+    Shapes: ``log_utility [utterance, state]``, ``alpha []``, ``cost [utterance]`` -> ``[state, utterance]``.
     """
     _check_cost_scaling(cost_scaling)
     return _speaker_us(jnp.asarray(log_utility), alpha, cost, None, cost_scaling).T
 
 
-def bayes_listener(log_speaker: jax.Array, log_prior: jax.Array | None = None) -> jax.Array:
+def bayes_listener(log_speaker: ArrayLike, log_prior: ArrayLike | None = None) -> jax.Array:
     """Listener that inverts a speaker by Bayes' rule: ``L(s | u) ∝ S(u | s) P(s)``.
 
     Shapes: ``log_speaker [state, utterance]``, ``log_prior [state]`` -> ``[utterance, state]``.
@@ -172,7 +176,7 @@ def bayes_listener(log_speaker: jax.Array, log_prior: jax.Array | None = None) -
     return _listener_us(jnp.asarray(log_speaker).T, log_prior)
 
 
-def literal_listener(log_semantics: jax.Array, log_prior: jax.Array | None = None) -> jax.Array:
+def literal_listener(log_semantics: ArrayLike, log_prior: ArrayLike | None = None) -> jax.Array:
     """Literal listener ``L0(s | u) ∝ exp(log_semantics[u, s]) P(s)``.
 
     Shapes: ``log_semantics [utterance, state]``, ``log_prior [state]`` -> ``[utterance, state]``.
@@ -181,7 +185,8 @@ def literal_listener(log_semantics: jax.Array, log_prior: jax.Array | None = Non
     return _listener_us(log_semantics, log_prior)
 
 
-def _recurse(log_semantics, alpha, cost, log_prior, depth, prior_at, qud, cost_scaling):
+def _recurse(log_semantics: jax.Array, alpha: ArrayLike, cost: ArrayLike | None, log_prior: ArrayLike | None,
+             depth: int, prior_at: PriorAt, qud: ArrayLike | None, cost_scaling: CostScaling) -> jax.Array:
     """Run to speaker level ``depth`` and return it in [utterance, state] layout."""
     inner_prior = log_prior if prior_at == "all" else None
     listener = _listener_us(log_semantics, inner_prior)
@@ -193,14 +198,14 @@ def _recurse(log_semantics, alpha, cost, log_prior, depth, prior_at, qud, cost_s
 
 
 def pragmatic_speaker(
-    log_semantics: jax.Array,
-    alpha: jax.Array | float,
-    cost: jax.Array | None = None,
-    log_prior: jax.Array | None = None,
+    log_semantics: ArrayLike,
+    alpha: ArrayLike,
+    cost: ArrayLike | None = None,
+    log_prior: ArrayLike | None = None,
     depth: int = 1,
     *,
     prior_at: PriorAt = "all",
-    qud: jax.Array | None = None,
+    qud: ArrayLike | None = None,
     cost_scaling: CostScaling = "inside",
 ) -> jax.Array:
     """Pragmatic speaker ``S_depth(u | s)``.
@@ -222,14 +227,14 @@ def pragmatic_speaker(
 
 
 def pragmatic_listener(
-    log_semantics: jax.Array,
-    alpha: jax.Array | float,
-    cost: jax.Array | None = None,
-    log_prior: jax.Array | None = None,
+    log_semantics: ArrayLike,
+    alpha: ArrayLike,
+    cost: ArrayLike | None = None,
+    log_prior: ArrayLike | None = None,
     depth: int = 1,
     *,
     prior_at: PriorAt = "all",
-    qud: jax.Array | None = None,
+    qud: ArrayLike | None = None,
     cost_scaling: CostScaling = "inside",
 ) -> jax.Array:
     """Pragmatic listener ``L_depth(s | u) ∝ S_depth(u | s) P(s)``; ``depth=0`` is ``L0``.
@@ -248,15 +253,15 @@ def pragmatic_listener(
 
 
 def lexical_uncertainty_listener(
-    log_semantics: jax.Array,
-    alpha: jax.Array | float,
-    cost: jax.Array | None = None,
-    log_prior: jax.Array | None = None,
-    log_lexicon_prior: jax.Array | None = None,
+    log_semantics: ArrayLike,
+    alpha: ArrayLike,
+    cost: ArrayLike | None = None,
+    log_prior: ArrayLike | None = None,
+    log_lexicon_prior: ArrayLike | None = None,
     depth: int = 1,
     *,
     prior_at: PriorAt = "all",
-    qud: jax.Array | None = None,
+    qud: ArrayLike | None = None,
     cost_scaling: CostScaling = "inside",
 ) -> jax.Array:
     """Listener that marginalises over a set of lexica (Bergen, Levy & Goodman 2016, eq. 9).
@@ -295,7 +300,7 @@ def lexical_uncertainty_listener(
     return listener
 
 
-def social_utility(log_listener: jax.Array, social_value: jax.Array) -> jax.Array:
+def social_utility(log_listener: ArrayLike, social_value: ArrayLike) -> jax.Array:
     """Social utility ``U_soc(u; s) = E_{L(s' | u)}[V(s')] = Σ_s' L(s' | u) V(s')``.
 
     The value to the listener of the belief an utterance induces (Yoon, Tessler, Goodman & Frank
@@ -320,10 +325,10 @@ def social_utility(log_listener: jax.Array, social_value: jax.Array) -> jax.Arra
 
 
 def weighted_utility_speaker(
-    utilities: jax.Array,
-    alpha: jax.Array | float,
-    weights: jax.Array,
-    cost: jax.Array | None = None,
+    utilities: ArrayLike,
+    alpha: ArrayLike,
+    weights: ArrayLike,
+    cost: ArrayLike | None = None,
     *,
     cost_scaling: CostScaling = "inside",
 ) -> jax.Array:
@@ -366,12 +371,12 @@ def weighted_utility_speaker(
 
 
 def mixed_utility_speaker(
-    log_semantics: jax.Array,
-    alpha: jax.Array | float,
-    weights: jax.Array,
-    social_value: jax.Array,
-    cost: jax.Array | None = None,
-    log_prior: jax.Array | None = None,
+    log_semantics: ArrayLike,
+    alpha: ArrayLike,
+    weights: ArrayLike,
+    social_value: ArrayLike,
+    cost: ArrayLike | None = None,
+    log_prior: ArrayLike | None = None,
     *,
     cost_scaling: CostScaling = "inside",
 ) -> jax.Array:
@@ -413,9 +418,9 @@ def mixed_utility_speaker(
 
 
 def joint_listener(
-    log_speaker: jax.Array,
-    log_prior: jax.Array | None = None,
-    log_goal_prior: jax.Array | None = None,
+    log_speaker: ArrayLike,
+    log_prior: ArrayLike | None = None,
+    log_goal_prior: ArrayLike | None = None,
 ) -> jax.Array:
     """Listener that infers the state and the speaker's goal jointly::
 
@@ -472,7 +477,7 @@ def joint_listener(
     return flat.reshape(n_utt, n_state, n_goal)
 
 
-def joint_marginals(log_joint: jax.Array) -> tuple[jax.Array, jax.Array]:
+def joint_marginals(log_joint: ArrayLike) -> tuple[jax.Array, jax.Array]:
     """State and goal marginals of a :func:`joint_listener` posterior.
 
     Shapes: ``log_joint [utterance, state, goal]`` -> ``(log_state [utterance, state],
@@ -487,7 +492,7 @@ def joint_marginals(log_joint: jax.Array) -> tuple[jax.Array, jax.Array]:
     return log_sum_exp(log_joint, axis=2), log_sum_exp(log_joint, axis=1)
 
 
-def lapse_mixture(log_p: jax.Array, lapse: jax.Array | float, axis: int = -1) -> jax.Array:
+def lapse_mixture(log_p: ArrayLike, lapse: ArrayLike, axis: int = -1) -> jax.Array:
     """Mix a choice distribution with uniform noise: ``(1 - lapse) p + lapse / n``.
 
     Shapes: ``log_p [..., option, ...]`` normalised along ``axis``; ``lapse`` in [0, 1],

@@ -23,17 +23,21 @@ import functools
 import json
 import time
 import warnings
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.typing import ArrayLike
 from numpyro.primitives import Messenger
 
 from pragmodels import sampler as _s
 from pragmodels.diagnostics import FitWarning, diagnose
 from pragmodels.params import inspect_model, with_priors
+
+if TYPE_CHECKING:
+    import xarray as xr
 
 __all__ = ["fit_batched"]
 
@@ -45,7 +49,7 @@ class _PadMask(Messenger):
         super().__init__()
         self.mask = mask
 
-    def process_message(self, msg):
+    def process_message(self, msg: dict[str, Any]) -> None:
         if msg["type"] != "sample" or not msg.get("is_observed"):
             return
         batch = tuple(msg["fn"].batch_shape)
@@ -56,22 +60,23 @@ class _PadMask(Messenger):
 class _Masked:
     """``model`` whose padded trials (``_pad_mask [trial]``, True for real ones) are masked."""
 
-    def __init__(self, model):
+    def __init__(self, model: Callable[..., Any]):
         self.model = model
         self.name = getattr(model, "name", getattr(model, "__name__", "model"))
 
-    def __call__(self, _pad_mask=None, **kwargs):
+    def __call__(self, _pad_mask: ArrayLike | None = None, **kwargs: Any) -> Any:
         if _pad_mask is None:
             return self.model(**kwargs)
         with _PadMask(jnp.asarray(_pad_mask, bool)):
             return self.model(**kwargs)
 
     @property
-    def __pragmodels_key__(self):
+    def __pragmodels_key__(self) -> tuple[Any, ...]:
         return ("masked", _s.structure_key(self.model))
 
 
-def _pad(datasets: Sequence[Mapping[str, Any]], pad: Sequence[str]) -> tuple[dict, dict, np.ndarray, list[int]]:
+def _pad(datasets: Sequence[Mapping[str, Any]], pad: Sequence[str]
+         ) -> tuple[dict[str, Any], dict[str, np.ndarray], np.ndarray, list[int]]:
     """Stack data sets: (static values, arrays [dataset, ...], mask [dataset, trial], sizes)."""
     keys = list(datasets[0])
     for i, d in enumerate(datasets):
@@ -94,7 +99,7 @@ def _pad(datasets: Sequence[Mapping[str, Any]], pad: Sequence[str]) -> tuple[dic
             raise ValueError(f"datasets[{i}]: the padded arrays differ in length {lens}.")
         sizes.append(next(iter(lens.values())) if lens else 0)
     n_max = max(sizes) if sizes else 0
-    arrays = {}
+    arrays: dict[str, np.ndarray] = {}
     for k in keys:
         if k in static:
             continue
@@ -119,12 +124,13 @@ def _cut(arr: np.ndarray, n: int, n_max: int) -> np.ndarray:
     return np.take(arr, np.arange(n), axis=axes[-1])
 
 
-def fit_batched(rng_key, model, datasets: Sequence[Mapping[str, Any]], *, pad: Sequence[str] = (),
-                names: Sequence[str] | None = None, num_warmup: int = 1000, num_samples: int = 1000,
-                num_chains: int = 4, target_accept: float = 0.8, max_tree_depth: int = 10,
-                dense_mass=False, init: str = "median", priors: Mapping[str, Any] | None = None,
-                posterior_predictive: bool = True, dims: dict | None = None, coords: dict | None = None
-                ) -> dict[str, Any]:
+def fit_batched(rng_key: int | jax.Array, model: Callable[..., Any], datasets: Sequence[Mapping[str, Any]], *,
+                pad: Sequence[str] = (), names: Sequence[str] | None = None, num_warmup: int = 1000,
+                num_samples: int = 1000, num_chains: int = 4, target_accept: float = 0.8,
+                max_tree_depth: int = 10, dense_mass: bool | list[tuple[str, ...]] = False,
+                init: Literal["median", "uniform"] = "median", priors: Mapping[str, Any] | None = None,
+                posterior_predictive: bool = True, dims: Mapping[str, list[str]] | None = None,
+                coords: Mapping[str, Any] | None = None) -> dict[str, xr.DataTree]:
     """Fit ``model`` to each of ``datasets`` in one compiled, vectorised NUTS run.
 
     Parameters
@@ -170,11 +176,11 @@ def fit_batched(rng_key, model, datasets: Sequence[Mapping[str, Any]], *, pad: S
     if priors:
         model = with_priors(model, priors)
     key, seed_repr = _as_key(rng_key)
-    static, arrays, mask, sizes = _pad(datasets, pad)
+    static, stacked, mask, sizes = _pad(datasets, pad)
     n_max = mask.shape[1]
     masked = _Masked(model)
     K = len(datasets)
-    arrays = {**{k: jnp.asarray(v) for k, v in arrays.items()}, "_pad_mask": jnp.asarray(mask)}
+    arrays = {**{k: jnp.asarray(v) for k, v in stacked.items()}, "_pad_mask": jnp.asarray(mask)}
 
     settings = (num_warmup, num_samples, float(target_accept), max_tree_depth, _s._dense_mass_key(dense_mass), init)
     cache_key = ("nuts-batched", _s.structure_key(masked), _s._static_items(static),
@@ -252,7 +258,7 @@ def fit_batched(rng_key, model, datasets: Sequence[Mapping[str, Any]], *, pad: S
     return out
 
 
-def _data_hash(data):
+def _data_hash(data: Mapping[str, Any]) -> str:
     from pragmodels.results_io import data_hash
 
     return data_hash(data)

@@ -34,7 +34,7 @@ def _read_config(path: Path) -> dict:
     return cfg
 
 
-def _run(args) -> Path:
+def _run(args: argparse.Namespace) -> Path:
     path = Path(args.config)
     cfg = _read_config(path)
     mode = "quick" if args.quick else "full"
@@ -62,7 +62,7 @@ def _study_config(study: str) -> Path:
     return found
 
 
-def _tables(args) -> None:
+def _tables(args: argparse.Namespace) -> None:
     from pragmodels.runs import load_entry_point
 
     path = _study_config(args.study)

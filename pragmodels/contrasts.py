@@ -78,7 +78,7 @@ def contrast_table(trees: Mapping[str, xr.DataTree], var_names: list[str], refer
             if v not in tree["posterior"].data_vars or v not in trees[reference]["posterior"].data_vars:
                 continue
             res = contrast(tree, trees[reference], v, prob=prob, seed=seed)
-            records = ([{k: float(res[k]) for k in res.data_vars}] if not res.dims
+            records = ([{str(k): float(res[k]) for k in res.data_vars}] if not res.dims
                        else res.to_dataframe().reset_index().to_dict("records"))
             for r in records:
                 rows.append({"fit": label, "reference": reference, "parameter": v, **r})

@@ -7,7 +7,9 @@ Thresholds follow Vehtari et al. (2021): r_hat <= 1.01 and bulk/tail ESS >= 100 
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import xarray as xr
@@ -28,6 +30,8 @@ class FitDiagnosticsError(RuntimeError):
 
 @dataclass
 class Diagnostics:
+    """What :func:`diagnose` found: divergences, worst r_hat and ESS, and the problems it warns of."""
+
     divergences: int
     max_rhat: float
     min_ess_bulk: float
@@ -39,7 +43,7 @@ class Diagnostics:
     def ok(self) -> bool:
         return not self.problems
 
-    def as_attrs(self) -> dict:
+    def as_attrs(self) -> dict[str, int | float]:
         return {
             "divergences": int(self.divergences),
             "max_rhat": float(self.max_rhat),
@@ -48,7 +52,7 @@ class Diagnostics:
         }
 
 
-def _worst(ds: xr.Dataset, fn) -> tuple[float, str]:
+def _worst(ds: xr.Dataset, fn: Callable[[np.ndarray], Any]) -> tuple[float, str]:
     worst, where = np.nan, ""
     for name, da in ds.data_vars.items():
         vals = np.asarray(da)
@@ -56,7 +60,7 @@ def _worst(ds: xr.Dataset, fn) -> tuple[float, str]:
             continue
         v = fn(vals)
         if np.isnan(worst) or (fn is np.nanmax and v > worst) or (fn is np.nanmin and v < worst):
-            worst, where = float(v), name
+            worst, where = float(v), str(name)
     return worst, where
 
 
@@ -64,7 +68,11 @@ def diagnose(tree: xr.DataTree, emit: bool = True, max_tree_depth: int | None = 
     """Count divergences, find the worst r_hat and ESS, and warn (``FitWarning``) on problems.
 
     With ``max_tree_depth``, also flag NUTS trajectories that hit the depth limit (the sampler
-    was cut short, so it explores slowly and the ESS estimates deserve suspicion)."""
+    was cut short, so it explores slowly and the ESS estimates deserve suspicion).
+
+    Shapes: ``posterior`` variables ``[chain, draw, ...]``; ``sample_stats`` ``diverging`` and
+    ``n_steps`` ``[chain, draw]``.
+    """
     from arviz_stats import ess, rhat
 
     post = tree["posterior"].to_dataset()

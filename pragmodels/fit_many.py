@@ -106,11 +106,16 @@ import uuid
 import warnings
 from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Literal, Mapping, cast
 
 from pragmodels import inference
 from pragmodels.diagnostics import FitWarning
 from pragmodels.results_io import load_netcdf, save_netcdf
+
+if TYPE_CHECKING:
+    import pandas as pd
+    import xarray as xr
+    from distributed import Client
 
 __all__ = [
     "FitSpec",
@@ -155,11 +160,11 @@ class FitSpec:
     """
 
     name: str
-    model: Callable | str
-    data: dict
+    model: Callable[..., Any] | str
+    data: dict[str, Any]
     _: KW_ONLY
-    priors: dict | None = None
-    sampler: dict = field(default_factory=dict)
+    priors: dict[str, Any] | None = None
+    sampler: dict[str, Any] = field(default_factory=dict)
     seed: int
 
 
@@ -191,11 +196,11 @@ class FitOutcome:
     """
 
     name: str
-    status: str
+    status: Literal["ok", "error"]
     wall_s: float = math.nan
-    tree: Any = None
+    tree: xr.DataTree | None = None
     path: Path | None = None
-    diagnostics: dict = field(default_factory=dict)
+    diagnostics: dict[str, Any] = field(default_factory=dict)
     diagnostics_ok: bool | None = None
     warnings: list[str] = field(default_factory=list)
     error: FitError | None = None
@@ -224,7 +229,7 @@ class FitManyResult:
     def __getitem__(self, name: str) -> FitOutcome:
         return self._by_name[name]
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[FitOutcome]:
         return iter(self.outcomes)
 
     def __len__(self) -> int:
@@ -253,18 +258,17 @@ class FitManyResult:
         return {o.name: o.path for o in self.outcomes if o.ok and o.path is not None}
 
     @property
-    def trees(self) -> dict:
+    def trees(self) -> dict[str, xr.DataTree]:
         """``{name: DataTree}`` of the successful fits; saved fits are loaded from their files
         (fully into memory, on every access: use ``paths`` to open them one at a time)."""
-        return {o.name: (o.tree if o.tree is not None else load_netcdf(o.path))
-                for o in self.outcomes if o.ok}
+        return {o.name: _tree_of(o) for o in self.outcomes if o.ok}
 
     @property
     def errors(self) -> dict[str, FitError]:
         """``{name: FitError}`` of the failed fits."""
-        return {o.name: o.error for o in self.outcomes if not o.ok}
+        return {o.name: o.error for o in self.outcomes if not o.ok and o.error is not None}
 
-    def summary(self):
+    def summary(self) -> pd.DataFrame:
         """A ``pandas.DataFrame``, one row per fit: name, status, wall_s, diagnostics_ok,
         max_rhat, min_ess_bulk, error (``"Type: message"``; missing for a success)."""
         import pandas as pd
@@ -290,6 +294,14 @@ class FitManyResult:
         raise FitManyError("\n".join(lines))
 
 
+def _tree_of(outcome: FitOutcome) -> xr.DataTree:
+    """A successful fit's tree: the one it holds, or the one loaded from the file it was saved to."""
+    if outcome.tree is not None:
+        return outcome.tree
+    assert outcome.path is not None  # run_fit returns an ok outcome with a tree or a path
+    return load_netcdf(outcome.path)
+
+
 # --- workers -----------------------------------------------------------------------------
 
 
@@ -305,7 +317,7 @@ def _split_ref(ref: str) -> tuple[str, str]:
     return module_part, attr
 
 
-def resolve_model(ref: str) -> Callable:
+def resolve_model(ref: str) -> Callable[..., Any]:
     """The model named by ``"package.module:attr"`` or ``"path/to/file.py:attr"``.
 
     A file is loaded once per process (later calls return the same objects, so compiled
@@ -320,6 +332,8 @@ def resolve_model(ref: str) -> Callable:
                 raise FileNotFoundError(f"model string {ref!r}: no file {path}.")
             mod_name = f"_pragmodels_model_{Path(path).stem}_{abs(hash(path)):x}"
             spec = importlib.util.spec_from_file_location(mod_name, path)
+            if spec is None or spec.loader is None:
+                raise ImportError(f"model string {ref!r}: {path} cannot be loaded as a Python module.")
             module = importlib.util.module_from_spec(spec)
             sys.modules[mod_name] = module  # so that objects defined there pickle by reference
             try:
@@ -394,7 +408,7 @@ def configure_worker(threads: int | None = None, cache_dir: str | None = None) -
 
 
 @contextlib.contextmanager
-def _spawn_environ(threads: int):
+def _spawn_environ(threads: int) -> Iterator[None]:
     """Environment for worker processes spawned inside the block (restored afterwards)."""
     new = {"XLA_FLAGS": _worker_xla_flags(os.environ.get("XLA_FLAGS", ""), threads),
            "PRAGMODELS_HOST_DEVICES": "1", "PRAGMODELS_WORKER_THREADS": str(threads)}
@@ -414,7 +428,7 @@ def _spawn_environ(threads: int):
                 os.environ[k] = v
 
 
-def _diagnostics_of(tree) -> tuple[dict, bool | None]:
+def _diagnostics_of(tree: xr.DataTree) -> tuple[dict[str, Any], bool | None]:
     attrs = tree.attrs
     try:
         diag = json.loads(attrs.get("diagnostics", "{}"))
@@ -424,7 +438,7 @@ def _diagnostics_of(tree) -> tuple[dict, bool | None]:
     return diag, (None if ok is None else bool(int(ok)))
 
 
-def run_fit(name: str, spec, out_path: str | None = None, *, configure: bool = False,
+def run_fit(name: str, spec: FitSpec | bytes, out_path: str | None = None, *, configure: bool = False,
             threads: int | None = None, cache_dir: str | None = None) -> FitOutcome:
     """Run one fit and return its :class:`FitOutcome`; never raises for a failed fit.
 
@@ -438,23 +452,20 @@ def run_fit(name: str, spec, out_path: str | None = None, *, configure: bool = F
     if configure:
         configure_worker(threads, cache_dir)
     try:
-        if isinstance(spec, (bytes, bytearray)):
-            spec = pickle.loads(spec)
-        model = resolve_model(spec.model) if isinstance(spec.model, str) else spec.model
-        settings = {**_SAMPLER_DEFAULTS, **spec.sampler}
+        fit_spec: FitSpec = pickle.loads(spec) if isinstance(spec, (bytes, bytearray)) else spec
+        model = resolve_model(fit_spec.model) if isinstance(fit_spec.model, str) else fit_spec.model
+        settings = {**_SAMPLER_DEFAULTS, **fit_spec.sampler}
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", FitWarning)
-            tree = inference.fit(spec.seed, model, spec.data, priors=spec.priors, **settings)
+            tree = inference.fit(fit_spec.seed, model, fit_spec.data, priors=fit_spec.priors, **settings)
         for w in caught:  # FitWarnings travel back in the outcome; pass the others on here
             if not issubclass(w.category, FitWarning):
                 warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
         tree.attrs["fit_name"] = name
         diag, diag_ok = _diagnostics_of(tree)
-        path = None
-        if out_path is not None:
-            path = save_netcdf(tree, out_path)
-            tree = None
-        return FitOutcome(name, "ok", time.perf_counter() - t0, tree=tree, path=path, diagnostics=diag,
+        path = save_netcdf(tree, out_path) if out_path is not None else None
+        return FitOutcome(name, "ok", time.perf_counter() - t0, tree=tree if path is None else None, path=path,
+                          diagnostics=diag,
                           diagnostics_ok=diag_ok,
                           warnings=[str(w.message) for w in caught if issubclass(w.category, FitWarning)])
     except Exception as exc:
@@ -469,7 +480,7 @@ def _fit_keywords() -> set[str]:
     return {n for n, p in params.items() if p.kind is p.KEYWORD_ONLY and n not in _MANAGED}
 
 
-def _check_specs(specs: Iterable) -> list[FitSpec]:
+def _check_specs(specs: Iterable[FitSpec | Mapping[str, Any]]) -> list[FitSpec]:
     if isinstance(specs, (FitSpec, Mapping, str)):
         raise TypeError("specs must be a list of FitSpec (or of dicts of FitSpec fields).")
     allowed = _fit_keywords()
@@ -546,7 +557,7 @@ def _compilation_cache_dir() -> str | None:
         return None
 
 
-def _executor_kind(executor) -> str:
+def _executor_kind(executor: object) -> str:
     if isinstance(executor, str):
         if executor not in ("sequential", "process"):
             raise ValueError(f"executor must be 'sequential', 'process', a dask.distributed.Client "
@@ -561,8 +572,10 @@ def _executor_kind(executor) -> str:
                     f"concurrent.futures.Executor; got {type(executor).__name__}.")
 
 
-def fit_many(specs: Iterable[FitSpec], *, executor="sequential", max_workers: int | None = None,
-             out_dir: str | os.PathLike | None = None, progress: bool = True) -> FitManyResult:
+def fit_many(specs: Iterable[FitSpec | Mapping[str, Any]], *,
+             executor: Literal["sequential", "process"] | Client | cf.Executor = "sequential",
+             max_workers: int | None = None, out_dir: str | os.PathLike[str] | None = None,
+             progress: bool = True) -> FitManyResult:
     """Run every spec's fit and return a :class:`FitManyResult` (in the order of the specs).
 
     Parameters
@@ -598,7 +611,7 @@ def fit_many(specs: Iterable[FitSpec], *, executor="sequential", max_workers: in
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
     paths = {s.name: (str(out / f"{s.name}.nc") if out is not None else None) for s in specs}
-    blobs = [_dumps(i, s) for i, s in enumerate(specs)] if kind != "sequential" else None
+    blobs = [_dumps(i, s) for i, s in enumerate(specs)] if kind != "sequential" else []
 
     outcomes: dict[str, FitOutcome] = {}
     bar = tqdm(total=len(specs), desc="fits", unit="fit", disable=not progress)
@@ -619,8 +632,11 @@ def fit_many(specs: Iterable[FitSpec], *, executor="sequential", max_workers: in
             for s in specs:
                 record(run_fit(s.name, s, paths[s.name]))
         elif kind == "dask":
-            _run_dask(executor, specs, blobs, paths, record)
+            _run_dask(cast("Client", executor), specs, blobs, paths, record)  # _executor_kind checked it
         else:
+            pool: cf.Executor
+            env: contextlib.AbstractContextManager[None]
+            threads: int | None
             if kind == "process":
                 n = min(int(max_workers or _cpu_count()), len(specs))
                 threads = int(os.environ.get("PRAGMODELS_WORKER_THREADS", max(1, _cpu_count() // n)))
@@ -628,6 +644,7 @@ def fit_many(specs: Iterable[FitSpec], *, executor="sequential", max_workers: in
                 env = _spawn_environ(threads)
                 cache_dir = _compilation_cache_dir()  # this process's cache: the same machine
             else:
+                assert isinstance(executor, cf.Executor)  # _executor_kind checked it
                 pool, env, threads, cache_dir = executor, contextlib.nullcontext(), None, None
             try:
                 with env:  # processes are spawned as tasks are submitted
@@ -654,7 +671,8 @@ def fit_many(specs: Iterable[FitSpec], *, executor="sequential", max_workers: in
     return result
 
 
-def _run_dask(client, specs, blobs, paths, record) -> None:
+def _run_dask(client: Client, specs: list[FitSpec], blobs: list[bytes], paths: Mapping[str, str | None],
+              record: Callable[[FitOutcome], None]) -> None:
     from distributed import as_completed
 
     token = uuid.uuid4().hex[:8]

@@ -14,13 +14,14 @@ observed site gets a fresh posterior predictive draw.
 from __future__ import annotations
 
 import json
+import os
 import platform
 import time
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime, timezone
 from importlib.metadata import version as _pkg_version
-from typing import Any
+from typing import Any, Literal
 
 import jax
 import numpy as np
@@ -33,14 +34,23 @@ from pragmodels.params import ModelInfo, inspect_model, with_priors
 from pragmodels.predictive import posterior_predictive as _posterior_predictive
 from pragmodels.predictive import prior_predictive_draws
 from pragmodels.results_io import data_hash, save_netcdf
-from pragmodels.sampler import CHAIN_METHODS, bound_model, pointwise_log_likelihood, run_nuts, split_data
+from pragmodels.sampler import (
+    CHAIN_METHODS,
+    ChainMethod,
+    NutsRun,
+    bound_model,
+    pointwise_log_likelihood,
+    run_nuts,
+    split_data,
+)
 
 __all__ = ["fit", "CHAIN_METHODS"]
 
 INITS = ("median", "uniform", "optimize")
+Init = Literal["median", "uniform", "optimize"]
 
 
-def _as_key(rng_key):
+def _as_key(rng_key: object) -> tuple[jax.Array, int | list[int]]:
     if isinstance(rng_key, (int, np.integer)) and not isinstance(rng_key, bool):
         return jax.random.key(int(rng_key)), int(rng_key)
     if isinstance(rng_key, jax.Array):
@@ -49,7 +59,7 @@ def _as_key(rng_key):
     raise TypeError(f"rng_key must be an int seed or a jax PRNG key; got {type(rng_key).__name__}.")
 
 
-def _validate_data(data) -> dict:
+def _validate_data(data: object) -> dict[str, Any]:
     """Reject NaN and +inf in any numeric data array, by name and index (-inf is allowed: it is
     log 0 in log-space inputs such as ``log_semantics``)."""
     if not isinstance(data, Mapping):
@@ -72,7 +82,8 @@ def _validate_data(data) -> dict:
     return out
 
 
-def _check_settings(num_warmup, num_samples, num_chains, chain_method, target_accept, max_tree_depth, init):
+def _check_settings(num_warmup: object, num_samples: object, num_chains: object, chain_method: object,
+                    target_accept: object, max_tree_depth: object, init: object) -> None:
     for name, value, low in (("num_warmup", num_warmup, 0), ("num_samples", num_samples, 1),
                              ("num_chains", num_chains, 1)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
@@ -87,12 +98,14 @@ def _check_settings(num_warmup, num_samples, num_chains, chain_method, target_ac
         raise ValueError(f"init must be one of {list(INITS)}; got {init!r}.")
 
 
-def _datatree(run, loglik: dict, pp: dict | None, prior: dict | None, info: ModelInfo, dims, coords) -> xr.DataTree:
+def _datatree(run: NutsRun, loglik: dict[str, np.ndarray], pp: dict[str, np.ndarray] | None,
+              prior: dict[str, np.ndarray] | None, info: ModelInfo, dims: Mapping[str, list[str]] | None,
+              coords: Mapping[str, Any] | None) -> xr.DataTree:
     from arviz_base import from_dict
 
     all_dims = {k: info.named_dims(k) for k in info.dims if info.dims[k]}
     all_dims.update(dims or {})
-    groups: dict[str, dict] = {
+    groups: dict[str, dict[str, np.ndarray]] = {
         "posterior": run.samples,
         "sample_stats": run.stats,
         "log_likelihood": loglik,
@@ -103,31 +116,31 @@ def _datatree(run, loglik: dict, pp: dict | None, prior: dict | None, info: Mode
     if prior:
         groups["prior"] = {k: v[None] for k, v in prior.items() if k not in info.observed}
         groups["prior_predictive"] = {k: v[None] for k, v in prior.items() if k in info.observed}
-    sample_dims = {k: [] for k in run.stats}
+    sample_dims: dict[str, list[str]] = {k: [] for k in run.stats}
     return from_dict(groups, dims={**all_dims, **sample_dims}, coords=coords)
 
 
 def fit(
-    rng_key,
-    model,
-    data: dict,
+    rng_key: int | jax.Array,
+    model: Callable[..., Any],
+    data: Mapping[str, Any],
     *,
     num_warmup: int = 1000,
     num_samples: int = 1000,
     num_chains: int = 4,
-    chain_method: str | None = None,
+    chain_method: ChainMethod | None = None,
     target_accept: float = 0.8,
     max_tree_depth: int = 10,
-    dense_mass=False,
-    init: str = "median",
+    dense_mass: bool | list[tuple[str, ...]] = False,
+    init: Init = "median",
     progress_bar: bool = True,
-    dims: dict | None = None,
-    coords: dict | None = None,
+    dims: Mapping[str, list[str]] | None = None,
+    coords: Mapping[str, Any] | None = None,
     posterior_predictive: bool = True,
     prior_predictive: int = 0,
     name: str | None = None,
     priors: Mapping[str, Any] | None = None,
-    out=None,
+    out: str | os.PathLike[str] | None = None,
     strict: bool = False,
 ) -> xr.DataTree:
     """Fit ``model(**data)`` with NUTS and return an ArviZ ``DataTree``.
@@ -140,7 +153,8 @@ def fit(
         NumPyro model (parameters declared with :func:`pragmodels.param`, or plain
         ``numpyro.sample`` sites).
     data : dict
-        Keyword arguments of the model. Arrays are traced arguments (a later fit with new
+        Keyword arguments of the model, each array with the axes the model expects (e.g.
+        ``log_semantics [utterance, state]``, ``choice [trial]``). Arrays are traced arguments (a later fit with new
         values of the same shapes reuses the compiled program); Python scalars and strings are
         static. NaN and +inf are rejected by name.
     priors : dict, optional
@@ -168,7 +182,8 @@ def fit(
         ``None`` (default): ``parallel`` where there are several devices, else ``vectorized``,
         without a warning.
     dims, coords : dict, optional
-        Extra ArviZ dims/coords; declared dims and plate names already name the axes.
+        Extra ArviZ dims (``{site: [dim, ...]}``) and coords (``{dim: labels}``); declared dims and
+        plate names already name the axes.
     posterior_predictive : bool
         Add a ``posterior_predictive`` group: a fresh draw of every observed site per
         posterior draw (:class:`pragmodels.predictive.unobserve`).
@@ -183,9 +198,11 @@ def fit(
     Returns
     -------
     xarray.DataTree
-        Groups posterior, sample_stats, log_likelihood, posterior_predictive, observed_data
-        (and prior, prior_predictive); root attributes hold the provenance (data hash, model,
-        priors as sampled, sampler settings, seed, versions, diagnostics, wall and compile time).
+        Groups posterior ``[chain, draw, *site dims]``, sample_stats ``[chain, draw]``,
+        log_likelihood and posterior_predictive ``[chain, draw, *obs dims]``, observed_data
+        ``[*obs dims]`` (and prior, prior_predictive ``[chain=1, draw=n, ...]``); root attributes
+        hold the provenance (data hash, model, priors as sampled, sampler settings, seed, versions,
+        diagnostics, wall and compile time).
     """
     t_start = time.perf_counter()
     key, seed_repr = _as_key(rng_key)

@@ -20,6 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 import numpyro
 import numpyro.distributions as dist
+from jax.typing import ArrayLike
 
 from pragmodels.logmath import log_mix_uniform, log_normalize
 
@@ -32,17 +33,20 @@ __all__ = [
     "likert_ratings",
 ]
 
+#: the ``rows`` of a choice table: one integer index array ``[dim]``, or a tuple of them (one per row axis)
+Rows = ArrayLike | tuple[ArrayLike, ...]
+
 #: marks an observation site, so that it is recognised as one (and predicted) even without data
 _OBSERVATION = {"pragmodels": {"observation": True}}
 
 
-def _concrete(x) -> np.ndarray | None:
+def _concrete(x: object) -> np.ndarray | None:
     if x is None or isinstance(x, jax.core.Tracer):
         return None
     return np.asarray(x)
 
 
-def _check_index(name: str, obs, n_options: int, what: str) -> None:
+def _check_index(name: str, obs: ArrayLike | None, n_options: int, what: str) -> None:
     arr = _concrete(obs)
     if arr is None:
         return
@@ -63,13 +67,13 @@ class NormalizedCategorical(dist.CategoricalLogits):
     :func:`choices` checks normalisation eagerly before sampling.
     """
 
-    def log_prob(self, value):
+    def log_prob(self, value: ArrayLike) -> jax.Array:
         idx = jnp.expand_dims(jnp.asarray(value, jnp.int32), -1)
         logits = jnp.broadcast_to(self.logits, jnp.shape(idx)[:-1] + self.logits.shape[-1:])
         return jnp.take_along_axis(logits, idx, axis=-1)[..., 0]
 
 
-def _check_normalised(name: str, log_probs, what: str) -> None:
+def _check_normalised(name: str, log_probs: ArrayLike, what: str) -> None:
     arr = _concrete(log_probs)
     if arr is None:
         return
@@ -84,12 +88,12 @@ def _check_normalised(name: str, log_probs, what: str) -> None:
         )
 
 
-def choices(name: str, log_probs, obs=None, *, lapse=0.0, dim: str = "trial", what: str = "option",
-            rows=None):
+def choices(name: str, log_probs: ArrayLike, obs: ArrayLike | None = None, *, lapse: ArrayLike = 0.0,
+            dim: str = "trial", what: str = "option", rows: Rows | None = None) -> jax.Array:
     """Single categorical responses, one per row of ``log_probs``.
 
     Shapes: ``log_probs [dim, option]`` (normalised over ``option``), ``obs [dim]`` integer
-    option indices, ``lapse []`` or ``[dim]``.
+    option indices, ``lapse []`` or ``[dim]`` -> the sampled (or observed) indices ``[dim]``.
 
     With ``rows [dim]`` (integer), ``log_probs`` is instead a table ``[condition, option]`` and
     trial ``i`` uses row ``rows[i]``: the lapse mixture is then computed once per condition
@@ -147,15 +151,23 @@ def choices(name: str, log_probs, obs=None, *, lapse=0.0, dim: str = "trial", wh
                               infer=_OBSERVATION)
 
 
-def listener_choices(name, log_listener, obs=None, *, lapse=0.0, dim="trial", rows=None):
-    """Listener choices over states. ``log_listener [dim, state]`` (or a table with ``rows``),
-    ``obs [dim]`` state indices."""
+def listener_choices(name: str, log_listener: ArrayLike, obs: ArrayLike | None = None, *,
+                     lapse: ArrayLike = 0.0, dim: str = "trial", rows: Rows | None = None) -> jax.Array:
+    """Listener choices over states (:func:`choices` with ``what="state"``).
+
+    Shapes: ``log_listener [dim, state]`` (or a table ``[*row_axes, state]`` with ``rows``),
+    ``obs [dim]`` state indices -> ``[dim]``.
+    """
     return choices(name, log_listener, obs, lapse=lapse, dim=dim, what="state", rows=rows)
 
 
-def speaker_choices(name, log_speaker, obs=None, *, lapse=0.0, dim="trial", rows=None):
-    """Speaker choices over utterances. ``log_speaker [dim, utterance]`` (or a table with
-    ``rows``), ``obs [dim]``."""
+def speaker_choices(name: str, log_speaker: ArrayLike, obs: ArrayLike | None = None, *,
+                    lapse: ArrayLike = 0.0, dim: str = "trial", rows: Rows | None = None) -> jax.Array:
+    """Speaker choices over utterances (:func:`choices` with ``what="utterance"``).
+
+    Shapes: ``log_speaker [dim, utterance]`` (or a table ``[*row_axes, utterance]`` with
+    ``rows``), ``obs [dim]`` utterance indices -> ``[dim]``.
+    """
     return choices(name, log_speaker, obs, lapse=lapse, dim=dim, what="utterance", rows=rows)
 
 
@@ -167,18 +179,20 @@ class ZeroSafeMultinomial(dist.MultinomialLogits):
     could not even start. Here such terms are 0, with zero gradient.
     """
 
-    def log_prob(self, value):
+    def log_prob(self, value: ArrayLike) -> jax.Array:
         value = jnp.asarray(value, self.logits.dtype)
         terms = jnp.where(value > 0, value * jnp.where(value > 0, self.logits, 0.0), 0.0)
         norm = jax.scipy.special.gammaln(value.sum(-1) + 1) - jax.scipy.special.gammaln(value + 1).sum(-1)
         return norm + terms.sum(-1)
 
 
-def choice_counts(name: str, log_probs, counts, *, lapse=0.0, dim: str = "utterance"):
+def choice_counts(name: str, log_probs: ArrayLike, counts: ArrayLike, *, lapse: ArrayLike = 0.0,
+                  dim: str = "utterance") -> jax.Array:
     """Count vectors of responses (multinomial), one row per condition.
 
-    Shapes: ``log_probs [dim, option]``, ``counts [dim, option]`` non-negative integers. The row
-    totals are fixed by ``counts`` (also in predictive mode, which redraws the counts).
+    Shapes: ``log_probs [dim, option]``, ``counts [dim, option]`` non-negative integers, ``lapse []``
+    or ``[dim]`` -> counts ``[dim, option]``. The row totals are fixed by ``counts`` (also in
+    predictive mode, which redraws the counts).
     """
     log_probs = jnp.asarray(log_probs)
     arr = _concrete(counts)
@@ -201,17 +215,20 @@ def choice_counts(name: str, log_probs, counts, *, lapse=0.0, dim: str = "uttera
         )
 
 
-def binned_responses(name: str, log_probs, obs_bin=None, *, lapse=0.0, dim: str = "trial"):
+def binned_responses(name: str, log_probs: ArrayLike, obs_bin: ArrayLike | None = None, *,
+                     lapse: ArrayLike = 0.0, dim: str = "trial") -> jax.Array:
     """Responses on a continuous scale (e.g. a 0-100 slider) binned to the model's states.
 
     Bin the raw responses with :func:`pragmodels.semantics.bin_index` first (it rejects values
     off the scale by name). The likelihood is the probability mass of the bin, so log-likelihoods
-    are comparable across models that share a binning. Shapes as :func:`choices`.
+    are comparable across models that share a binning.
+
+    Shapes: ``log_probs [dim, bin]``, ``obs_bin [dim]`` bin indices, ``lapse []`` or ``[dim]`` -> ``[dim]``.
     """
     return choices(name, log_probs, obs_bin, lapse=lapse, dim=dim, what="bin")
 
 
-def ordinal_log_probs(latent, cutpoints) -> jax.Array:
+def ordinal_log_probs(latent: ArrayLike, cutpoints: ArrayLike) -> jax.Array:
     """Ordered-logistic category log-probabilities.
 
     ``P(y = k) = σ(c_k − η) − σ(c_{k−1} − η)`` with ``c_0 = −∞``, ``c_K = +∞``.
@@ -233,15 +250,16 @@ def ordinal_log_probs(latent, cutpoints) -> jax.Array:
     return jnp.concatenate([below[..., :1], inner, above[..., -1:]], -1)
 
 
-def likert_ratings(name: str, latent, cutpoints, obs=None, *, lapse=0.0, low: int = 1,
-                   dim: str = "response", rows=None):
+def likert_ratings(name: str, latent: ArrayLike, cutpoints: ArrayLike, obs: ArrayLike | None = None, *,
+                   lapse: ArrayLike = 0.0, low: int = 1, dim: str = "response",
+                   rows: Rows | None = None) -> jax.Array:
     """Ordinal ratings on a ``low .. low + K - 1`` scale (ordered logistic on a latent score).
 
     Shapes: ``latent [dim]``, ``cutpoints [K - 1]`` or ``[dim, K - 1]`` increasing, ``obs [dim]``
     integer ratings. With ``rows [dim]``, ``latent [condition]`` and ``cutpoints
     [condition, K - 1]`` describe conditions and rating ``i`` uses condition ``rows[i]`` (the
     ordinal probabilities are then computed once per condition). The sampled site holds the
-    category index ``rating - low`` (0-based).
+    category index ``rating - low`` (0-based), ``[dim]``.
     """
     log_probs = ordinal_log_probs(latent, cutpoints)
     k = log_probs.shape[-1]

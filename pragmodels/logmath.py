@@ -14,12 +14,16 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 from jax import lax
+from jax.typing import ArrayLike
 
 __all__ = ["log_sum_exp", "log_normalize", "masked_scale", "log_mix_uniform"]
 
 
 def log_sum_exp(x: jax.Array, axis: int, keepdims: bool = False) -> jax.Array:
-    """``log Σ exp(x)`` along ``axis``; ``-inf`` (with zero gradient, not NaN) for all ``-inf`` slices."""
+    """``log Σ exp(x)`` along ``axis``; ``-inf`` (with zero gradient, not NaN) for all ``-inf`` slices.
+
+    Shapes: ``x [...]`` -> ``x``'s shape without ``axis`` (kept with length 1 if ``keepdims``).
+    """
     m = jnp.max(x, axis=axis, keepdims=True)
     finite = m > -jnp.inf
     m_safe = jnp.where(finite, lax.stop_gradient(m), 0.0)
@@ -34,6 +38,8 @@ def log_normalize(x: jax.Array, axis: int) -> jax.Array:
     Slices whose entries are all ``-inf`` come back as all ``-inf`` with zero gradient,
     instead of NaN. ``+inf`` and NaN inputs are not supported (validate inputs eagerly with
     :func:`pragmodels.semantics.check_log_semantics`).
+
+    Shapes: ``x [...]`` -> the same shape.
     """
     lse = log_sum_exp(x, axis, keepdims=True)
     ok = lse > -jnp.inf
@@ -45,17 +51,21 @@ def masked_scale(log_p: jax.Array, alpha: jax.Array, offset: jax.Array) -> jax.A
 
     The double ``where`` keeps ``d/d alpha`` at zero (not ``-inf * 0 = NaN``) for entries
     with zero probability, which is what makes 0/1 lexica differentiable.
+
+    Shapes: ``log_p [...]``; ``alpha`` and ``offset`` broadcast against it -> the broadcast shape.
     """
     ok = log_p > -jnp.inf
     safe = jnp.where(ok, log_p, 0.0)
     return jnp.where(ok, alpha * (safe - offset), -jnp.inf)
 
 
-def log_mix_uniform(log_p: jax.Array, weight: jax.Array, axis: int = -1) -> jax.Array:
+def log_mix_uniform(log_p: jax.Array, weight: ArrayLike, axis: int = -1) -> jax.Array:
     """``log((1 - weight) * p + weight / n)`` along ``axis``, with ``n = log_p.shape[axis]``.
 
     ``weight`` in [0, 1] broadcasts against ``log_p`` with ``axis`` removed. At
     ``weight == 0`` the input is returned unchanged (gradients stay finite).
+
+    Shapes: ``log_p [...]``, ``weight`` scalar or ``log_p``'s shape without ``axis`` -> ``log_p``'s shape.
     """
     if isinstance(weight, (int, float)) and weight == 0:
         return log_p  # statically off: no work in the compiled graph

@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 from scipy import stats
 
@@ -74,17 +75,23 @@ def effects(df: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame.from_dict(rows, orient="index")
 
 
-def ccc_lin(h, m) -> float:
-    """Lin's (1989) concordance correlation coefficient (population moments throughout)."""
+def ccc_lin(h: npt.ArrayLike, m: npt.ArrayLike) -> float:
+    """Lin's (1989) concordance correlation coefficient (population moments throughout).
+
+    Shapes: ``h [cell]`` (human), ``m [cell]`` (model), paired -> a float.
+    """
     h, m = np.asarray(h, float), np.asarray(m, float)
     cov = np.mean((h - h.mean()) * (m - m.mean()))
     return float(2 * cov / (h.var() + m.var() + (h.mean() - m.mean()) ** 2))
 
 
-def ccc_upstream(h, m) -> float:
+def ccc_upstream(h: npt.ArrayLike, m: npt.ArrayLike) -> float:
     """CCC as the upstream analysis code computes it: population covariance in the numerator but
     sample (ddof=1) variances in the denominator; about 0.03 below Lin's on these data. The
-    paper's Table 2 reports this variant."""
+    paper's Table 2 reports this variant.
+
+    Shapes: ``h [cell]`` (human), ``m [cell]`` (model), paired -> a float.
+    """
     h, m = np.asarray(h, float), np.asarray(m, float)
     cov = np.mean((h - h.mean()) * (m - m.mean()))
     return float(2 * cov / (h.var(ddof=1) + m.var(ddof=1) + (h.mean() - m.mean()) ** 2))
@@ -103,7 +110,7 @@ def esr_table(human: pd.DataFrame, model: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows).set_index(["kind", "attribute"])
 
 
-def calibration_metrics(human: pd.DataFrame, model: pd.DataFrame) -> dict:
+def calibration_metrics(human: pd.DataFrame, model: pd.DataFrame) -> dict[str, float]:
     """All Table 2-4 metrics for one model x prompt. Invalid model rows are excluded and counted."""
     h = valid_ratings(human)
     m = valid_ratings(model)

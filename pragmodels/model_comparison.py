@@ -17,16 +17,23 @@ joined into one pointwise array first, in one of two documented ways:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import xarray as xr
 
+if TYPE_CHECKING:
+    import pandas as pd
+    from arviz_stats.utils import ELPDData
+
 __all__ = ["joint_log_likelihood", "loo", "compare"]
 
 JOINT = "joint"
+#: how the sites' log-likelihoods are joined (module docstring)
+How = Literal["concat", "sum"]
 
 
-def joint_log_likelihood(tree: xr.DataTree, sites: Sequence[str] | None = None, how: str = "concat"
+def joint_log_likelihood(tree: xr.DataTree, sites: Sequence[str] | None = None, how: How = "concat"
                          ) -> xr.DataTree:
     """A DataTree with the posterior and one log-likelihood array ``joint`` built from ``sites``
     (default: every array of the ``log_likelihood`` group).
@@ -56,7 +63,9 @@ def joint_log_likelihood(tree: xr.DataTree, sites: Sequence[str] | None = None, 
         dims = {s: tuple(ll[s].dims) for s in names}
         if len(set(dims.values())) != 1:
             raise ValueError(f"how='sum' needs sites with the same dims; got {dims}. Use how='concat'.")
-        joint = sum(ll[s] for s in names)
+        joint = ll[names[0]]
+        for s in names[1:]:
+            joint = joint + ll[s]
     else:
         raise ValueError(f"how must be 'concat' or 'sum'; got {how!r}.")
     return xr.DataTree.from_dict({
@@ -65,13 +74,18 @@ def joint_log_likelihood(tree: xr.DataTree, sites: Sequence[str] | None = None, 
     })
 
 
-def loo(tree: xr.DataTree, sites: Sequence[str] | None = None, how: str = "concat", **kwargs):
+def loo(tree: xr.DataTree, sites: Sequence[str] | None = None, how: How = "concat", **kwargs: Any
+        ) -> ELPDData:
     """PSIS-LOO (``arviz_stats.loo``) of a fit with one or several observation sites, joined by
-    ``how`` (module docstring). Extra keyword arguments go to ``arviz_stats.loo``."""
+    ``how`` (module docstring). Extra keyword arguments go to ``arviz_stats.loo``.
+
+    Shapes: each log-likelihood site ``[chain, draw, *obs]``; the pointwise results (``elpd_i``,
+    ``pareto_k``) are over ``observation`` (``concat``) or the shared ``obs`` dims (``sum``).
+    """
     from arviz_stats import loo as _loo
 
     joint = joint_log_likelihood(tree, sites, how)
-    _check_not_constant(joint["log_likelihood"][JOINT])
+    _check_not_constant(joint.children["log_likelihood"].dataset[JOINT])
     return _loo(joint, var_name=JOINT, **kwargs)
 
 
@@ -89,12 +103,17 @@ def _check_not_constant(ll: xr.DataArray) -> None:
                          "leave those sites out with sites=[...].")
 
 
-def compare(trees: Mapping[str, xr.DataTree], sites: Sequence[str] | None = None, how: str = "concat", **kwargs):
+def compare(trees: Mapping[str, xr.DataTree], sites: Sequence[str] | None = None, how: How = "concat",
+            **kwargs: Any) -> pd.DataFrame:
     """``arviz_stats.compare`` of several fits of the same data, each joined by ``how`` first.
-    Returns ArviZ's comparison table (``elpd_diff`` and its ``dse`` against the best fit)."""
+    Returns ArviZ's comparison table (``elpd_diff`` and its ``dse`` against the best fit), one row
+    per fit.
+
+    Shapes: each fit's log-likelihood sites ``[chain, draw, *obs]``, the same ``obs`` in every fit.
+    """
     from arviz_stats import compare as _compare
 
     joints = {k: joint_log_likelihood(t, sites, how) for k, t in trees.items()}
     for j in joints.values():
-        _check_not_constant(j["log_likelihood"][JOINT])
+        _check_not_constant(j.children["log_likelihood"].dataset[JOINT])
     return _compare(joints, var_name=JOINT, **kwargs)

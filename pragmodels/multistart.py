@@ -28,7 +28,9 @@ instead of 1.35; r_hat 2.8).
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -41,19 +43,26 @@ __all__ = ["MultistartResult", "multistart_inits"]
 #: end points within this many nats of the best count as the same basin when chains are placed
 SAME_BASIN_NATS = 3.0
 
+#: unconstrained parameter values by site, each with a leading batch (start or chain) axis
+Params = dict[str, jax.Array]
+
 
 @dataclass
 class MultistartResult:
     """Where the starts ended. ``init_params``: unconstrained values with a leading chain axis
     (for ``MCMC.run(init_params=...)``); ``final_potentials``: each start's end point, sorted
-    (nats; lower is better; ``inf`` for a start that diverged)."""
+    (nats; lower is better; ``inf`` for a start that diverged).
 
-    init_params: dict
+    Shapes: ``init_params[site] [num_chains, *unconstrained site shape]``, ``final_potentials
+    [n_starts]``.
+    """
+
+    init_params: Params
     final_potentials: np.ndarray
     n_starts: int
     steps: int
 
-    def summary(self) -> dict:
+    def summary(self) -> dict[str, Any]:
         """JSON-ready digest: best potential, how many starts reached its basin, and the gap to
         the next basin (``None`` when every finite end point is in the best basin)."""
         pe = self.final_potentials[np.isfinite(self.final_potentials)]
@@ -65,11 +74,12 @@ class MultistartResult:
                     gap_to_next_basin=round(float(others[0] - best), 2) if others.size else None)
 
 
-def _adam(value_and_grad, params, steps: int, lr: float):
+def _adam(value_and_grad: Callable[[Params], tuple[jax.Array, Params]], params: Params, steps: int,
+          lr: float) -> Params:
     """Plain Adam (β1 0.9, β2 0.999) on a batch of starts; returns the end points."""
     zeros = jax.tree.map(jnp.zeros_like, params)
 
-    def step(carry, t):
+    def step(carry: tuple[Params, Params, Params], t: jax.Array) -> tuple[tuple[Params, Params, Params], None]:
         p, m, v = carry
         _, g = value_and_grad(p)
         g = jax.tree.map(lambda x: jnp.where(jnp.isfinite(x), x, 0.0), g)
@@ -84,15 +94,18 @@ def _adam(value_and_grad, params, steps: int, lr: float):
 
 
 @functools.partial(jax.jit, static_argnums=(0, 3, 4))
-def _optimise(model, params, kwargs, steps: int, lr: float):
-    pe = lambda p: potential_energy(model, (), kwargs, p)
+def _optimise(model: Callable[..., Any], params: Params, kwargs: dict[str, Any], steps: int, lr: float
+              ) -> tuple[Params, jax.Array]:
+    def pe(p: Params) -> jax.Array:
+        return potential_energy(model, (), kwargs, p)
+
     vg = jax.vmap(jax.value_and_grad(pe))
     end = _adam(vg, params, steps, lr)
     return end, jax.vmap(pe)(end)
 
 
-def multistart_inits(rng_key, model, model_kwargs: dict, num_chains: int, *, n_starts: int = 16,
-                     steps: int = 2000, lr: float = 0.02) -> MultistartResult:
+def multistart_inits(rng_key: jax.Array, model: Callable[..., Any], model_kwargs: dict[str, Any], num_chains: int,
+                     *, n_starts: int = 16, steps: int = 2000, lr: float = 0.02) -> MultistartResult:
     """Optimise ``n_starts`` random starts of ``model(**model_kwargs)`` and place ``num_chains``
     chains at the best end points: chain ``i`` starts at the ``i``-th best end point among those
     within :data:`SAME_BASIN_NATS` of the best (cycling when there are fewer), so chains start
@@ -100,6 +113,9 @@ def multistart_inits(rng_key, model, model_kwargs: dict, num_chains: int, *, n_s
 
     ``model`` must take every argument in ``model_kwargs`` (bind static ones with
     ``functools.partial`` first); arrays are traced, so one compilation serves data of one shape.
+
+    Shapes: ``rng_key`` one PRNG key; the result's ``init_params[site] [num_chains, ...]`` and
+    ``final_potentials [n_starts]`` (:class:`MultistartResult`).
     """
     for name, value, low in (("n_starts", n_starts, 1), ("steps", steps, 1), ("num_chains", num_chains, 1)):
         if not isinstance(value, int) or value < low:

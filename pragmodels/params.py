@@ -29,11 +29,12 @@ import contextvars
 import difflib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import jax
 import jax.numpy as jnp
 import numpyro
+from jax.typing import ArrayLike
 from numpyro import handlers
 from numpyro.primitives import _PYRO_STACK, Messenger, apply_stack
 
@@ -56,6 +57,8 @@ STANDARD_NORMAL = Prior("Normal", loc=0.0, scale=1.0)
 _FIXED = "pragmodels_fixed"  # message type of a parameter fixed by an override (not sampled)
 _OVERRIDES: contextvars.ContextVar[Mapping[str, Any]] = contextvars.ContextVar("pragmodels_priors", default={})
 
+#: a link of :func:`group_effect` named by a string
+Link = Literal["identity", "exp", "sigmoid", "softplus"]
 LINKS: dict[str, Callable[[jax.Array], jax.Array]] = {
     "identity": lambda x: x,
     "exp": jnp.exp,
@@ -78,7 +81,8 @@ def _dims(name: str, dims: Mapping[str, int] | None) -> tuple[tuple[str, ...], t
     return names, sizes
 
 
-def param(name: str, prior: Prior | Mapping | float, *, dims: Mapping[str, int] | None = None) -> jax.Array:
+def param(name: str, prior: Prior | Mapping[str, Any] | float, *,
+          dims: Mapping[str, int] | None = None) -> jax.Array | float:
     """Declare and sample the latent parameter ``name`` with default prior ``prior``.
 
     Parameters
@@ -95,7 +99,7 @@ def param(name: str, prior: Prior | Mapping | float, *, dims: Mapping[str, int] 
 
     Returns
     -------
-    jax.Array
+    jax.Array or float
         Shape ``tuple(dims.values())`` (times any enclosing plates); a fixed scalar is returned
         as a Python float.
     """
@@ -131,11 +135,13 @@ def param(name: str, prior: Prior | Mapping | float, *, dims: Mapping[str, int] 
     return numpyro.sample(name, d, infer={INFER_KEY: {"prior": spec, "dims": names}})
 
 
-def deterministic(name: str, value, *, dims: Mapping[str, int] | None = None) -> jax.Array:
+def deterministic(name: str, value: ArrayLike, *, dims: Mapping[str, int] | None = None) -> jax.Array:
     """Record a derived quantity in the trace (and so in the posterior) with named dims.
 
     ``dims`` names the value's trailing axes (all of them unless an enclosing plate names the
     leading ones); its sizes must match ``value``'s shape.
+
+    Shapes: ``value [..., *dims]`` -> the same array (as recorded in the trace).
     """
     names, sizes = _dims(name, dims)
     value = jnp.asarray(value)
@@ -149,14 +155,16 @@ def deterministic(name: str, value, *, dims: Mapping[str, int] | None = None) ->
     return msg["value"]
 
 
-def _hyper(name: str, spec) -> jax.Array:
+def _hyper(name: str, spec: Prior | Mapping[str, Any] | ArrayLike) -> jax.Array | float:
     """A hyperparameter: a prior (sampled as ``name``), a number (fixed) or an array (used as is)."""
     if isinstance(spec, (Prior, Mapping, int, float)) and not isinstance(spec, bool):
         return param(name, spec)
     return jnp.asarray(spec)
 
 
-def group_effect(name: str, *, dim: str, size: int, loc, scale, link: str | Callable = "identity") -> jax.Array:
+def group_effect(name: str, *, dim: str, size: int, loc: Prior | Mapping[str, Any] | ArrayLike,
+                 scale: Prior | Mapping[str, Any] | ArrayLike,
+                 link: Link | Callable[[jax.Array], jax.Array] = "identity") -> jax.Array:
     """A non-centred group-level effect: ``name[g] = link(loc + scale * z[g])``, ``z ~ Normal(0, 1)``.
 
     Declares ``{name}_mu`` (from ``loc``), ``{name}_sigma`` (from ``scale``) and ``{name}_z``
@@ -166,7 +174,7 @@ def group_effect(name: str, *, dim: str, size: int, loc, scale, link: str | Call
     ``"exp"`` (a log-normal effect, e.g. a rationality per item), ``"sigmoid"``, ``"softplus"`` or
     a callable.
 
-    Shapes: returns ``[dim]``.
+    Shapes: ``loc`` and ``scale`` scalars or arrays broadcasting to ``[dim]`` -> ``[dim]``.
     """
     if isinstance(link, str):
         if link not in LINKS:
@@ -179,7 +187,7 @@ def group_effect(name: str, *, dim: str, size: int, loc, scale, link: str | Call
     mu = _hyper(f"{name}_mu", loc)
     sigma = _hyper(f"{name}_sigma", scale)
     z = param(f"{name}_z", STANDARD_NORMAL, dims={dim: size})
-    return deterministic(name, fn(mu + sigma * z), dims={dim: size})
+    return deterministic(name, fn(jnp.asarray(mu + sigma * z)), dims={dim: size})
 
 
 class _ReplaceUndeclared(Messenger):
@@ -191,10 +199,11 @@ class _ReplaceUndeclared(Messenger):
         super().__init__()
         self.priors = priors
 
-    def process_message(self, msg):
-        name = msg.get("name")
-        if (msg["type"] != "sample" or msg.get("is_observed") or name not in self.priors
-                or INFER_KEY in (msg.get("infer") or {})):
+    def process_message(self, msg: dict[str, Any]) -> None:
+        if msg["type"] != "sample" or msg.get("is_observed") or INFER_KEY in (msg.get("infer") or {}):
+            return
+        name: str = msg["name"]  # every sample message is named
+        if name not in self.priors:
             return
         spec = self.priors[name]
         if not isinstance(spec, Prior):
@@ -222,7 +231,7 @@ class with_priors:  # noqa: N801 - used like a handler
     overrides. Overrides nest: an inner ``with_priors`` wins for the names it sets.
     """
 
-    def __init__(self, model: Callable, priors: Mapping[str, Any]):
+    def __init__(self, model: Callable[..., Any], priors: Mapping[str, Any]):
         if not isinstance(priors, Mapping):
             raise TypeError(f"priors must be a mapping {{parameter: Prior or number}}; got {priors!r}.")
         self.model = model
@@ -230,7 +239,7 @@ class with_priors:  # noqa: N801 - used like a handler
         self.name = getattr(model, "name", getattr(model, "__name__", type(model).__name__))
         self.__name__ = str(self.name)
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         token = _OVERRIDES.set({**_OVERRIDES.get(), **dict(self.priors)})
         try:
             with _ReplaceUndeclared(dict(self.priors)):
@@ -239,22 +248,22 @@ class with_priors:  # noqa: N801 - used like a handler
             _OVERRIDES.reset(token)
 
     @property
-    def __pragmodels_key__(self):
+    def __pragmodels_key__(self) -> tuple[Any, ...]:
         from pragmodels.sampler import structure_key  # compiled programs are keyed by structure
 
         return ("with_priors", structure_key(self.model), self.priors)
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         return isinstance(other, with_priors) and (self.model, self.priors) == (other.model, other.priors)
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return hash((self.model, self.priors))
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"with_priors({self.model!r}, {dict(self.priors)!r})"
 
 
-def site_dims(site: dict) -> list[str | None]:
+def site_dims(site: Mapping[str, Any]) -> list[str | None]:
     """Dim names of a trace site's value, outermost first (``None`` where nothing names an axis):
     declared dims for the trailing (event) axes, plate names for the batch axes."""
     shape = tuple(jnp.shape(site["value"]))
@@ -305,7 +314,7 @@ class ModelInfo:
         return [d if d is not None else f"{name}_dim_{i}" for i, d in enumerate(self.dims.get(name, []))]
 
 
-def _dist_repr(fn) -> str:
+def _dist_repr(fn: Any) -> str:
     base = fn
     while hasattr(base, "base_dist"):
         base = base.base_dist
@@ -315,7 +324,8 @@ def _dist_repr(fn) -> str:
     return f"{type(base).__name__}({args})"
 
 
-def inspect_model(model: Callable, data: Mapping[str, Any], priors: Mapping[str, Any] | None = None) -> ModelInfo:
+def inspect_model(model: Callable[..., Any], data: Mapping[str, Any], priors: Mapping[str, Any] | None = None
+                  ) -> ModelInfo:
     """Trace ``model(**data)`` once (eagerly, seed 0) and report its sites (:class:`ModelInfo`).
 
     With ``priors``, the overrides are applied first, and a name that is not a declared parameter

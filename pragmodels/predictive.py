@@ -11,12 +11,17 @@ predictive of a plain ``numpyro.sample("y", dist, obs=y)`` site is a fresh draw,
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jax
 import numpy as np
 from numpyro.infer import Predictive
 from numpyro.primitives import Messenger
+
+if TYPE_CHECKING:
+    import xarray as xr
+
+    from pragmodels.params import ModelInfo
 
 __all__ = ["unobserve", "posterior_predictive", "prior_predictive_draws", "prior_predictive", "predict"]
 
@@ -29,20 +34,21 @@ class unobserve(Messenger):  # noqa: N801 - a NumPyro handler, named like numpyr
     when it wraps the model directly.
     """
 
-    def process_message(self, msg):
+    def process_message(self, msg: dict[str, Any]) -> None:
         if msg["type"] == "sample" and msg.get("is_observed"):
             msg["value"] = None
             msg["is_observed"] = False
             msg["infer"] = {**(msg.get("infer") or {}), "was_observed": True}
 
 
-def _split(data: Mapping[str, Any]) -> tuple[dict, dict]:
+def _split(data: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     static = {k: v for k, v in data.items() if v is None or isinstance(v, (bool, int, float, str))}
     return static, {k: v for k, v in data.items() if k not in static}
 
 
-def posterior_predictive(rng_key, model: Callable, samples: Mapping[str, Any], data: Mapping[str, Any],
-                         sites: list[str], batch_ndims: int = 2) -> dict[str, np.ndarray]:
+def posterior_predictive(rng_key: jax.Array, model: Callable[..., Any], samples: Mapping[str, Any],
+                         data: Mapping[str, Any], sites: list[str], batch_ndims: int = 2
+                         ) -> dict[str, np.ndarray]:
     """Fresh draws of the observed ``sites`` for each posterior draw in ``samples``.
 
     Shapes: ``samples[name] [chain, draw, ...]`` (``batch_ndims=2``) -> ``[chain, draw, *obs]``.
@@ -61,7 +67,7 @@ def posterior_predictive(rng_key, model: Callable, samples: Mapping[str, Any], d
         t0 = time.perf_counter()
         bound = _s.bound_model(model, static)
 
-        def draw(key, samples, arrays):
+        def draw(key: jax.Array, samples: dict[str, jax.Array], arrays: dict[str, Any]) -> dict[str, jax.Array]:
             return Predictive(unobserve(bound), posterior_samples=samples, return_sites=list(sites),
                               batch_ndims=batch_ndims)(key, **arrays)
 
@@ -80,10 +86,13 @@ def posterior_predictive(rng_key, model: Callable, samples: Mapping[str, Any], d
     return {k: np.asarray(v) for k, v in jax.device_get(out).items()}
 
 
-def prior_predictive_draws(rng_key, model: Callable, data: Mapping[str, Any], num_samples: int
-                           ) -> dict[str, np.ndarray]:
+def prior_predictive_draws(rng_key: int | jax.Array, model: Callable[..., Any], data: Mapping[str, Any],
+                           num_samples: int) -> dict[str, np.ndarray]:
     """``num_samples`` joint draws of every latent, deterministic and (un-observed) observed site
-    from the prior; shapes ``[num_samples, ...]``."""
+    from the prior.
+
+    Shapes: each site ``[num_samples, *site shape]``.
+    """
     if isinstance(num_samples, bool) or not isinstance(num_samples, int) or num_samples < 1:
         raise ValueError(f"num_samples must be a positive int; got {num_samples!r}.")
     pred = Predictive(unobserve(model), num_samples=num_samples)
@@ -91,7 +100,8 @@ def prior_predictive_draws(rng_key, model: Callable, data: Mapping[str, Any], nu
     return {k: np.asarray(v) for k, v in out.items()}
 
 
-def _tree(groups: dict, info, coords, dims, attrs):
+def _tree(groups: dict[str, dict[str, np.ndarray]], info: ModelInfo, coords: Mapping[str, Any] | None,
+          dims: Mapping[str, list[str]] | None, attrs: Mapping[str, Any]) -> xr.DataTree:
     from arviz_base import from_dict
 
     all_dims = {k: info.named_dims(k) for k in info.dims if info.dims[k]}
@@ -102,14 +112,18 @@ def _tree(groups: dict, info, coords, dims, attrs):
     return tree
 
 
-def prior_predictive(rng_key, model: Callable, data: Mapping[str, Any], *, num_samples: int = 500,
-                     priors: Mapping[str, Any] | None = None, dims: dict | None = None, coords: dict | None = None):
+def prior_predictive(rng_key: int | jax.Array, model: Callable[..., Any], data: Mapping[str, Any], *,
+                     num_samples: int = 500, priors: Mapping[str, Any] | None = None,
+                     dims: Mapping[str, list[str]] | None = None,
+                     coords: Mapping[str, Any] | None = None) -> xr.DataTree:
     """Prior and prior-predictive draws of ``model(**data)`` as an ArviZ DataTree.
 
     Groups ``prior`` (latent and deterministic sites), ``prior_predictive`` (every observed site,
     drawn fresh) and ``observed_data``; one chain of ``num_samples`` draws. ``priors`` overrides
     priors as in :func:`pragmodels.fit`. Use it to check that the priors imply plausible data
     before fitting.
+
+    Shapes: each variable ``[chain=1, draw=num_samples, *site dims]``; ``observed_data`` as given.
     """
     from pragmodels.params import inspect_model, with_priors
 
@@ -128,15 +142,19 @@ def prior_predictive(rng_key, model: Callable, data: Mapping[str, Any], *, num_s
                                              "num_samples": num_samples})
 
 
-def predict(rng_key, tree, model: Callable, new_data: Mapping[str, Any], *, sites: list[str] | None = None,
-            dims: dict | None = None, coords: dict | None = None):
+def predict(rng_key: int | jax.Array, tree: xr.DataTree, model: Callable[..., Any], new_data: Mapping[str, Any], *,
+            sites: list[str] | None = None, dims: Mapping[str, list[str]] | None = None,
+            coords: Mapping[str, Any] | None = None) -> xr.DataTree:
     """Predictions of a fitted model for new data, from a fit's posterior (e.g. a saved one).
 
     ``tree`` is a DataTree from :func:`pragmodels.fit` (or :func:`pragmodels.load_netcdf`);
     ``model`` the same model; ``new_data`` its arguments for the new conditions (observations
     may be omitted or given: they are not conditioned on). Only the sampled latent sites of the
     posterior are used; deterministic sites are recomputed for the new data. Returns a DataTree
-    with the group ``predictions`` (``[chain, draw, *obs]`` for each observed site, or ``sites``).
+    with the group ``predictions``.
+
+    Shapes: posterior ``[chain, draw, ...]`` -> ``predictions [chain, draw, *obs]`` for each observed
+    site (or each of ``sites``), ``obs`` the site's shape for ``new_data``.
     """
     from pragmodels.params import inspect_model
 

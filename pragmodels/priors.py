@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, NoReturn
 
 import numpy as np
 import numpyro.distributions as dist
@@ -42,7 +42,11 @@ FAMILIES: dict[str, tuple[type, tuple[str, ...]]] = {
 }
 
 
-def _freeze(value: Any, where: str):
+#: a frozen prior parameter: a float, or a nested tuple of floats for an array
+type Frozen = float | tuple[Frozen, ...]
+
+
+def _freeze(value: Any, where: str) -> Frozen:
     """A number or an array-like as a float or a nested tuple of floats (hashable); finite only."""
     if isinstance(value, bool):
         raise TypeError(f"{where} = {value!r} must be a number or an array of numbers, not a bool.")
@@ -55,7 +59,7 @@ def _freeze(value: Any, where: str):
     return float(arr) if arr.ndim == 0 else _tuplify(arr.tolist())
 
 
-def _tuplify(x):
+def _tuplify(x: Any) -> Frozen:
     return tuple(_tuplify(v) for v in x) if isinstance(x, list) else float(x)
 
 
@@ -98,6 +102,8 @@ class Prior:
     """
 
     __slots__ = ("family", "_params")
+    family: str
+    _params: tuple[tuple[str, Frozen], ...]
 
     def __init__(self, family: str, **params: Any):
         if family not in FAMILIES:
@@ -116,7 +122,7 @@ class Prior:
         if problem:
             raise ValueError(f"Prior({family!r}, {self._args()}) is invalid: {problem}.")
 
-    def __setattr__(self, name, value):
+    def __setattr__(self, name: str, value: object) -> NoReturn:
         raise AttributeError("Prior is immutable")
 
     @property
@@ -152,7 +158,7 @@ class Prior:
         return cls(spec.pop("family"), **spec)
 
     def _args(self) -> str:
-        def fmt(v):
+        def fmt(v: Frozen) -> str:
             return f"{v:g}" if isinstance(v, float) else json.dumps(v)
         return ", ".join(f"{k}={fmt(v)}" for k, v in self._params)
 
@@ -162,17 +168,17 @@ class Prior:
     def __repr__(self) -> str:
         return f"Prior({self.family!r}, {self._args()})"
 
-    def __eq__(self, other) -> bool:
+    def __eq__(self, other: object) -> bool:
         return isinstance(other, Prior) and (self.family, self._params) == (other.family, other._params)
 
     def __hash__(self) -> int:
         return hash((self.family, self._params))
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Callable[[str, dict[str, Any]], Prior], tuple[str, dict[str, Any]]]:
         return (_rebuild, (self.family, self.to_dict()))
 
 
-def _rebuild(family, spec):
+def _rebuild(family: str, spec: dict[str, Any]) -> Prior:
     return Prior.from_dict(spec)
 
 
@@ -196,6 +202,6 @@ def as_prior(value: Any, where: str) -> Prior | float:
 
 def priors_to_json(priors: Mapping[str, Any]) -> str:
     """Serialise ``{parameter: Prior | dict | float}`` for provenance attributes."""
-    def enc(v):
+    def enc(v: Any) -> Any:
         return v.to_dict() if isinstance(v, Prior) else v
     return json.dumps({k: enc(v) for k, v in sorted(priors.items())})

@@ -9,7 +9,9 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import xarray as xr
@@ -17,7 +19,7 @@ import xarray as xr
 __all__ = ["data_hash", "atomic_write", "save_netcdf", "load_netcdf"]
 
 
-def data_hash(data: dict) -> str:
+def data_hash(data: Mapping[str, Any]) -> str:
     """sha256 over the names, dtypes, shapes and bytes of the arrays in ``data`` (sorted by name)."""
     h = hashlib.sha256()
     for key in sorted(data):
@@ -32,7 +34,7 @@ def data_hash(data: dict) -> str:
     return h.hexdigest()
 
 
-def atomic_write(path: str | os.PathLike, write) -> Path:
+def atomic_write(path: str | os.PathLike[str], write: Callable[[str], object]) -> Path:
     """Call ``write(tmp_path)`` and move the result onto ``path`` only if it succeeded.
 
     The temporary file lives in the target's directory, so ``os.replace`` is atomic: an
@@ -52,12 +54,12 @@ def atomic_write(path: str | os.PathLike, write) -> Path:
     return path
 
 
-def save_netcdf(tree: xr.DataTree, path: str | os.PathLike) -> Path:
+def save_netcdf(tree: xr.DataTree, path: str | os.PathLike[str]) -> Path:
     """Write a DataTree to netCDF-4 (h5netcdf) atomically."""
     return atomic_write(path, lambda tmp: tree.to_netcdf(tmp, engine="h5netcdf"))
 
 
-def load_netcdf(path: str | os.PathLike) -> xr.DataTree:
+def load_netcdf(path: str | os.PathLike[str]) -> xr.DataTree:
     """Read a DataTree written by :func:`save_netcdf` fully into memory."""
     tree = xr.open_datatree(path, engine="h5netcdf")
     loaded = tree.load()

@@ -24,6 +24,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
 
 from pragmodels import agents
 from pragmodels.likelihoods import listener_choices, speaker_choices
@@ -50,7 +51,7 @@ DEFAULT_PRIORS: dict[str, Prior] = {
 }
 
 
-def _cost(cost_design) -> jax.Array | None:
+def _cost(cost_design: ArrayLike | None) -> jax.Array | None:
     """``cost [utterance] = cost_design @ cost_weight`` (recorded as a deterministic), or None."""
     if cost_design is None:
         return None
@@ -58,17 +59,20 @@ def _cost(cost_design) -> jax.Array | None:
     if design.ndim != 2:
         raise ValueError(f"cost_design must have shape [utterance, cost_term]; got shape {tuple(design.shape)}.")
     w = param("cost_weight", DEFAULT_PRIORS["cost_weight"], dims={"cost_term": design.shape[1]})
-    return deterministic("cost", design @ w, dims={"utterance": design.shape[0]})
+    return deterministic("cost", design @ jnp.asarray(w), dims={"utterance": design.shape[0]})
 
 
-def rsa_listener(log_semantics, utterance, choice=None, cost_design=None, log_prior=None, *,
-                 depth: int = 1, prior_at: agents.PriorAt = "all", cost_scaling: str = "inside"):
+def rsa_listener(log_semantics: ArrayLike, utterance: ArrayLike, choice: ArrayLike | None = None,
+                 cost_design: ArrayLike | None = None, log_prior: ArrayLike | None = None, *,
+                 depth: int = 1, prior_at: agents.PriorAt = "all",
+                 cost_scaling: agents.CostScaling = "inside") -> jax.Array:
     """Listener choices over states given an utterance: ``alpha``, costs (with ``cost_design``)
     and ``lapse``. ``cost_scaling``: ``"inside"`` (``exp(alpha (log L - cost))``) or ``"outside"``
     (``exp(alpha log L - cost)``), as in :mod:`pragmodels.agents`.
 
     Shapes: ``log_semantics [utterance, state]``, ``utterance [trial]`` (int), ``choice [trial]``
-    (state index), ``cost_design [utterance, cost_term]``, ``log_prior [state]``.
+    (state index), ``cost_design [utterance, cost_term]``, ``log_prior [state]`` -> the ``choice``
+    site's value ``[trial]``.
     """
     alpha = param("alpha", DEFAULT_PRIORS["alpha"])
     cost = _cost(cost_design)
@@ -78,12 +82,15 @@ def rsa_listener(log_semantics, utterance, choice=None, cost_design=None, log_pr
     return listener_choices("choice", log_l, choice, lapse=lapse, rows=utterance)
 
 
-def rsa_speaker(log_semantics, state, choice=None, cost_design=None, log_prior=None, *,
-                depth: int = 1, prior_at: agents.PriorAt = "all", cost_scaling: str = "inside"):
+def rsa_speaker(log_semantics: ArrayLike, state: ArrayLike, choice: ArrayLike | None = None,
+                cost_design: ArrayLike | None = None, log_prior: ArrayLike | None = None, *,
+                depth: int = 1, prior_at: agents.PriorAt = "all",
+                cost_scaling: agents.CostScaling = "inside") -> jax.Array:
     """Speaker choices over utterances given a state: ``alpha``, costs and ``lapse``.
 
     Shapes: ``log_semantics [utterance, state]``, ``state [trial]`` (int), ``choice [trial]``
-    (utterance index), ``cost_design [utterance, cost_term]``, ``log_prior [state]``.
+    (utterance index), ``cost_design [utterance, cost_term]``, ``log_prior [state]`` -> the
+    ``choice`` site's value ``[trial]``.
     """
     alpha = param("alpha", DEFAULT_PRIORS["alpha"])
     cost = _cost(cost_design)
@@ -93,8 +100,10 @@ def rsa_speaker(log_semantics, state, choice=None, cost_design=None, log_prior=N
     return speaker_choices("choice", log_s, choice, lapse=lapse, rows=state)
 
 
-def rsa_listener_by_item(log_semantics, item, utterance, choice=None, log_prior=None, n_items=None, *,
-                         depth: int = 1, prior_at: agents.PriorAt = "all"):
+def rsa_listener_by_item(log_semantics: ArrayLike, item: ArrayLike, utterance: ArrayLike,
+                         choice: ArrayLike | None = None, log_prior: ArrayLike | None = None,
+                         n_items: int | None = None, *, depth: int = 1,
+                         prior_at: agents.PriorAt = "all") -> jax.Array:
     """Listener choices with a rationality per item (non-centred log-normal hierarchy).
 
     ``log alpha[item] = alpha_mu + alpha_sigma * alpha_z[item]``, ``alpha_z ~ Normal(0, 1)``
@@ -102,7 +111,7 @@ def rsa_listener_by_item(log_semantics, item, utterance, choice=None, log_prior=
 
     Shapes: ``log_semantics [utterance, state]`` shared (then pass ``n_items``) or ``[item,
     utterance, state]``; ``item [trial]``, ``utterance [trial]``, ``choice [trial]`` (state
-    index), ``log_prior [state]``.
+    index), ``log_prior [state]`` -> the ``choice`` site's value ``[trial]``.
     """
     ndim = jnp.ndim(log_semantics)
     if ndim not in (2, 3):
@@ -123,31 +132,35 @@ def rsa_listener_by_item(log_semantics, item, utterance, choice=None, log_prior=
     return listener_choices("choice", log_l, choice, lapse=lapse, rows=(item, utterance))
 
 
-def _factory(fn: Callable, kind: str, priors: Mapping[str, Any] | None, **options) -> Callable:
-    model: Callable = functools.partial(fn, **options)
-    model.name = f"{kind}(" + ", ".join(f"{k}={v}" for k, v in options.items()) + ")"  # type: ignore[attr-defined]
+def _factory(fn: Callable[..., Any], kind: str, priors: Mapping[str, Any] | None,
+             **options: Any) -> Callable[..., Any]:
+    model = functools.partial(fn, **options)
+    label = f"{kind}(" + ", ".join(f"{k}={v}" for k, v in options.items()) + ")"
+    setattr(model, "name", label)  # a partial takes attributes; typeshed's partial declares none
     if priors:
         named = with_priors(model, priors)
-        named.name = named.__name__ = model.name  # type: ignore[attr-defined]
+        named.name = named.__name__ = label
         return named
     return model
 
 
-def listener_model(*, depth: int = 1, prior_at: agents.PriorAt = "all", cost_scaling: str = "inside",
-                   priors: Mapping[str, Any] | None = None) -> Callable:
+def listener_model(*, depth: int = 1, prior_at: agents.PriorAt = "all",
+                   cost_scaling: agents.CostScaling = "inside",
+                   priors: Mapping[str, Any] | None = None) -> Callable[..., Any]:
     """:func:`rsa_listener` with ``depth``, ``prior_at`` and ``cost_scaling`` bound, and optional
     prior overrides."""
     return _factory(rsa_listener, "rsa_listener", priors, depth=depth, prior_at=prior_at, cost_scaling=cost_scaling)
 
 
-def speaker_model(*, depth: int = 1, prior_at: agents.PriorAt = "all", cost_scaling: str = "inside",
-                  priors: Mapping[str, Any] | None = None) -> Callable:
+def speaker_model(*, depth: int = 1, prior_at: agents.PriorAt = "all",
+                  cost_scaling: agents.CostScaling = "inside",
+                  priors: Mapping[str, Any] | None = None) -> Callable[..., Any]:
     """:func:`rsa_speaker` with ``depth``, ``prior_at`` and ``cost_scaling`` bound, and optional
     prior overrides."""
     return _factory(rsa_speaker, "rsa_speaker", priors, depth=depth, prior_at=prior_at, cost_scaling=cost_scaling)
 
 
 def hierarchical_listener_model(*, depth: int = 1, prior_at: agents.PriorAt = "all",
-                                priors: Mapping[str, Any] | None = None) -> Callable:
+                                priors: Mapping[str, Any] | None = None) -> Callable[..., Any]:
     """:func:`rsa_listener_by_item` with ``depth`` and ``prior_at`` bound, and optional overrides."""
     return _factory(rsa_listener_by_item, "rsa_listener_by_item", priors, depth=depth, prior_at=prior_at)

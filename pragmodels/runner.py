@@ -19,7 +19,9 @@ fitted or written.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -37,7 +39,8 @@ QUICK_SAMPLER = dict(num_warmup=200, num_samples=200, num_chains=2)
 _REQUIRED = ("name", "model", "data", "sampler", "seed")
 
 
-def load_config(path: str | Path) -> dict:
+def load_config(path: str | Path) -> dict[str, Any]:
+    """The fit config at ``path``, checked for its required keys (errors name the file)."""
     path = Path(path)
     try:
         cfg = json.loads(path.read_text())
@@ -51,7 +54,7 @@ def load_config(path: str | Path) -> dict:
     return cfg
 
 
-def _build(cfg: dict, path: Path):
+def _build(cfg: dict[str, Any], path: Path) -> tuple[Callable[..., Any], dict[str, Any]]:
     opts = dict(cfg["model"])
     factory_name = opts.pop("factory", None)
     factory = getattr(rsa_models, factory_name or "", None)
@@ -72,7 +75,7 @@ def _build(cfg: dict, path: Path):
     return model, data
 
 
-def _check_truth(cfg: dict, model, data: dict, path: Path) -> None:
+def _check_truth(cfg: dict[str, Any], model: Callable[..., Any], data: dict[str, Any], path: Path) -> None:
     """``truth`` may name only the model's parameters (sample or deterministic sites), checked by
     one cheap trace of the model before the fit."""
     truth = cfg.get("truth") or {}

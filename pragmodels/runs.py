@@ -69,10 +69,15 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import xarray as xr
 
 
 __all__ = [
@@ -133,7 +138,7 @@ def _leftovers(final: Path) -> list[tuple[Path, str, int | None]]:
     """Transient siblings of ``final``: (path, kind 'tmp'/'old', pid or None for pre-pid names)."""
     prefix = re.escape(f".{final.name}.")
     pat = re.compile(prefix + r"(tmp|old)(?:-(\d+)-[0-9a-f]+|-\d+)?$")
-    out = []
+    out: list[tuple[Path, str, int | None]] = []
     if not final.parent.is_dir():
         return out
     for p in final.parent.iterdir():
@@ -269,7 +274,7 @@ def _versions() -> dict:
     return out
 
 
-def _json_attr(attrs, key, default=None):
+def _json_attr(attrs: Mapping[Any, Any], key: str, default: Any = None) -> Any:
     value = attrs.get(key, default)
     if isinstance(value, str):
         try:
@@ -306,7 +311,7 @@ class Run:
     def mode(self) -> str:
         return self.manifest["mode"]
 
-    def fit(self, label: str, tree, file: str | os.PathLike | None = None) -> None:
+    def fit(self, label: str, tree: xr.DataTree, file: str | os.PathLike | None = None) -> None:
         """Record one fit's provenance (data hash, sampler settings, seed, wall time, diagnostics)
         from the DataTree's attributes; ``file`` is its path inside the run folder, if saved."""
         a = tree.attrs
@@ -327,7 +332,7 @@ class Run:
         """Record an input's sha256 (a data file, or the hash of simulated data)."""
         self.manifest["data"][name] = sha256
 
-    def note(self, key: str, value) -> None:
+    def note(self, key: str, value: Any) -> None:
         """Record a study-specific value (JSON-serialisable) under ``notes``."""
         self.manifest["notes"][key] = value
 
@@ -368,7 +373,7 @@ def _check_mode(final: Path, mode: str) -> None:
 
 @contextlib.contextmanager
 def open_run(final: str | os.PathLike, *, mode: str, entry_point: str, config: dict | None = None,
-             config_path: str | os.PathLike | None = None, sampler=None, seed=None,
+             config_path: str | os.PathLike | None = None, sampler: Any = None, seed: Any = None,
              log: Callable[[str], None] | None = None) -> Iterator[Run]:
     """Open the run folder ``final`` for one run; yield a :class:`Run` whose :attr:`Run.path` is
     the staging folder to write into.
@@ -439,7 +444,7 @@ def search_path(start: str | os.PathLike) -> list[Path]:
     return out
 
 
-def load_entry_point(value: str, config_path: str | os.PathLike, key: str = "study") -> Callable:
+def load_entry_point(value: str, config_path: str | os.PathLike, key: str = "study") -> Callable[..., Any]:
     """Resolve ``"path/to/module.py:function"`` from a config (see the module docstring for the
     rule) and return the function. Errors name the config, the key and the value."""
     config_path = Path(config_path)
@@ -463,6 +468,7 @@ def load_entry_point(value: str, config_path: str | os.PathLike, key: str = "stu
         sys.path.insert(0, str(base))  # so that `from models import ...` works inside the study
     parts = rel.with_suffix("").parts
     is_package_path = all((base / Path(*parts[:i]) / "__init__.py").is_file() for i in range(1, len(parts)))
+    module: ModuleType | None
     try:
         if is_package_path and all(p.isidentifier() for p in parts):
             name = ".".join(parts)
@@ -475,6 +481,8 @@ def load_entry_point(value: str, config_path: str | os.PathLike, key: str = "stu
             module = sys.modules.get(name)
             if module is None:
                 spec = importlib.util.spec_from_file_location(name, path)
+                if spec is None or spec.loader is None:
+                    raise ImportError(f"no module loader for {path}")
                 module = importlib.util.module_from_spec(spec)
                 sys.modules[name] = module
                 try:

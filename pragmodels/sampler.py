@@ -37,7 +37,7 @@ import threading
 import time
 import types
 from collections import OrderedDict
-from collections.abc import Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -79,20 +79,20 @@ class _Identity:
 
     __slots__ = ("obj",)
 
-    def __init__(self, obj):
+    def __init__(self, obj: object):
         self.obj = obj
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return id(self.obj)
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         return isinstance(other, _Identity) and other.obj is self.obj
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<identity {type(self.obj).__name__} {id(self.obj):#x}>"
 
 
-def _hashable(x) -> bool:
+def _hashable(x: object) -> bool:
     try:
         hash(x)
     except TypeError:
@@ -100,7 +100,7 @@ def _hashable(x) -> bool:
     return True
 
 
-def _freeze(value, seen: frozenset) -> Hashable:
+def _freeze(value: Any, seen: frozenset[int]) -> Hashable:
     """A hashable stand-in for ``value`` that is equal for values that behave the same."""
     if value is None or isinstance(value, (bool, int, float, complex, str, bytes)):
         return (type(value).__name__, value)  # 1, 1.0 and True differ (dtype promotion does)
@@ -133,7 +133,7 @@ def _code_names(code: types.CodeType) -> set[str]:
     return names
 
 
-def _key(model, seen: frozenset) -> Hashable:
+def _key(model: Any, seen: frozenset[int]) -> Hashable:
     if id(model) in seen:  # a closure that refers to itself
         return ("recursive", getattr(model, "__qualname__", type(model).__name__))
     seen = seen | {id(model)}
@@ -142,7 +142,7 @@ def _key(model, seen: frozenset) -> Hashable:
         return ("custom", custom() if callable(custom) else custom)
     if isinstance(model, functools.partial):
         try:
-            key = ("partial", _key(model.func, seen), _freeze(model.args, seen),
+            key: Hashable = ("partial", _key(model.func, seen), _freeze(model.args, seen),
                    _freeze(dict(model.keywords), seen))
             hash(key)
             return key
@@ -169,11 +169,11 @@ def _key(model, seen: frozenset) -> Hashable:
     return model if _hashable(model) else _Identity(model)
 
 
-def _global_key(value) -> Hashable:
+def _global_key(value: object) -> Hashable:
     return (type(value), value) if _hashable(value) else _Identity(value)
 
 
-def _cell_full(cell) -> bool:
+def _cell_full(cell: types.CellType) -> bool:
     try:
         cell.cell_contents
     except ValueError:
@@ -181,7 +181,7 @@ def _cell_full(cell) -> bool:
     return True
 
 
-def structure_key(model) -> Hashable:
+def structure_key(model: object) -> Hashable:
     """A hashable key that is equal for two models that trace to the same program.
 
     - an object with ``__pragmodels_key__`` (a value, or a method returning one): that;
@@ -214,6 +214,7 @@ def split_data(data: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, jax.A
     -------
     static : dict
     arrays : dict of jax.Array
+        Each with the shape of its value in ``data``.
     """
     if not isinstance(data, Mapping):
         raise TypeError(f"data must be a dict of model keyword arguments; got {type(data).__name__}.")
@@ -255,7 +256,7 @@ _STATS = {"hits": 0, "misses": 0, "compile_s": 0.0}
 _MAXSIZE = [32]
 
 
-def _lookup(key) -> _Entry | None:
+def _lookup(key: Hashable) -> _Entry | None:
     with _LOCK:
         entry = _CACHE.get(key)
         if entry is not None:
@@ -266,7 +267,7 @@ def _lookup(key) -> _Entry | None:
         return entry
 
 
-def _store(key, entry: _Entry) -> None:
+def _store(key: Hashable, entry: _Entry) -> None:
     with _LOCK:
         _CACHE[key] = entry
         _CACHE.move_to_end(key)
@@ -275,7 +276,7 @@ def _store(key, entry: _Entry) -> None:
             _CACHE.popitem(last=False)
 
 
-def cache_info() -> dict:
+def cache_info() -> dict[str, Any]:
     """Entries (``size``, ``maxsize``), ``hits``, ``misses`` and total ``compile_s`` so far, and a
     one-line description of each entry, oldest first (``entries``)."""
     with _LOCK:
@@ -305,7 +306,7 @@ def set_cache_size(maxsize: int) -> None:
 _BOUND: OrderedDict[Hashable, Any] = OrderedDict()
 
 
-def bound_model(model, static: Mapping[str, Any]):
+def bound_model(model: Callable[..., Any], static: Mapping[str, Any]) -> Callable[..., Any]:
     """``functools.partial(model, **static)``, the *same object* for models with equal
     :func:`structure_key` and equal static values (the most recent 32 are kept).
 
@@ -324,7 +325,7 @@ def bound_model(model, static: Mapping[str, Any]):
     return bound
 
 
-def _model_label(model) -> str:
+def _model_label(model: object) -> str:
     name = getattr(model, "name", None)
     if name is None:
         m = model.func if isinstance(model, functools.partial) else model
@@ -337,7 +338,7 @@ def _model_label(model) -> str:
 _PROGRESS: dict[str, Any] = {"bar": None}
 
 
-def _tick(n: int, *_):
+def _tick(n: int, *_: object) -> None:
     bar = _PROGRESS["bar"]
     if bar is not None:
         bar.update(n)
@@ -348,14 +349,14 @@ class _Progress:
     total: int
     enabled: bool
 
-    def __enter__(self):
+    def __enter__(self) -> _Progress:
         if self.enabled:
             from tqdm.auto import tqdm
 
             _PROGRESS["bar"] = tqdm(total=self.total, desc="NUTS", unit="it")
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         bar, _PROGRESS["bar"] = _PROGRESS["bar"], None
         if bar is not None:
             bar.close()
@@ -415,7 +416,7 @@ class NutsRun:
         return {k: self.samples[k] for k in self.latent_sites}
 
 
-def _as_key(rng_key) -> jax.Array:
+def _as_key(rng_key: object) -> jax.Array:
     if isinstance(rng_key, (int, np.integer)) and not isinstance(rng_key, bool):
         return jax.random.key(int(rng_key))
     if isinstance(rng_key, jax.Array):
@@ -427,7 +428,7 @@ def _as_key(rng_key) -> jax.Array:
     raise TypeError(f"rng_key must be an int seed or a jax PRNG key; got {type(rng_key).__name__}.")
 
 
-def _dense_mass_key(dense_mass):
+def _dense_mass_key(dense_mass: Any) -> bool | tuple[tuple[str, ...], ...]:
     if isinstance(dense_mass, bool):
         return dense_mass
     try:
@@ -451,9 +452,10 @@ def _layout(chain_method: str, num_chains: int) -> tuple[str, int]:
     return chain_method, 1
 
 
-def _build_chain_fn(bound, *, init: str, has_init: bool, num_warmup: int, num_samples: int,
-                    target_accept: float, max_tree_depth, dense_mass, progress_every: int, ticks: int,
-                    info: dict):
+def _build_chain_fn(bound: Callable[..., Any], *, init: str, has_init: bool, num_warmup: int, num_samples: int,
+                    target_accept: float, max_tree_depth: int | tuple[int, int],
+                    dense_mass: bool | list[tuple[str, ...]], progress_every: int, ticks: int,
+                    info: dict[str, Any]) -> Callable[..., Any]:
     """The single-chain program ``(rng_key, init_z, arrays) -> ((samples, stats), ok)``."""
     strategy = init_to_median(num_samples=15) if init == "median" else init_to_uniform()
 
@@ -520,7 +522,8 @@ def _build_chain_fn(bound, *, init: str, has_init: bool, num_warmup: int, num_sa
     return one_chain
 
 
-def _program(one_chain, method: str, n_dev: int, has_init: bool):
+def _program(one_chain: Callable[..., Any], method: str, n_dev: int, has_init: bool
+             ) -> tuple[jax.stages.Wrapped, Callable[..., tuple[Any, Any, Any]]]:
     """jit-ted program over chains, and a function that places its inputs."""
     if method in ("single", "sequential"):
         return jax.jit(one_chain), lambda keys, z, arrays: (keys, z, arrays)
@@ -539,8 +542,8 @@ def _program(one_chain, method: str, n_dev: int, has_init: bool):
 
 
 def run_nuts(
-    rng_key,
-    model,
+    rng_key: int | jax.Array,
+    model: Callable[..., Any],
     data: Mapping[str, Any],
     *,
     num_warmup: int = 1000,
@@ -616,8 +619,8 @@ def run_nuts(
     static, arrays = split_data(data)
     method, n_dev = _layout(chain_method, num_chains)
     has_init = init_params is not None
-    z = {}
-    if has_init:
+    z: dict[str, jax.Array] = {}
+    if init_params is not None:
         z = {k: jnp.asarray(v) for k, v in init_params.items()}
         bad = {k: v.shape for k, v in z.items() if v.ndim == 0 or v.shape[0] != num_chains}
         if bad:
@@ -671,8 +674,8 @@ def run_nuts(
         (samples, stats), ok = outs[0]
     ok = np.atleast_1d(ok)
     if not ok.all():
-        bad = [int(c) for c in np.flatnonzero(~ok)]
-        raise RuntimeError(f"chains {bad}: the log density or its gradient is not finite at the starting point "
+        bad_chains = [int(c) for c in np.flatnonzero(~ok)]
+        raise RuntimeError(f"chains {bad_chains}: the log density or its gradient is not finite at the starting point "
                            "(numpyro found no valid initial values in 100 tries); check the model, its data "
                            "and priors, or pass init_params.")
     stats = dict(stats)
@@ -684,8 +687,8 @@ def run_nuts(
 # ----------------------------------------------------------------------------- log-likelihood
 
 
-def pointwise_log_likelihood(model, samples: Mapping[str, Any] | NutsRun, data: Mapping[str, Any], *,
-                             batch_size: int = 256) -> dict[str, np.ndarray]:
+def pointwise_log_likelihood(model: Callable[..., Any], samples: Mapping[str, Any] | NutsRun,
+                             data: Mapping[str, Any], *, batch_size: int = 256) -> dict[str, np.ndarray]:
     """Log-likelihood of every observation at every draw, for LOO and WAIC.
 
     Parameters
@@ -707,7 +710,7 @@ def pointwise_log_likelihood(model, samples: Mapping[str, Any] | NutsRun, data: 
         ``numpyro.infer.log_likelihood(model, samples, batch_ndims=2, **data)``; compiled once
         per model structure, static values, shapes and ``batch_size``.
     """
-    latent = samples.latent if isinstance(samples, NutsRun) else dict(samples)
+    latent: dict[str, Any] = samples.latent if isinstance(samples, NutsRun) else dict(samples)
     if not latent:
         raise ValueError("samples is empty: pass the latent draws, {site: [chain, draw, ...]}.")
     latent = {k: jnp.asarray(v) for k, v in latent.items()}

@@ -6,8 +6,10 @@ eager (they raise Python errors naming the offending entry) and must be called o
 
 from __future__ import annotations
 
-import numpy as np
+import jax
 import jax.numpy as jnp
+import numpy as np
+import numpy.typing as npt
 
 __all__ = [
     "boolean_semantics",
@@ -19,14 +21,14 @@ __all__ = [
 ]
 
 
-def _as_2d(name: str, x) -> np.ndarray:
+def _as_2d(name: str, x: npt.ArrayLike) -> np.ndarray:
     arr = np.asarray(x)
     if arr.ndim != 2:
         raise ValueError(f"{name} must have shape [utterance, state]; got shape {arr.shape}.")
     return arr
 
 
-def boolean_semantics(lexicon) -> jnp.ndarray:
+def boolean_semantics(lexicon: npt.ArrayLike) -> jax.Array:
     """``0`` where an utterance is true of a state, ``-inf`` where false.
 
     Shapes: ``lexicon [utterance, state]`` of bools or 0/1 -> float32 ``[utterance, state]``.
@@ -42,8 +44,11 @@ def boolean_semantics(lexicon) -> jnp.ndarray:
     return jnp.where(jnp.asarray(arr, bool), 0.0, -jnp.inf).astype(jnp.float32)
 
 
-def graded_semantics(truth) -> jnp.ndarray:
-    """``log`` of graded truth values in [0, 1]. Shapes: ``[utterance, state]`` -> same."""
+def graded_semantics(truth: npt.ArrayLike) -> jax.Array:
+    """``log`` of graded truth values in [0, 1] (``-inf`` where a value is 0).
+
+    Shapes: ``truth [utterance, state]`` in [0, 1] -> float32 ``[utterance, state]``.
+    """
     arr = _as_2d("truth", truth).astype(float)
     bad = ~((arr >= 0) & (arr <= 1))
     if bad.any():
@@ -53,18 +58,21 @@ def graded_semantics(truth) -> jnp.ndarray:
         return jnp.asarray(np.log(arr), jnp.float32)
 
 
-def threshold_semantics(state_values, thresholds) -> jnp.ndarray:
+def threshold_semantics(state_values: npt.ArrayLike, thresholds: npt.ArrayLike) -> jax.Array:
     """Degree semantics for a scale: utterance ``u`` is true of ``s`` iff ``value[s] >= threshold[u]``.
 
-    Shapes: ``state_values [state]``, ``thresholds [utterance]`` -> ``[utterance, state]``.
+    Shapes: ``state_values [state]``, ``thresholds [utterance]`` -> float32 ``[utterance, state]``.
     """
     v = np.asarray(state_values, float)
     t = np.asarray(thresholds, float)
     return boolean_semantics(v[None, :] >= t[:, None])
 
 
-def check_log_semantics(log_semantics, name: str = "log_semantics") -> np.ndarray:
-    """Raise a ``ValueError`` naming the first NaN or ``+inf`` entry; return a NumPy copy."""
+def check_log_semantics(log_semantics: npt.ArrayLike, name: str = "log_semantics") -> np.ndarray:
+    """Raise a ``ValueError`` naming the first NaN or ``+inf`` entry; return it as a NumPy array.
+
+    Shapes: ``log_semantics [..., utterance, state]`` -> the same shape.
+    """
     arr = np.asarray(log_semantics)
     if arr.ndim < 2:
         raise ValueError(f"{name} must have shape [..., utterance, state]; got shape {arr.shape}.")
@@ -79,16 +87,22 @@ def check_log_semantics(log_semantics, name: str = "log_semantics") -> np.ndarra
 
 
 def bin_edges(lo: float, hi: float, n_bins: int) -> np.ndarray:
-    """``n_bins + 1`` equally spaced edges on ``[lo, hi]``, e.g. 21 states of a 0-100 slider."""
+    """``n_bins + 1`` equally spaced edges on ``[lo, hi]``, e.g. 21 states of a 0-100 slider.
+
+    Shapes: -> float64 ``[n_bins + 1]``.
+    """
     if not (hi > lo and n_bins >= 1):
         raise ValueError(f"need hi > lo and n_bins >= 1; got lo={lo}, hi={hi}, n_bins={n_bins}.")
     return np.linspace(lo, hi, n_bins + 1)
 
 
-def bin_index(values, edges, name: str = "response") -> np.ndarray:
+def bin_index(values: npt.ArrayLike, edges: npt.ArrayLike, name: str = "response") -> np.ndarray:
     """Map continuous responses to bin (state) indices; the top edge belongs to the last bin.
 
     Raises a ``ValueError`` naming the first value outside ``[edges[0], edges[-1]]`` or NaN.
+
+    Shapes: ``values [...]``, ``edges [n_bins + 1]`` -> int32 ``[...]`` (values' shape) in
+    ``0 .. n_bins - 1``.
     """
     v = np.asarray(values, float)
     e = np.asarray(edges, float)

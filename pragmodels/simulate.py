@@ -6,9 +6,12 @@ with an explicit seed. Returns plain dicts that :func:`pragmodels.fit` accepts a
 
 from __future__ import annotations
 
+from typing import Any
+
 import jax
 import jax.numpy as jnp
 import numpy as np
+import numpy.typing as npt
 
 from pragmodels import agents
 from pragmodels.semantics import boolean_semantics, threshold_semantics
@@ -21,7 +24,8 @@ REFERENCE_STATES = ("blue square", "blue circle", "green square")
 REFERENCE_LEXICON = np.array([[1, 1, 0], [0, 0, 1], [1, 0, 1], [0, 1, 0]])
 
 
-def _draw(rng, log_p):
+def _draw(rng: np.random.Generator, log_p: npt.ArrayLike) -> np.ndarray:
+    """One index draw per row of ``log_p [..., option]`` -> ``[...]``."""
     p = np.exp(np.asarray(log_p, float))
     p /= p.sum(-1, keepdims=True)
     u = rng.uniform(size=p.shape[:-1] + (1,))
@@ -29,8 +33,12 @@ def _draw(rng, log_p):
 
 
 def reference_game_speaker(seed: int, n_per_state: int = 80, alpha: float = 2.0, cost: float = 0.5,
-                           lapse: float = 0.0) -> dict:
-    """Speaker choices in the blue/green square/circle game; only "square" costs ``cost``."""
+                           lapse: float = 0.0) -> dict[str, Any]:
+    """Speaker choices in the blue/green square/circle game; only "square" costs ``cost``.
+
+    Shapes: returns ``log_semantics [utterance=4, state=3]``, ``state [trial]`` and ``choice
+    [trial]`` (``trial = 3 * n_per_state``), ``cost_design [utterance=4, cost_term=1]``.
+    """
     rng = np.random.default_rng(seed)
     sem = boolean_semantics(REFERENCE_LEXICON)
     cost_design = np.array([[0.0], [0.0], [1.0], [0.0]])
@@ -41,11 +49,14 @@ def reference_game_speaker(seed: int, n_per_state: int = 80, alpha: float = 2.0,
 
 
 def scale_listener_by_item(seed: int, n_items: int = 100, n_per_item: int = 40, n_states: int = 21,
-                           alpha_mu: float = 1.0, alpha_sigma: float = 0.5) -> tuple[dict, np.ndarray]:
+                           alpha_mu: float = 1.0, alpha_sigma: float = 0.5) -> tuple[dict[str, Any], np.ndarray]:
     """Listener guesses on a discretised 0-100 scale, rationality varying by item.
 
     Utterances are "at least t" for t in {0, 20, 40, 60, 80}; each item has its own alpha
     ``exp(alpha_mu + alpha_sigma z)``. Returns ``(data, true_alpha)``.
+
+    Shapes: ``data``: ``log_semantics [utterance=5, state=n_states]``, ``item``, ``utterance`` and
+    ``choice [trial]`` (``trial = n_items * n_per_item``); ``true_alpha [n_items]``.
     """
     rng = np.random.default_rng(seed)
     values = np.linspace(0, 100, n_states)

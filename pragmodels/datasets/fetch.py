@@ -30,6 +30,7 @@ class DataDownloadError(OSError):
 
 
 def sha256_of(path: str | os.PathLike) -> str:
+    """The sha256 hex digest of a file's bytes (read in 1 MiB chunks)."""
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):

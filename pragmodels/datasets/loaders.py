@@ -10,8 +10,11 @@ switched off). Nothing is dropped: invalid LLM responses stay in the frame with 
 from __future__ import annotations
 
 import json
+import os
 import re
+from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -45,21 +48,21 @@ SCENARIO_TO_LLM = {"bike": "bicycle", "cooking": "pasta", "absence": "office",
                    "house": "house", "cinema": "cinema", "conference": "conference"}
 
 
-def _resolve(key: str, path, verify_hash: bool) -> Path:
+def _resolve(key: str, path: str | os.PathLike[str] | None, verify_hash: bool) -> Path:
     if path is None:
         return locate(key, verify_hash=verify_hash)
     path = Path(path)
     return verify(path, get(key)) if verify_hash else path
 
 
-def _read_csv(path: Path, **kw) -> pd.DataFrame:
+def _read_csv(path: Path, **kw: Any) -> pd.DataFrame:
     try:
         return pd.read_csv(path, **kw)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as e:
         raise DataSchemaError(f"{path}: not a readable CSV file ({e}).") from e
 
 
-def load_social_human(path=None, *, verify_hash: bool = True) -> pd.DataFrame:
+def load_social_human(path: str | os.PathLike[str] | None = None, *, verify_hash: bool = True) -> pd.DataFrame:
     """Solt et al. (2025) Exp. 1: one row per participant x attribute (362 x 6 rows).
 
     Columns: ``participant_id, scenario`` (LLM-file labels: bicycle, pasta, office, ...),
@@ -97,7 +100,8 @@ def load_social_human(path=None, *, verify_hash: bool = True) -> pd.DataFrame:
     return long.reset_index(drop=True)
 
 
-def load_social_llm(prompts=PROMPTS, *, paths: dict | None = None, verify_hash: bool = True) -> pd.DataFrame:
+def load_social_llm(prompts: Iterable[str] = PROMPTS, *, paths: Mapping[str, str | os.PathLike[str]] | None = None,
+                    verify_hash: bool = True) -> pd.DataFrame:
     """LLM Likert ratings (3 LLMs x 4 prompts x 10 samples), invalid responses kept.
 
     Columns: ``model, prompt, scenario, context, form, attribute, sample_id, rating`` (nullable
@@ -141,7 +145,8 @@ def load_social_llm(prompts=PROMPTS, *, paths: dict | None = None, verify_hash: 
     return pd.concat(frames, ignore_index=True)
 
 
-def load_wavelength(path=None, *, verify_hash: bool = True, long: bool = False) -> pd.DataFrame:
+def load_wavelength(path: str | os.PathLike[str] | None = None, *, verify_hash: bool = True,
+                    long: bool = False) -> pd.DataFrame:
     """WavelengthEval: 100 items (50 scales x 2 targets) with 40 human guesses each.
 
     ``long=False``: one row per item, columns ``item, left, right, clue, target, response_mean,
@@ -185,7 +190,7 @@ def load_wavelength(path=None, *, verify_hash: bool = True, long: bool = False) 
 _OPTION = re.compile(r"^([A-E])\.\s*(.*)$")
 
 
-def load_drinq(path=None, *, verify_hash: bool = True) -> pd.DataFrame:
+def load_drinq(path: str | os.PathLike[str] | None = None, *, verify_hash: bool = True) -> pd.DataFrame:
     """DRInQ validated items (231 rows): question, context, five options, consensus letter.
 
     Columns: ``item, question, context, option_A .. option_E, consensus`` (A-E),
@@ -199,8 +204,8 @@ def load_drinq(path=None, *, verify_hash: bool = True) -> pd.DataFrame:
     rows = []
     for i, text in enumerate(raw["options"]):
         lines = [ln.strip() for ln in str(text).strip().split("\n") if ln.strip()]
-        parsed = [_OPTION.match(ln) for ln in lines]
-        if len(lines) != 5 or not all(parsed) or [m.group(1) for m in parsed] != list("ABCDE"):
+        parsed = [m for m in map(_OPTION.match, lines) if m is not None]
+        if len(lines) != 5 or len(parsed) != len(lines) or [m.group(1) for m in parsed] != list("ABCDE"):
             raise DataSchemaError(
                 f"{p}: column 'options', row {i}: value {text!r}; expected five lines 'A. ...' to 'E. ...'."
             )
@@ -208,7 +213,7 @@ def load_drinq(path=None, *, verify_hash: bool = True) -> pd.DataFrame:
     opts = pd.DataFrame(rows)
     implied = raw["implied_comment"]
 
-    def _letter(i):
+    def _letter(i: int) -> str | None:
         if pd.isna(implied.iloc[i]):
             return None
         target = str(implied.iloc[i]).strip()

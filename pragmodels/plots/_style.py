@@ -1,6 +1,14 @@
 """Shared plot style: prompt markers and colours as in Mühlenbernd (2026), Figure 1."""
 
-PROMPT_STYLE = {
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import numpy as np
+    from matplotlib.figure import Figure
+
+PROMPT_STYLE: dict[str, dict[str, Any]] = {
     "MIN": dict(marker="o", color="0.5"),
     "ALT": dict(marker="s", color="tab:orange"),
     "KMA": dict(marker="^", color="tab:blue"),
@@ -8,7 +16,8 @@ PROMPT_STYLE = {
 }
 
 
-def new_figure(n_panels: int, width: float = 4.2, height: float = 4.0, **kw):
+def new_figure(n_panels: int, width: float = 4.2, height: float = 4.0, **kw: Any) -> tuple[Figure, np.ndarray]:
+    """A figure with one row of ``n_panels`` axes; returns it and the axes ``[n_panels]``."""
     import matplotlib
 
     matplotlib.use("Agg", force=False)

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pandas as pd
 
 from pragmodels.plots._style import new_figure
 
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
-def esr_heatmap(esr: pd.DataFrame, vmax: float = 4.5, prompts=("MIN", "ALT", "KMA", "COM")):
+
+def esr_heatmap(esr: pd.DataFrame, vmax: float = 4.5, prompts: Sequence[str] = ("MIN", "ALT", "KMA", "COM")
+                ) -> Figure:
     """``esr``: columns ``model, prompt, kind`` (main/interaction), ``attribute, esr``.
 
     Colour: deviation from ESR = 1 (white); blue attenuation, red exaggeration, log scale
@@ -36,6 +43,8 @@ def esr_heatmap(esr: pd.DataFrame, vmax: float = 4.5, prompts=("MIN", "ALT", "KM
         labels = [f"{'main' if k == 'main' else 'int.'}: {a}" for k, a in rows]
         ax.set_yticks(range(len(rows)), labels if ax is axes[0] else [""] * len(rows), fontsize=8)
         ax.set_title(m)
+    if im is None:
+        raise ValueError("esr has no rows to plot.")
     fig.subplots_adjust(left=0.16, wspace=0.08)
     fig.colorbar(im, ax=list(axes), shrink=0.6, label="ESR (values > %.1f marked *)" % vmax)
     return fig

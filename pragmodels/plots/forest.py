@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
-def _common_draws(trees: dict, var_names) -> dict:
+if TYPE_CHECKING:
+    import xarray as xr
+    from matplotlib.figure import Figure
+
+
+def _common_draws(trees: Mapping[str, xr.DataTree], var_names: Sequence[str]) -> dict[str, xr.DataTree]:
     """Each fit's posterior for ``var_names``, cut to the chains and draws that every fit has.
 
     ``plot_forest`` aligns the fits on their chain and draw coordinates; fits with different
@@ -21,10 +28,14 @@ def _common_draws(trees: dict, var_names) -> dict:
     return out
 
 
-def forest(trees: dict, var_names, figsize=(8, 10)):
+def forest(trees: Mapping[str, xr.DataTree], var_names: Sequence[str], figsize: tuple[float, float] = (8, 10)
+           ) -> Figure:
     """``trees``: ``{label: DataTree}`` (e.g. humans and each LLM x prompt); returns the Figure.
     Fits with more chains or draws than the others are cut to the common number (see
-    :func:`_common_draws`)."""
+    :func:`_common_draws`).
+
+    Shapes: each of ``var_names`` ``[chain, draw, *dims]`` in every fit's posterior (same ``dims``).
+    """
     import matplotlib
 
     matplotlib.use("Agg", force=False)
@@ -34,7 +45,8 @@ def forest(trees: dict, var_names, figsize=(8, 10)):
     import matplotlib.pyplot as plt
 
     # one colour per fit: the default cycle has 10, the study compares 13 fits
-    colours = plt.get_cmap("tab20").colors if len(trees) > 10 else plt.get_cmap("tab10").colors
+    cmap = plt.get_cmap("tab20" if len(trees) > 10 else "tab10")
+    colours = [cmap(i) for i in range(cmap.N)]  # a qualitative map's N entries are its listed colours
     with matplotlib.rc_context({"axes.prop_cycle": cycler(color=colours)}):
         pc = azp.plot_forest(_common_draws(trees, var_names), var_names=list(var_names), combined=True,
                              backend="matplotlib", figure_kwargs={"figsize": figsize})

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pandas as pd
 
 from pragmodels.plots._style import PROMPT_STYLE, new_figure
 
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
-def human_vs_model_means(cells: pd.DataFrame, lo: float = 1.0, hi: float = 7.0):
+
+def human_vs_model_means(cells: pd.DataFrame, lo: float = 1.0, hi: float = 7.0) -> Figure:
     """``cells``: columns ``model, prompt, human, llm`` (one row per attribute x context x form)."""
     models = list(dict.fromkeys(cells["model"]))
     fig, axes = new_figure(len(models), sharey=True)

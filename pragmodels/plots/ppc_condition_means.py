@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pandas as pd
 
 from pragmodels.plots._style import PROMPT_STYLE, new_figure
 
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
-def ppc_condition_means(predicted: pd.DataFrame, observed: pd.DataFrame):
+
+def ppc_condition_means(predicted: pd.DataFrame, observed: pd.DataFrame) -> Figure:
     """``predicted``: one row per cell with ``cell`` (label), ``median, lo, hi`` (the fitted model's
     predicted mean and interval); ``observed``: columns ``model, prompt, cell, mean``.
     One panel per observed model; cells on the x axis in ``predicted``'s order."""
