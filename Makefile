@@ -1,4 +1,4 @@
-# Set-up and entry points. `make run` runs the main job; `make test` runs the tests.
+# Set-up and entry points. `make run` runs the main job; `make test` type-checks (mypy) and runs the tests.
 PYTHON_BOOT := $(shell scripts/find_python.sh)
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -21,9 +21,11 @@ run-quick: install
 	PRAGMODELS_DATA_DIR=$${PRAGMODELS_DATA_DIR:-../shared/data} $(VENV)/bin/pragmodels run fits/social_meaning.json --quick
 
 test: install
+	$(VENV)/bin/mypy pragmodels
 	PRAGMODELS_DATA_DIR=$${PRAGMODELS_DATA_DIR:-../shared/data} $(PY) -m pytest -q -m "not slow" tests
 
 test-all: install
+	$(VENV)/bin/mypy pragmodels
 	PRAGMODELS_DATA_DIR=$${PRAGMODELS_DATA_DIR:-../shared/data} $(PY) -m pytest -q tests
 
 bench: install
