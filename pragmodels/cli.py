@@ -16,22 +16,15 @@ Layering: imports :mod:`pragmodels.runner` and :mod:`pragmodels.runs`, lazily; n
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
 
 
 def _read_config(path: Path) -> dict:
-    try:
-        cfg = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise FileNotFoundError(f"config {path} does not exist.") from None
-    except json.JSONDecodeError as e:
-        raise ValueError(f"config {path}: not valid JSON ({e}).") from None
-    if not isinstance(cfg, dict):
-        raise ValueError(f"config {path}: expected a JSON object; got {type(cfg).__name__}.")
-    return cfg
+    from pragmodels.runs import read_config
+
+    return read_config(path)
 
 
 def _run(args: argparse.Namespace) -> Path:

@@ -29,7 +29,7 @@ from pragmodels import rsa_models, simulate
 from pragmodels.inference import fit
 from pragmodels.priors import Prior
 from pragmodels.results_io import load_netcdf, save_netcdf
-from pragmodels.runs import open_run, read_manifest, run_folder
+from pragmodels.runs import open_run, read_config, read_manifest, run_folder
 
 __all__ = ["load_config", "run_config", "render_report"]
 
@@ -42,12 +42,7 @@ _REQUIRED = ("name", "model", "data", "sampler", "seed")
 def load_config(path: str | Path) -> dict[str, Any]:
     """The fit config at ``path``, checked for its required keys (errors name the file)."""
     path = Path(path)
-    try:
-        cfg = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise FileNotFoundError(f"fit config {path} does not exist.") from None
-    except json.JSONDecodeError as e:
-        raise ValueError(f"fit config {path}: not valid JSON ({e}).") from None
+    cfg = read_config(path, "fit config")
     missing = [k for k in _REQUIRED if k not in cfg]
     if missing:
         raise ValueError(f"fit config {path}: missing key(s) {missing}; required: {list(_REQUIRED)}.")

@@ -82,7 +82,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MODES", "RunError", "RunFolderLocked", "RunInterrupted", "Run", "open_run", "run_folder",
-    "read_manifest", "lock_folder", "search_path", "load_entry_point", "run_study",
+    "read_manifest", "lock_folder", "search_path", "load_entry_point", "read_config", "run_study",
 ]
 
 MODES = ("quick", "full")
@@ -498,6 +498,21 @@ def load_entry_point(value: str, config_path: str | os.PathLike, key: str = "stu
     return func
 
 
+def read_config(path: str | os.PathLike, what: str = "config") -> dict[str, Any]:
+    """The JSON object in the config file ``path``; a missing file, invalid JSON or a value that is
+    not an object is an error naming the file (``what`` names the kind of config)."""
+    path = Path(path)
+    try:
+        cfg = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{what} {path} does not exist.") from None
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{what} {path}: not valid JSON ({e}).") from None
+    if not isinstance(cfg, dict):
+        raise ValueError(f"{what} {path}: expected a JSON object; got {type(cfg).__name__}.")
+    return cfg
+
+
 def run_study(config_path: str | os.PathLike, *, mode: str = "full", out: str | os.PathLike | None = None,
               progress: bool = False, log: Callable[[str], None] | None = None) -> Path:
     """Run the study a config names (``"study": "path.py:function"``) into its run folder.
@@ -506,12 +521,7 @@ def run_study(config_path: str | os.PathLike, *, mode: str = "full", out: str | 
     signature. Returns the run folder.
     """
     config_path = Path(config_path)
-    try:
-        config = json.loads(config_path.read_text())
-    except FileNotFoundError:
-        raise FileNotFoundError(f"config {config_path} does not exist.") from None
-    except json.JSONDecodeError as e:
-        raise ValueError(f"config {config_path}: not valid JSON ({e}).") from None
+    config = read_config(config_path)
     if "study" not in config:
         raise ValueError(f"config {config_path}: no 'study' key (expected 'path/to/module.py:function').")
     entry = load_entry_point(config["study"], config_path, "study")
