@@ -21,6 +21,7 @@ import pytest
 import pragmodels as pm
 from pragmodels import agents
 from tests import naive_rsa
+from tests.test_agents import random_lexicon
 
 ATOL = 2e-5
 INSIDE_OUTSIDE = ["inside", "outside"]
@@ -104,15 +105,6 @@ def naive_rsa_scaled(truth, alpha, cost, prior, depth, scaling, role="listener")
             return spk
         lis = naive_rsa.listener_from_speaker(spk, prior)
     return lis
-
-
-def random_lexicon(rng, n_u, n_s, graded=False, empty=True):
-    truth = rng.uniform(0.05, 1, (n_u, n_s)) if graded else (rng.uniform(size=(n_u, n_s)) < 0.5).astype(float)
-    truth = truth * (rng.uniform(size=(n_u, n_s)) < 0.7)
-    if empty:
-        truth[0] = 0.0  # an utterance true of no state
-        truth[:, -1] = 0.0  # a state no utterance fits
-    return truth
 
 
 def to_log(x, dtype=jnp.float32):
