@@ -235,7 +235,7 @@ def fit_batched(rng_key: int | jax.Array, model: Callable[..., Any], datasets: S
         tree = _datatree(run, loglik, pp, None, infos[i], dims, coords)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", FitWarning)
-            diag = diagnose(tree, emit=True, max_tree_depth=max_tree_depth)
+            diag = diagnose(tree, emit=True, max_tree_depth=max_tree_depth, latent=latent_sites)
         for w in caught:
             warnings.warn(f"{name}: {w.message}", FitWarning, stacklevel=2)
         tree.attrs.update(

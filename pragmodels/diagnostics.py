@@ -7,7 +7,7 @@ Thresholds follow Vehtari et al. (2021): r_hat <= 1.01 and bulk/tail ESS >= 100 
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,11 +64,21 @@ def _worst(ds: xr.Dataset, fn: Callable[[np.ndarray], Any]) -> tuple[float, str]
     return worst, where
 
 
-def diagnose(tree: xr.DataTree, emit: bool = True, max_tree_depth: int | None = None) -> Diagnostics:
+def _nan_sites(ds: xr.Dataset, names: Sequence[str]) -> list[str]:
+    """Those of ``names`` whose diagnostic is NaN for some element."""
+    return [n for n in names if n in ds.data_vars and bool(np.isnan(np.asarray(ds[n])).any())]
+
+
+def diagnose(tree: xr.DataTree, emit: bool = True, max_tree_depth: int | None = None,
+             latent: Sequence[str] | None = None) -> Diagnostics:
     """Count divergences, find the worst r_hat and ESS, and warn (``FitWarning``) on problems.
 
     With ``max_tree_depth``, also flag NUTS trajectories that hit the depth limit (the sampler
     was cut short, so it explores slowly and the ESS estimates deserve suspicion).
+
+    With ``latent`` (the sampled sites), a NaN r_hat or ESS of any of their elements is a
+    failure: its draws do not vary (a chain that never moved, or too few draws). NaN diagnostics
+    of deterministic sites (e.g. a cost fixed at 0 for some utterance) are not counted.
 
     Shapes: ``posterior`` variables ``[chain, draw, ...]``; ``sample_stats`` ``diverging`` and
     ``n_steps`` ``[chain, draw]``.
@@ -82,9 +92,17 @@ def diagnose(tree: xr.DataTree, emit: bool = True, max_tree_depth: int | None = 
     with warnings.catch_warnings():
         # constant deterministic sites (e.g. a cost fixed at 0) give NaN diagnostics; ignored
         warnings.simplefilter("ignore", RuntimeWarning)
-        r, r_name = _worst(rhat(post), np.nanmax) if n_chains > 1 else (np.nan, "")
-        eb, eb_name = _worst(ess(post, method="bulk"), np.nanmin)
-        et, et_name = _worst(ess(post, method="tail"), np.nanmin)
+        r_ds = rhat(post) if n_chains > 1 else None
+        eb_ds, et_ds = ess(post, method="bulk"), ess(post, method="tail")
+        r, r_name = _worst(r_ds, np.nanmax) if r_ds is not None else (np.nan, "")
+        eb, eb_name = _worst(eb_ds, np.nanmin)
+        et, et_name = _worst(et_ds, np.nanmin)
+    if latent is not None:
+        frozen = sorted(set(_nan_sites(eb_ds, latent)) | set(_nan_sites(et_ds, latent))
+                        | (set(_nan_sites(r_ds, latent)) if r_ds is not None else set()))
+        if frozen:
+            problems.append(f"r_hat or ESS is NaN for {frozen}: their draws do not vary (a chain that never "
+                            "moved, or too few draws); the fit cannot be trusted.")
     if div:
         problems.append(
             f"{div} divergent transitions after warm-up: the posterior is not explored reliably; "

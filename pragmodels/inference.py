@@ -247,7 +247,7 @@ def fit(
     tree = _datatree(run, loglik, pp, prior, info, dims, coords)
     post_s = time.perf_counter() - t_post
     wall = time.perf_counter() - t_start
-    diag = diagnose(tree, emit=not strict, max_tree_depth=max_tree_depth)
+    diag = diagnose(tree, emit=not strict, max_tree_depth=max_tree_depth, latent=run.latent_sites)
     from pragmodels import __version__
 
     settings = dict(

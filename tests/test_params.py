@@ -231,3 +231,24 @@ def test_fit_warns_and_records_when_chains_run_otherwise_than_asked():
                       chain_method="parallel", progress_bar=False, priors={"lapse": 0.0})
     s = json.loads(tree.attrs["sampler_settings"])
     assert s["chain_method"] == "vectorized" and s["chain_method_requested"] == "parallel"
+
+
+def test_nan_diagnostics_of_sampled_sites_are_a_failure():
+    """Issue 9, finding 9: one draw per chain gives NaN ESS; that used to pass as diagnostics_ok=1.
+    A latent site whose chain never moved fails too; a constant deterministic does not."""
+    data = _speaker_data()
+    with pytest.raises(pm.diagnostics.FitDiagnosticsError, match=r"r_hat or ESS is NaN for \['alpha'"):
+        pm.fit(0, speaker_model(), data, num_warmup=20, num_samples=1, num_chains=2, chain_method="vectorized",
+               progress_bar=False, priors={"lapse": 0.0}, strict=True)
+    import xarray as xr
+
+    rng = np.random.default_rng(0)
+    post = xr.Dataset({"stuck": (("chain", "draw"), np.ones((4, 200))),
+                       "fine": (("chain", "draw"), rng.standard_normal((4, 200))),
+                       "fixed_cost": (("chain", "draw"), np.zeros((4, 200)))})
+    stats = xr.Dataset({"diverging": (("chain", "draw"), np.zeros((4, 200), bool))})
+    tree = xr.DataTree.from_dict({"posterior": post, "sample_stats": stats})
+    bad = pm.diagnostics.diagnose(tree, emit=False, latent=["stuck", "fine"])
+    assert not bad.ok and "['stuck']" in bad.problems[0]
+    good = pm.diagnostics.diagnose(tree, emit=False, latent=["fine"])  # fixed_cost is deterministic
+    assert good.ok, good.problems
