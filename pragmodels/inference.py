@@ -103,8 +103,7 @@ def _datatree(run: NutsRun, loglik: dict[str, np.ndarray], pp: dict[str, np.ndar
               coords: Mapping[str, Any] | None) -> xr.DataTree:
     from arviz_base import from_dict
 
-    all_dims = {k: info.named_dims(k) for k in info.dims if info.dims[k]}
-    all_dims.update(dims or {})
+    all_dims = info.arviz_dims(dims)
     groups: dict[str, dict[str, np.ndarray]] = {
         "posterior": run.samples,
         "sample_stats": run.stats,

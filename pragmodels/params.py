@@ -313,6 +313,12 @@ class ModelInfo:
         """Dims of site ``name`` with unnamed axes called ``{name}_dim_{i}`` (ArviZ's default)."""
         return [d if d is not None else f"{name}_dim_{i}" for i, d in enumerate(self.dims.get(name, []))]
 
+    def arviz_dims(self, extra: Mapping[str, list[str]] | None = None) -> dict[str, list[str]]:
+        """``{site: dims}`` for every site with axes (ArviZ's ``dims=``), updated with ``extra``."""
+        out = {k: self.named_dims(k) for k in self.dims if self.dims[k]}
+        out.update(extra or {})
+        return out
+
 
 def _dist_repr(fn: Any) -> str:
     base = fn

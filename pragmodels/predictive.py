@@ -104,8 +104,7 @@ def _tree(groups: dict[str, dict[str, np.ndarray]], info: ModelInfo, coords: Map
           dims: Mapping[str, list[str]] | None, attrs: Mapping[str, Any]) -> xr.DataTree:
     from arviz_base import from_dict
 
-    all_dims = {k: info.named_dims(k) for k in info.dims if info.dims[k]}
-    all_dims.update(dims or {})
+    all_dims = info.arviz_dims(dims)
     tree = from_dict({g: v for g, v in groups.items() if v}, dims=all_dims, pred_dims=all_dims, coords=coords,
                      pred_coords=coords)
     tree.attrs.update(attrs)
