@@ -44,7 +44,14 @@ from pragmodels.inference import fit  # noqa: E402
 from pragmodels.fit_many import FitManyResult, FitSpec, fit_many  # noqa: E402
 from pragmodels.batched import fit_batched  # noqa: E402
 from pragmodels.priors import Prior  # noqa: E402
-from pragmodels.results_io import load_netcdf, save_netcdf  # noqa: E402
+from pragmodels.results_io import (  # noqa: E402
+    ResultChecksumError,
+    ResultFileError,
+    ResultFileWarning,
+    ResultSaveError,
+    load_netcdf,
+    save_netcdf,
+)
 
 __version__ = "0.1.0"
 
@@ -86,5 +93,9 @@ __all__ = [
     "enable_compilation_cache",
     "save_netcdf",
     "load_netcdf",
+    "ResultFileError",
+    "ResultChecksumError",
+    "ResultSaveError",
+    "ResultFileWarning",
     "__version__",
 ]

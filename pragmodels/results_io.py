@@ -1,14 +1,44 @@
-"""Saving and loading fit results: netCDF for posteriors, atomic writes, data hashes.
+"""Saving and loading fit results: netCDF for posteriors, atomic checksummed writes, data hashes.
 
 Layering: imports ``numpy``, ``xarray`` and the standard library; used by
 :mod:`pragmodels.inference` and the CLI. No pickle anywhere.
+
+Writing (:func:`save_netcdf`, :func:`atomic_write`)
+---------------------------------------------------
+A result is written into a temporary sibling ``.<name>.<pid>-<host>-<random>.pragmodels.tmp``
+in the target's folder, flushed to disk and renamed onto the target (``os.replace``: atomic),
+so the target always holds either the earlier file or the whole new one. A path that is a
+symlink is written through: the link's target (``os.path.realpath``) is replaced and the link
+stays a link. The new file gets the usual mode of a new file (``0o666`` less the umask). A save
+killed outright (SIGKILL, power loss) leaves its temporary file behind; the next save into the
+same folder removes such leftovers: those whose writer (pid, on this host) is no longer running,
+those older than :data:`STALE_TMP_AGE_S` whatever their pid, and ``.<name>.<random>.tmp`` files of
+the same name written before pids were part of the name, once older than
+:data:`LEGACY_TMP_AGE_S`.
+
+Checksums
+---------
+:func:`save_netcdf` records in the root attributes a sha256 of every variable (data variables and
+coordinates, of every group: name, dims, dtype, shape, values, attributes) and of every group's
+attributes: ``pragmodels_checksum_items`` (JSON, item -> sha256; items are ``/group/variable``
+and ``/group#attrs``) and ``pragmodels_checksum`` (``sha256:`` + the sha256 of that JSON). Before
+the rename the written file is read back and checked against them, so a file that would not load
+as written is never put in place. :func:`load_netcdf` checks them again and raises
+:class:`ResultChecksumError` naming the file and the items that differ; a file without them
+(written before checksums, or by another tool) loads with a :class:`ResultFileWarning`.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
+import json
 import os
-import tempfile
+import re
+import secrets
+import socket
+import time
+import warnings
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -16,7 +46,47 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-__all__ = ["data_hash", "atomic_write", "save_netcdf", "load_netcdf"]
+__all__ = [
+    "data_hash", "atomic_write", "save_netcdf", "load_netcdf", "tree_checksums", "verify_checksum",
+    "ResultFileError", "ResultChecksumError", "ResultSaveError", "ResultFileWarning",
+    "CHECKSUM_ATTR", "CHECKSUM_ITEMS_ATTR", "STALE_TMP_AGE_S", "LEGACY_TMP_AGE_S",
+]
+
+CHECKSUM_ATTR = "pragmodels_checksum"
+CHECKSUM_ITEMS_ATTR = "pragmodels_checksum_items"
+STALE_TMP_AGE_S = 24 * 3600  # a temp file this old is stale even if its writer's pid is alive (pid reuse)
+LEGACY_TMP_AGE_S = 3600  # temp files named before pids were part of the name (no way to tell their writer)
+_TMP_SUFFIX = ".pragmodels.tmp"
+_TMP_PATTERN = re.compile(r"^\..+\.(\d+)-([0-9a-f]{8})-[0-9a-f]{8}" + re.escape(_TMP_SUFFIX) + "$")
+
+
+class ResultFileError(ValueError):
+    """A result file cannot be read as a pragmodels result: truncated, damaged or not netCDF."""
+
+
+class ResultChecksumError(ResultFileError):
+    """A result file's contents do not match the checksum recorded when it was saved."""
+
+
+class ResultSaveError(OSError):
+    """A result could not be saved; the file at :attr:`path` (if any) was left as it was.
+
+    The cause is chained (``__cause__``). :attr:`tree` holds the result that was being saved,
+    so that finished samples are not lost with the file (``except ResultSaveError as e: e.tree``).
+    """
+
+    def __init__(self, message: str, *, path: str | os.PathLike[str] | None = None,
+                 tree: xr.DataTree | None = None):
+        super().__init__(message)
+        self.path = None if path is None else Path(path)
+        self.tree = tree
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+class ResultFileWarning(UserWarning):
+    """A result file was loaded without checksum verification (it records no checksum)."""
 
 
 def data_hash(data: Mapping[str, Any]) -> str:
@@ -34,34 +104,269 @@ def data_hash(data: Mapping[str, Any]) -> str:
     return h.hexdigest()
 
 
-def atomic_write(path: str | os.PathLike[str], write: Callable[[str], object]) -> Path:
-    """Call ``write(tmp_path)`` and move the result onto ``path`` only if it succeeded.
+# ------------------------------------------------------------------ checksums
+def _canon_attr(value: Any) -> list[Any]:
+    """An attribute value as netCDF gives it back: a flat list (a length-1 list reads back as a
+    scalar, ``[]`` as an empty float array, bytes as str, ints as int64)."""
+    if isinstance(value, (bytes, np.bytes_)):
+        value = value.decode("utf-8", "replace")
+    arr = np.atleast_1d(np.asarray(value))
+    if arr.dtype.kind == "S":
+        return [x.decode("utf-8", "replace") for x in arr.ravel().tolist()]
+    if arr.dtype.kind in "UO":
+        return [x.decode("utf-8", "replace") if isinstance(x, bytes) else str(x) for x in arr.ravel().tolist()]
+    if arr.dtype.kind == "b":
+        arr = arr.astype(np.int64)
+    return arr.ravel().tolist()
+
+
+def _attrs_json(attrs: Mapping[Any, Any], skip: tuple[str, ...] = ()) -> bytes:
+    canon = {str(k): _canon_attr(v) for k, v in attrs.items() if k not in skip}
+    return json.dumps(canon, sort_keys=True, default=str).encode()
+
+
+def _variable_hash(var: xr.Variable) -> str:
+    arr = np.asarray(var.values)
+    if arr.dtype.kind in "USO":  # strings: their text, whatever the width or object dtype
+        dtype = "str"
+        items = [x.decode("utf-8", "replace") if isinstance(x, bytes) else str(x) for x in arr.ravel().tolist()]
+        payload: bytes | memoryview = json.dumps(items).encode()
+    else:
+        dtype = arr.dtype.name
+        if arr.dtype.byteorder == ">":
+            arr = arr.astype(arr.dtype.newbyteorder("<"))
+        payload = memoryview(np.ascontiguousarray(arr).reshape(-1).view(np.uint8))  # any fixed-size dtype
+    h = hashlib.sha256()
+    h.update(json.dumps({"dims": list(map(str, var.dims)), "shape": list(arr.shape), "dtype": dtype},
+                        sort_keys=True).encode())
+    h.update(_attrs_json(var.attrs))
+    h.update(payload)
+    return h.hexdigest()
+
+
+def tree_checksums(tree: xr.DataTree) -> dict[str, str]:
+    """sha256 of every item of ``tree``: ``/group/variable`` (data variables and coordinates,
+    each once, at the group that holds it) and ``/group#attrs`` (the group's attributes; the root's
+    without the checksum attributes). Reads one variable at a time from a lazily opened tree."""
+    items: dict[str, str] = {}
+    for node in tree.subtree:
+        group = node.path.rstrip("/")
+        ds = node.to_dataset(inherit=False)
+        for name in sorted(map(str, ds.variables)):
+            items[f"{group}/{name}"] = _variable_hash(ds.variables[name])
+        skip = (CHECKSUM_ATTR, CHECKSUM_ITEMS_ATTR) if node.is_root else ()
+        items[f"{group or '/'}#attrs"] = hashlib.sha256(_attrs_json(node.attrs, skip)).hexdigest()
+    return items
+
+
+def _items_digest(items: Mapping[str, str]) -> str:
+    return "sha256:" + hashlib.sha256(json.dumps(dict(items), sort_keys=True).encode()).hexdigest()
+
+
+def verify_checksum(tree: xr.DataTree, path: str | os.PathLike[str] | None = None) -> bool:
+    """Check ``tree`` against the checksum recorded in its root attributes.
+
+    Returns True when it matches and False when the tree records no checksum; raises
+    :class:`ResultChecksumError` (naming ``path`` and the items that differ) when it does not match.
+    """
+    where = "the result" if path is None else str(path)
+    digest, raw = tree.attrs.get(CHECKSUM_ATTR), tree.attrs.get(CHECKSUM_ITEMS_ATTR)
+    if digest is None and raw is None:
+        return False
+    try:
+        stored = json.loads(raw) if isinstance(raw, str) else None
+    except json.JSONDecodeError:
+        stored = None
+    if not isinstance(stored, dict) or _items_digest(stored) != digest:
+        raise ResultChecksumError(f"{where}: its checksum record ({CHECKSUM_ATTR!r}, {CHECKSUM_ITEMS_ATTR!r} in "
+                                  "the root attributes) is damaged; the file cannot be verified.")
+    found = tree_checksums(tree)
+    changed = sorted(k for k in stored if k in found and found[k] != stored[k])
+    missing = sorted(set(stored) - set(found))
+    extra = sorted(set(found) - set(stored))
+    if changed or missing or extra:
+        parts = []
+        if changed:
+            parts.append(f"changed: {changed}")
+        if missing:
+            parts.append(f"missing: {missing}")
+        if extra:
+            parts.append(f"not in the checksum: {extra}")
+        raise ResultChecksumError(f"{where} does not match the checksum recorded when it was saved "
+                                  f"({'; '.join(parts)}): the file is damaged or was modified; do not use it.")
+    return True
+
+
+# ------------------------------------------------------------------ writing
+def _pid_alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by someone else
+        return True
+    return True
+
+
+def _host_tag() -> str:
+    return hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
+
+
+def _clean_stale_temps(target: Path, now: float | None = None) -> list[Path]:
+    """Remove temporary files of killed saves in ``target``'s folder (see the module docstring);
+    returns the paths removed. Never raises: cleaning up is a courtesy, not part of the save."""
+    now = time.time() if now is None else now
+    legacy = re.compile(r"^\." + re.escape(target.name) + r"\.[A-Za-z0-9_]{8}\.tmp$")  # tempfile.mkstemp names
+    host = _host_tag()
+    removed: list[Path] = []
+    try:
+        entries = list(os.scandir(target.parent))
+    except OSError:
+        return removed
+    for entry in entries:
+        m = _TMP_PATTERN.match(entry.name)
+        if not m and not legacy.match(entry.name):
+            continue
+        try:
+            st = entry.stat(follow_symlinks=False)
+            if not entry.is_file(follow_symlinks=False):
+                continue
+            age = now - st.st_mtime
+            if m:
+                pid, tag = int(m.group(1)), m.group(2)
+                stale = age > STALE_TMP_AGE_S or (tag == host and pid != os.getpid() and not _pid_alive(pid))
+            else:
+                stale = age > LEGACY_TMP_AGE_S
+            if stale:
+                os.unlink(entry.path)
+                removed.append(Path(entry.path))
+        except OSError:
+            continue
+    return removed
+
+
+def _fsync_dir(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def atomic_write(path: str | os.PathLike[str], write: Callable[[str], object],
+                 check: Callable[[str], object] | None = None) -> Path:
+    """Call ``write(tmp_path)`` (then ``check(tmp_path)``, if given) and move the result onto
+    ``path`` only if both succeeded; return the path written (a symlink's target).
 
     The temporary file lives in the target's directory, so ``os.replace`` is atomic: an
-    interrupted or failed write leaves an earlier file at ``path`` untouched.
+    interrupted or failed write leaves an earlier file at ``path`` untouched. A symlink at
+    ``path`` is written through (its target is replaced; the link stays). The file gets mode
+    ``0o666`` less the umask, like any new file; it is flushed to disk before the rename.
+    Leftovers of killed writes into the same folder are removed first.
     """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
+    link = Path(path)
+    target = Path(os.path.realpath(link))
+    if target.is_dir():
+        raise IsADirectoryError(errno.EISDIR, f"cannot write a result to {link}: it is a directory", str(link))
+    target.parent.mkdir(parents=True, exist_ok=True)
+    _clean_stale_temps(target)
+    tmp = target.parent / f".{target.name}.{os.getpid()}-{_host_tag()}-{secrets.token_hex(4)}{_TMP_SUFFIX}"
+    # O_CREAT with 0o666 lets the umask decide the mode, as for any new file (mkstemp would give 0o600)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
-        write(tmp)
-        os.replace(tmp, path)
+        mode = os.fstat(fd).st_mode & 0o7777
+        os.close(fd)
+        write(str(tmp))
+        if os.stat(tmp).st_mode & 0o7777 != mode:  # a writer that recreated the file
+            os.chmod(tmp, mode)
+        with open(tmp, "rb+") as f:
+            os.fsync(f.fileno())
+        if check is not None:
+            check(str(tmp))
+        os.replace(tmp, target)
     except BaseException:
-        if os.path.exists(tmp):
+        try:
             os.unlink(tmp)
+        except FileNotFoundError:
+            pass
         raise
-    return path
+    _fsync_dir(target.parent)
+    return target
+
+
+def _with_checksum(tree: xr.DataTree) -> xr.DataTree:
+    """A shallow copy of ``tree`` (arrays shared) whose root attributes record its checksums."""
+    out = tree.copy(deep=False)
+    items = tree_checksums(tree)
+    out.attrs[CHECKSUM_ITEMS_ATTR] = json.dumps(items, sort_keys=True)
+    out.attrs[CHECKSUM_ATTR] = _items_digest(items)
+    return out
+
+
+def _check_written(tmp: str) -> None:
+    with xr.open_datatree(tmp, engine="h5netcdf") as back:
+        try:
+            verify_checksum(back, tmp)
+        except ResultChecksumError as e:
+            raise ResultChecksumError(f"the file written does not read back as the result ({e}); this happens "
+                                      "when an attribute makes xarray decode the values differently (e.g. "
+                                      "'units' with 'since', 'scale_factor'): remove it.") from None
 
 
 def save_netcdf(tree: xr.DataTree, path: str | os.PathLike[str]) -> Path:
-    """Write a DataTree to netCDF-4 (h5netcdf) atomically."""
-    return atomic_write(path, lambda tmp: tree.to_netcdf(tmp, engine="h5netcdf"))
+    """Write a DataTree to netCDF-4 (h5netcdf) atomically, with a checksum, and return the path
+    written (a symlink's target).
+
+    The written file is read back and verified before it replaces ``path``. On any failure
+    :class:`ResultSaveError` is raised (with the tree on ``.tree`` and the cause chained) and the
+    file at ``path``, if any, is left as it was. ``tree`` itself is not modified.
+    """
+    try:
+        stamped = _with_checksum(tree)
+        return atomic_write(path, lambda tmp: stamped.to_netcdf(tmp, engine="h5netcdf"), check=_check_written)
+    except Exception as e:
+        raise ResultSaveError(f"could not save the result to {path}: {type(e).__name__}: {e} (the file there, "
+                              "if any, was left as it was)", path=path, tree=tree) from e
 
 
-def load_netcdf(path: str | os.PathLike[str]) -> xr.DataTree:
-    """Read a DataTree written by :func:`save_netcdf` fully into memory."""
-    tree = xr.open_datatree(path, engine="h5netcdf")
-    loaded = tree.load()
-    tree.close()
+# ------------------------------------------------------------------ reading
+def load_netcdf(path: str | os.PathLike[str], *, verify: bool = True) -> xr.DataTree:
+    """Read a DataTree written by :func:`save_netcdf` fully into memory and verify its checksum.
+
+    Raises ``FileNotFoundError`` for a missing file, :class:`ResultFileError` (a ``ValueError``)
+    for a file that is not readable netCDF (e.g. truncated by a full disk or an interrupted copy)
+    and :class:`ResultChecksumError` when its contents differ from the checksum recorded at save
+    time; each names the path. A file with no checksum loads with a :class:`ResultFileWarning`.
+    ``verify=False`` skips the check (to salvage what a damaged file still holds).
+    """
+    p = Path(path)
+    if not p.exists():
+        raise FileNotFoundError(errno.ENOENT, f"no result file at {p}", str(p))
+    if p.is_dir():
+        raise IsADirectoryError(errno.EISDIR, f"{p} is a directory, not a result file", str(p))
+    try:
+        tree = xr.open_datatree(p, engine="h5netcdf")
+    except PermissionError:
+        raise
+    except Exception as e:
+        raise ResultFileError(f"{p} is not a readable netCDF result file (truncated or damaged?): "
+                              f"{type(e).__name__}: {e}") from e
+    try:
+        loaded = tree.load()
+    except Exception as e:
+        raise ResultFileError(f"{p}: reading its data failed, the file is damaged or truncated: "
+                              f"{type(e).__name__}: {e}") from e
+    finally:
+        tree.close()
+    if verify and not verify_checksum(loaded, p):
+        warnings.warn(f"{p} records no {CHECKSUM_ATTR!r} (saved before pragmodels wrote checksums, or by another "
+                      "tool): loaded without verification. Save it again to add one.", ResultFileWarning,
+                      stacklevel=2)
     return loaded
