@@ -26,14 +26,18 @@ Cases
     ``simulate.scale_listener_by_item``: 100 items x 40 responses, 21 states), 4 chains x
     (1,000 + 1,000), chain_method "parallel" (old: falls back to vectorized on 2 devices; new:
     2 chains per device) and, for the new code, "vectorized": first and repeat wall, min bulk ESS,
-    ESS/s (over the repeat wall).
+    ESS/s (over the repeat wall). Also the new fit on the previous model formulation
+    (``previous_hierarchical_model``: vmapped agents, per-trial rows), to isolate the gain of the
+    batch-last agents and the count-table potential.
 
 Every fit computes the pointwise log-likelihood and diagnostics; none draws a posterior
 predictive. Walls and CPU seconds (all threads) are both reported: on a shared machine the CPU
 seconds move less. Writes benchmarks/results/fit_overhead.csv and .md.
 
 ``--profile-gradient``: CPU time of one value-and-gradient of (b)'s log density (100 and 1,600
-items, one chain, one XLA thread) against variants with the same value and gradient: the
+items, one chain, one XLA thread), as NUTS runs it (count-table potential), per trial, and as the
+previous model wrote it, against variants with the same value and gradient: the batch-last
+agents (``agents.pragmatic_listener_batch``) or the
 agents' safe log-sum-exp or plain ``jax.nn.log_softmax`` (the floor) or a custom-JVP safe
 ``log_normalize``, times the likelihood as a row gather (as ``likelihoods.choices(rows=...)``),
 a scalar gather or a dense per-condition count table. Writes results/fit_overhead_gradient.*.
@@ -114,8 +118,25 @@ def _rss_mb() -> float:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
+def previous_hierarchical_model(log_semantics, item, utterance, choice=None, n_items=None):
+    """The per-item listener as ``rsa_models.rsa_listener_by_item`` wrote it before the batch-last
+    agents and the count-table potential (pragmodels 87ab14d): ``jax.vmap`` of
+    ``pragmatic_listener`` over items ([item, utterance, state]) and one gathered row per trial."""
+    import jax
+
+    from pragmodels import agents
+    from pragmodels.likelihoods import listener_choices
+    from pragmodels.params import group_effect
+    from pragmodels.rsa_models import DEFAULT_PRIORS
+
+    alpha = group_effect("alpha", dim="item", size=n_items, loc=DEFAULT_PRIORS["alpha_mu"],
+                         scale=DEFAULT_PRIORS["alpha_sigma"], link="exp")
+    log_l = jax.vmap(lambda a: agents.pragmatic_listener(log_semantics, a))(alpha)
+    return listener_choices("choice", log_l[item, utterance], choice)
+
+
 def _fit_function(impl: str, baseline: str | None):
-    if impl == "new":
+    if impl in ("new", "prev"):
         import pragmodels.inference as inf
 
         if "run_nuts" not in Path(inf.__file__).read_text():
@@ -180,9 +201,13 @@ def worker(case: str, impl: str, quick: bool, baseline: str | None, method: str)
             c0, t0, u0 = compile_s[0], time.perf_counter(), _cpu_s()
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                tree = fit(i, hierarchical_listener_model(), data, num_warmup=warm, num_samples=draws,
-                           num_chains=4, chain_method=method, progress_bar=False, posterior_predictive=False,
-                           priors={"lapse": 0.0})
+                if impl == "prev":
+                    tree = fit(i, previous_hierarchical_model, data, num_warmup=warm, num_samples=draws,
+                               num_chains=4, chain_method=method, progress_bar=False, posterior_predictive=False)
+                else:
+                    tree = fit(i, hierarchical_listener_model(), data, num_warmup=warm, num_samples=draws,
+                               num_chains=4, chain_method=method, progress_bar=False, posterior_predictive=False,
+                               priors={"lapse": 0.0})
             wall = time.perf_counter() - t0
             diag = json.loads(tree.attrs["diagnostics"])
             ran = json.loads(tree.attrs["sampler_settings"])["chain_method"]
@@ -205,6 +230,7 @@ def profile_gradient(n_items_list=(100, 1600), rounds: int = 7) -> list[dict]:
     from numpyro.infer.util import initialize_model, potential_energy
 
     from pragmodels import agents
+    from pragmodels.likelihoods import tabulate_potential
     from pragmodels.params import with_priors
     from pragmodels.rsa_models import hierarchical_listener_model
     from pragmodels.simulate import scale_listener_by_item
@@ -266,8 +292,27 @@ def profile_gradient(n_items_list=(100, 1600), rounds: int = 7) -> list[dict]:
         def lik_dense(t, d):  # the per-condition count table
             return jnp.sum(jnp.where(d["counts"] > 0, d["counts"] * t, 0.0))
 
+        prev = functools.partial(previous_hierarchical_model, n_items=n_items)
+        d["countsT"] = jnp.moveaxis(d["counts"], 0, -1)  # [utterance, state, item]
+
+        def table_batch(alpha, d):  # agents.pragmatic_listener_batch: [utterance, state, item]
+            return agents.pragmatic_listener_batch(d["sem"], alpha)
+
+        def lik_dense_t(t, d):
+            return jnp.sum(jnp.where(d["countsT"] > 0, d["countsT"] * t, 0.0))
+
         fns = {"model potential (numpyro, as NUTS runs it)":
-               (jax.jit(jax.value_and_grad(lambda z, a: potential_energy(model, (), a, z))), arrays)}
+               (jax.jit(jax.value_and_grad(lambda z, a: potential_energy(tabulate_potential(model), (), a, z))), arrays),
+               "model, per-trial potential (no count table)":
+               (jax.jit(jax.value_and_grad(lambda z, a: potential_energy(model, (), a, z))), arrays),
+               "previous model (87ab14d: vmap layout, per-trial rows)":
+               (jax.jit(jax.value_and_grad(lambda z, a: potential_energy(prev, (), a, z))), arrays)}
+
+        def pe_batch(z, d):
+            lp, alpha = prior(z)
+            return -(lp + lik_dense_t(table_batch(alpha, d), d))
+
+        fns["batch-last agents + dense counts"] = (jax.jit(jax.value_and_grad(pe_batch)), d)
         for tname, tf in (("agents", table_agents), ("floor", table_floor),
                           ("agents, log_normalize with custom JVP", table_safe_jvp)):
             for lname, lf in (("row gather", lik_rows), ("scalar gather", lik_scalar), ("dense counts", lik_dense)):
@@ -433,6 +478,7 @@ def bda_rows(args, baseline, row):
 def hier_rows(args, baseline, row):
     """(b) hierarchical listener."""
     hier = {("old", "parallel"): run_worker("hier", "old", args.quick, baseline, "parallel"),
+            ("prev", "parallel"): run_worker("hier", "prev", args.quick, baseline, "parallel"),
             ("new", "parallel"): run_worker("hier", "new", args.quick, baseline, "parallel"),
             ("new", "vectorized"): run_worker("hier", "new", args.quick, baseline, "vectorized")}
     h_old = hier[("old", "parallel")]
@@ -454,6 +500,15 @@ def hier_rows(args, baseline, row):
         row(label, "min bulk ESS / repeat wall (1/s)", h_old["fits"][1]["min_ess_bulk"] / h_old["fits"][1]["wall_s"],
             h_new["fits"][1]["min_ess_bulk"] / rep_new)
         row(label, "max r_hat (repeat)", h_old["fits"][1]["max_rhat"], h_new["fits"][1]["max_rhat"])
+    h_prev, h_new = hier[("prev", "parallel")], hier[("new", "parallel")]
+    label = (f"hierarchical {h_new['n_items']} items, parallel, same fit: previous model formulation "
+             "(old column: vmap layout, per-trial row gather) vs batch-last agents + count-table potential (new)")
+    for metric, key in (("repeat call wall (s)", "wall_s"), ("repeat call CPU time, both cores (s)", "cpu_s"),
+                        ("repeat call sampling (s)", "sampling_time_s"), ("min bulk ESS (repeat)", "min_ess_bulk"),
+                        ("max r_hat (repeat)", "max_rhat")):
+        row(label, metric, h_prev["fits"][1][key], h_new["fits"][1][key])
+    row(label, "min bulk ESS / repeat wall (1/s)", h_prev["fits"][1]["min_ess_bulk"] / h_prev["fits"][1]["wall_s"],
+        h_new["fits"][1]["min_ess_bulk"] / h_new["fits"][1]["wall_s"])
 
 
 if __name__ == "__main__":

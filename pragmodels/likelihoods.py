@@ -15,17 +15,24 @@ Predictive draws un-observe these sites (and any other observed site) with the
 
 from __future__ import annotations
 
+from typing import Any
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 import numpyro
 import numpyro.distributions as dist
 from jax.typing import ArrayLike
+from numpyro.distributions import constraints
+from numpyro.primitives import Messenger
 
 from pragmodels.logmath import log_mix_uniform, log_normalize
 
 __all__ = [
     "choices",
+    "TableCategorical",
+    "TableCounts",
+    "tabulate_potential",
     "listener_choices",
     "speaker_choices",
     "choice_counts",
@@ -73,23 +80,145 @@ class NormalizedCategorical(dist.CategoricalLogits):
         return jnp.take_along_axis(logits, idx, axis=-1)[..., 0]
 
 
-def _check_normalised(name: str, log_probs: ArrayLike, what: str) -> None:
+def _check_normalised(name: str, log_probs: ArrayLike, what: str, axis: int = -1) -> None:
     arr = _concrete(log_probs)
     if arr is None:
         return
     with np.errstate(over="ignore"):
-        total = np.exp(arr.astype(np.float64)).sum(-1)
+        total = np.exp(arr.astype(np.float64)).sum(axis)
     bad = ~(np.isclose(total, 1.0, atol=1e-3) | (total == 0))
     if bad.any():
         i = tuple(int(k) for k in np.argwhere(bad)[0])
+        where = list(i)
+        if axis % arr.ndim != arr.ndim - 1:
+            where.insert(axis % arr.ndim, ":")  # type: ignore[arg-type]
         raise ValueError(
-            f"site {name!r}: log_probs{list(i)} sums to {total[i]:.6g} over {what}s; pass "
+            f"site {name!r}: log_probs{where} sums to {total[i]:.6g} over {what}s; pass "
             "normalised log-probabilities (e.g. an agent's output, or apply log_normalize)."
         )
 
 
+class TableCategorical(dist.Distribution):
+    """One categorical response per trial, its log-probabilities read from a shared table.
+
+    Trial ``i`` answers from ``table[rows[0][i], ..., :, ...]``: the ``option`` axis is
+    ``axis`` and ``rows`` index the other axes, in order. ``table`` holds normalised
+    log-probabilities (:func:`choices` checks them). ``log_prob(value)`` is the per-trial
+    log-likelihood ``[trial]`` (what LOO and the predictive use); inside the sampler's potential
+    :class:`tabulate_potential` replaces the site by :class:`TableCounts`, which gives the same
+    total from a count table, so that the gradient needs no scatter of per-trial values.
+
+    Shapes: ``table [*row_axes with option at axis]``, ``rows``: a tuple of ``[trial]`` integer
+    arrays, one per row axis -> batch shape ``[trial]``.
+    """
+
+    arg_constraints: dict[str, Any] = {}
+    pytree_data_fields = ("table", "rows")
+    pytree_aux_fields = ("axis",)
+
+    def __init__(self, table: ArrayLike, rows: tuple[ArrayLike, ...], axis: int, *,
+                 validate_args: bool | None = None):
+        self.table = jnp.asarray(table)
+        self.rows = tuple(jnp.asarray(r, jnp.int32) for r in rows)
+        self.axis = int(axis) % self.table.ndim
+        super().__init__(batch_shape=jnp.shape(self.rows[0]), event_shape=(), validate_args=validate_args)
+
+    @property
+    def n_options(self) -> int:
+        return int(self.table.shape[self.axis])
+
+    @constraints.dependent_property(is_discrete=True, event_dim=0)
+    def support(self) -> constraints.Constraint:
+        return constraints.integer_interval(0, self.n_options - 1)
+
+    def index(self, value: ArrayLike) -> tuple[jax.Array, ...]:
+        """The table index of each trial's response: one array per table axis."""
+        idx = list(self.rows)
+        idx.insert(self.axis, jnp.asarray(value, jnp.int32))
+        return tuple(idx)
+
+    def log_prob(self, value: ArrayLike) -> jax.Array:
+        flat = jnp.zeros((), jnp.int32)
+        for i, size in zip(self.index(value), self.table.shape):
+            flat = flat * size + i
+        return self.table.reshape(-1)[flat]
+
+    def trial_log_probs(self) -> jax.Array:
+        """The per-trial option log-probabilities ``[trial, option]``."""
+        return jnp.moveaxis(self.table, self.axis, -1)[self.rows]
+
+    def sample(self, key: jax.Array, sample_shape: tuple[int, ...] = ()) -> jax.Array:
+        return jax.random.categorical(key, self.trial_log_probs(), shape=tuple(sample_shape) + self.batch_shape)
+
+
+class TableCounts(dist.Distribution):
+    """The summed log-likelihood of a :class:`TableCategorical` site's observations, from counts.
+
+    ``log_prob(value) = Σ_cells counts · table`` with ``counts`` the (weighted) number of trials
+    in each table cell, equal to ``Σ_i weights[i] · table[index_i]``. The counts are a scatter of
+    constants, so the gradient with respect to ``table`` is ``counts`` itself, a dense product
+    (the per-trial gather's gradient is a scatter-add of per-trial values, about as costly as
+    the whole listener on a CPU: ``benchmarks/fit_overhead.py --gradient``). Cells with no trial
+    contribute 0, also where ``table`` is ``-inf``. ``weights`` (``[trial]``, e.g. a padding
+    mask) default to 1.
+    """
+
+    arg_constraints: dict[str, Any] = {}
+    pytree_data_fields = ("base", "weights")
+
+    def __init__(self, base: TableCategorical, weights: ArrayLike | None = None):
+        self.base = base
+        self.weights = None if weights is None else jnp.asarray(weights)
+        super().__init__(batch_shape=(), event_shape=())
+
+    @constraints.dependent_property(is_discrete=True, event_dim=0)
+    def support(self) -> constraints.Constraint:
+        return self.base.support
+
+    def log_prob(self, value: ArrayLike) -> jax.Array:
+        table = self.base.table
+        w = (jnp.ones(self.base.batch_shape, table.dtype) if self.weights is None
+             else jnp.broadcast_to(self.weights, self.base.batch_shape).astype(table.dtype))
+        counts = jnp.zeros(table.shape, table.dtype).at[self.base.index(value)].add(w)
+        seen = counts > 0
+        return jnp.sum(jnp.where(seen, counts * jnp.where(seen, table, 0.0), 0.0))
+
+    def sample(self, key: jax.Array, sample_shape: tuple[int, ...] = ()) -> jax.Array:
+        raise NotImplementedError("TableCounts is a potential term only; sample the TableCategorical site.")
+
+
+class tabulate_potential(Messenger):
+    """NumPyro handler: evaluate observed :class:`TableCategorical` sites as :class:`TableCounts`.
+
+    The log density is unchanged (up to float rounding) and so is its gradient; only the way it
+    is computed differs. :func:`pragmodels.sampler.run_nuts` applies it to the potential it
+    samples (never to the per-trial log-likelihood, which keeps one value per trial). A mask on
+    the site (``numpyro.handlers.mask``, :func:`pragmodels.fit_batched`'s padding) becomes the
+    counts' weights; a site with a per-trial ``scale`` keeps its per-trial form.
+    """
+
+    def process_message(self, msg: dict[str, Any]) -> None:
+        if msg["type"] != "sample" or not msg.get("is_observed"):
+            return
+        fn, weights = msg["fn"], None
+        while isinstance(fn, dist.MaskedDistribution):
+            mask = fn._mask
+            if mask is False:
+                return
+            if mask is not True:
+                m = jnp.asarray(mask)
+                weights = m if weights is None else weights & m
+            fn = fn.base_dist
+        if not isinstance(fn, TableCategorical) or jnp.shape(msg["value"]) != fn.batch_shape:
+            return
+        scale = msg.get("scale")
+        if scale is not None and jnp.ndim(scale) > 0:
+            return
+        msg["fn"] = TableCounts(fn, weights)
+
+
 def choices(name: str, log_probs: ArrayLike, obs: ArrayLike | None = None, *, lapse: ArrayLike = 0.0,
-            dim: str = "trial", what: str = "option", rows: Rows | None = None) -> jax.Array:
+            dim: str = "trial", what: str = "option", rows: Rows | None = None, axis: int = -1) -> jax.Array:
     """Single categorical responses, one per row of ``log_probs``.
 
     Shapes: ``log_probs [dim, option]`` (normalised over ``option``), ``obs [dim]`` integer
@@ -100,11 +229,17 @@ def choices(name: str, log_probs: ArrayLike, obs: ArrayLike | None = None, *, la
     rather than once per trial (much cheaper when trials share conditions).
 
     With a tuple ``rows = (item, utterance, ...)`` of integer index arrays, each ``[dim]``, the
-    table has one leading axis per array, ``log_probs [item, utterance, ..., option]``, and trial
-    ``i`` uses ``log_probs[item[i], utterance[i], ..., :]`` (no hand-flattened
-    ``item * n_utt + utterance``). A single array is the one-axis case. The same holds for
-    :func:`listener_choices`, :func:`speaker_choices` and :func:`likert_ratings` (there
+    table has one row axis per array besides the option axis ``axis`` (default: the last), and
+    trial ``i`` uses ``log_probs[item[i], utterance[i], ..., :]`` (no hand-flattened
+    ``item * n_utt + utterance``). ``axis`` lets the table keep the layout an agent computed it
+    in, e.g. ``[utterance, state, item]`` from :func:`pragmodels.agents.pragmatic_listener_batch`
+    with ``rows=(utterance, item), axis=1``. A single array is the one-axis case. The same holds
+    for :func:`listener_choices`, :func:`speaker_choices` and :func:`likert_ratings` (there
     ``latent [*row_axes]``). Concrete indices are checked eagerly, each against its own axis.
+    ``lapse`` is then ``[]`` or the table's shape without the option axis.
+
+    A table site is a :class:`TableCategorical`: one log-likelihood per trial for LOO and the
+    predictive, and a count-table form inside the sampler's potential (:class:`tabulate_potential`).
     """
     log_probs = jnp.asarray(log_probs)
     if rows is not None:
@@ -113,8 +248,12 @@ def choices(name: str, log_probs: ArrayLike, obs: ArrayLike | None = None, *, la
         if n_axes == 0 or log_probs.ndim != n_axes + 1:
             raise ValueError(
                 f"site {name!r}: rows has {n_axes} index array(s), so log_probs must have {n_axes} "
-                f"row axes and a last {what} axis ({n_axes + 1} axes in all); got shape {log_probs.shape}."
+                f"row axes and a {what} axis ({n_axes + 1} axes in all); got shape {log_probs.shape}."
             )
+        if not -log_probs.ndim <= axis < log_probs.ndim:
+            raise ValueError(f"site {name!r}: axis = {axis} is not an axis of log_probs (shape {log_probs.shape}).")
+        opt = axis % log_probs.ndim
+        row_axes = [d for d in range(log_probs.ndim) if d != opt]
         shapes = [tuple(np.shape(r)) for r in axes]
         if any(len(sh) != 1 for sh in shapes) or len(set(shapes)) != 1:
             raise ValueError(
@@ -122,22 +261,31 @@ def choices(name: str, log_probs: ArrayLike, obs: ArrayLike | None = None, *, la
                 f"length, one per row axis of log_probs; got shapes {shapes} (pass several axes as a "
                 "tuple of arrays)."
             )
-        for ax, r in enumerate(axes):
-            arr, size = _concrete(r), log_probs.shape[ax]
+        for k, r in enumerate(axes):
+            arr, ax = _concrete(r), row_axes[k]
+            size = log_probs.shape[ax]
             if arr is None:
                 continue
             bad = ~((arr >= 0) & (arr < size) & (arr == np.round(arr)))
             if bad.any():
                 i = int(np.argwhere(bad)[0][0])
-                where = f"rows[{ax}][{i}]" if isinstance(rows, tuple) else f"rows[{i}]"
+                where = f"rows[{k}][{i}]" if isinstance(rows, tuple) else f"rows[{i}]"
                 raise ValueError(
                     f"site {name!r}: {where} = {arr[i].item()!r} indexes axis {ax} of log_probs "
                     f"(shape {log_probs.shape}); expected an integer in 0..{size - 1}."
                 )
-        _check_normalised(name, log_probs, what)
-        index = tuple(jnp.asarray(r, jnp.int32) for r in axes)
-        log_probs = log_mix_uniform(log_probs, lapse, axis=-1)[index]
-        lapse = 0.0
+        n, k_opt = shapes[0][0], log_probs.shape[opt]
+        if obs is not None and np.shape(obs) != (n,):
+            raise ValueError(f"site {name!r}: obs must have shape ({n},), one per row index; got {np.shape(obs)}.")
+        _check_index(name, obs, k_opt, what)
+        _check_normalised(name, log_probs, what, axis=opt)
+        table = log_mix_uniform(log_probs, lapse, axis=opt)
+        with numpyro.plate(dim, n):
+            return numpyro.sample(name, TableCategorical(table, axes, opt, validate_args=False), obs=obs,
+                                  infer=_OBSERVATION)
+    if axis % max(log_probs.ndim, 1) != log_probs.ndim - 1:
+        raise ValueError(f"site {name!r}: axis = {axis} needs rows (a table); per-trial log_probs are "
+                         f"[{dim}, {what}] with the {what} axis last.")
     if log_probs.ndim != 2:
         raise ValueError(f"site {name!r}: log_probs must have shape [{dim}, {what}]; got {log_probs.shape}.")
     n, k = log_probs.shape
@@ -152,23 +300,25 @@ def choices(name: str, log_probs: ArrayLike, obs: ArrayLike | None = None, *, la
 
 
 def listener_choices(name: str, log_listener: ArrayLike, obs: ArrayLike | None = None, *,
-                     lapse: ArrayLike = 0.0, dim: str = "trial", rows: Rows | None = None) -> jax.Array:
+                     lapse: ArrayLike = 0.0, dim: str = "trial", rows: Rows | None = None,
+                     axis: int = -1) -> jax.Array:
     """Listener choices over states (:func:`choices` with ``what="state"``).
 
     Shapes: ``log_listener [dim, state]`` (or a table ``[*row_axes, state]`` with ``rows``),
     ``obs [dim]`` state indices -> ``[dim]``.
     """
-    return choices(name, log_listener, obs, lapse=lapse, dim=dim, what="state", rows=rows)
+    return choices(name, log_listener, obs, lapse=lapse, dim=dim, what="state", rows=rows, axis=axis)
 
 
 def speaker_choices(name: str, log_speaker: ArrayLike, obs: ArrayLike | None = None, *,
-                    lapse: ArrayLike = 0.0, dim: str = "trial", rows: Rows | None = None) -> jax.Array:
+                    lapse: ArrayLike = 0.0, dim: str = "trial", rows: Rows | None = None,
+                    axis: int = -1) -> jax.Array:
     """Speaker choices over utterances (:func:`choices` with ``what="utterance"``).
 
     Shapes: ``log_speaker [dim, utterance]`` (or a table ``[*row_axes, utterance]`` with
     ``rows``), ``obs [dim]`` utterance indices -> ``[dim]``.
     """
-    return choices(name, log_speaker, obs, lapse=lapse, dim=dim, what="utterance", rows=rows)
+    return choices(name, log_speaker, obs, lapse=lapse, dim=dim, what="utterance", rows=rows, axis=axis)
 
 
 class ZeroSafeMultinomial(dist.MultinomialLogits):

@@ -70,7 +70,9 @@ def log_mix_uniform(log_p: jax.Array, weight: ArrayLike, axis: int = -1) -> jax.
     if isinstance(weight, (int, float)) and weight == 0:
         return log_p  # statically off: no work in the compiled graph
     n = log_p.shape[axis]
-    w = jnp.expand_dims(jnp.asarray(weight, dtype=log_p.dtype), axis)
+    w = jnp.asarray(weight, dtype=log_p.dtype)
+    if w.ndim:
+        w = jnp.expand_dims(w, axis % log_p.ndim)
     pos = w > 0
     w_safe = jnp.where(pos, w, 0.5)
     # logaddexp(a, b) with b = log(w / n) constant along the axis: b + softplus(a - b), written

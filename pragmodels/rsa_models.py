@@ -126,10 +126,10 @@ def rsa_listener_by_item(log_semantics: ArrayLike, item: ArrayLike, utterance: A
     alpha = group_effect("alpha", dim="item", size=n, loc=DEFAULT_PRIORS["alpha_mu"],
                          scale=DEFAULT_PRIORS["alpha_sigma"], link="exp")
     lapse = param("lapse", DEFAULT_PRIORS["lapse"])
-    listen = jax.vmap(lambda sem, a: agents.pragmatic_listener(sem, a, None, log_prior, depth, prior_at=prior_at),
-                      in_axes=(0 if ndim == 3 else None, 0))
-    log_l = listen(log_semantics, alpha)  # [item, utterance, state]
-    return listener_choices("choice", log_l, choice, lapse=lapse, rows=(item, utterance))
+    # one listener per item, items on the last axis: [utterance, state, item] (the fast layout)
+    sem = log_semantics if ndim == 2 else jnp.moveaxis(jnp.asarray(log_semantics), 0, -1)
+    log_l = agents.pragmatic_listener_batch(sem, alpha, None, log_prior, depth, prior_at=prior_at)
+    return listener_choices("choice", log_l, choice, lapse=lapse, rows=(utterance, item), axis=1)
 
 
 def _factory(fn: Callable[..., Any], kind: str, priors: Mapping[str, Any] | None,

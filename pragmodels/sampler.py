@@ -51,6 +51,8 @@ from numpyro.infer import init_to_median, init_to_uniform
 from numpyro.infer.hmc import hmc
 from numpyro.infer.util import initialize_model
 
+from pragmodels.likelihoods import tabulate_potential
+
 __all__ = [
     "CHAIN_METHODS",
     "NutsRun",
@@ -462,8 +464,9 @@ def _build_chain_fn(bound: Callable[..., Any], *, init: str, has_init: bool, num
     def one_chain(rng_key, init_z, arrays):
         # as NUTS.init: one key for the kernel, one for finding initial values
         key_hmc, key_init = jax.random.split(rng_key)
-        model_info = initialize_model(key_init, bound, init_strategy=strategy, dynamic_args=True,
-                                      model_kwargs=arrays)
+        # the potential reads table likelihoods as count tables (same value and gradient, cheaper)
+        model_info = initialize_model(key_init, tabulate_potential(bound), init_strategy=strategy,
+                                      dynamic_args=True, model_kwargs=arrays)
         tr = model_info.model_trace
         latent = [n for n, s in tr.items() if s["type"] == "sample" and not s["is_observed"]]
         discrete = [n for n in latent if tr[n]["fn"].support.is_discrete]

@@ -119,7 +119,7 @@ def test_bad_rows_are_named(data):
     p, item, utt, obs = data
     log_p = jnp.log(jnp.asarray(p, jnp.float32))
     with pytest.raises(ValueError, match=r"site 'c': rows has 3 index array\(s\), so log_probs must have 3 row "
-                                         r"axes and a last state axis \(4 axes in all\); got shape \(3, 4, 5\)"):
+                                         r"axes and a state axis \(4 axes in all\); got shape \(3, 4, 5\)"):
         site(lk.listener_choices, "c", log_p, obs, rows=(item, utt, utt))
     with pytest.raises(ValueError, match=r"rows has 1 index array\(s\).*got shape \(3, 4, 5\)"):
         site(lk.listener_choices, "c", log_p, obs, rows=item)
@@ -143,3 +143,86 @@ def test_bad_rows_are_named(data):
         site(lk.listener_choices, "c", log_p[:, 0], obs, rows=[item, utt])
     with pytest.raises(ValueError, match=r"obs must have shape \(40,\)"):
         site(lk.listener_choices, "c", log_p, obs[:-1], rows=(item, utt))
+
+
+def _density(model, *args, potential=False):
+    fn = lk.tabulate_potential(model) if potential else model
+    return log_density(fn, args, {}, {})[0]
+
+
+@pytest.mark.parametrize("lapse", [0.0, 0.3])
+def test_count_table_potential_equals_the_sum_over_trials_value_and_gradient(data, lapse):
+    """Inside the sampler the table site is read as counts; the log density and its gradient must
+    not change (float32 rounding: 1e-5 relative), including a -inf cell no trial visits."""
+    p, item, utt, obs = data
+    with np.errstate(divide="ignore"):
+        log_p = jnp.asarray(np.log(p), jnp.float32)
+    obs = obs.copy()
+    obs[(item == 1) & (utt == 2)] = 0  # the trials of the one-hot row choose its possible state
+
+    def model(lp, lapse):
+        lk.listener_choices("c", lk.log_normalize(lp, axis=-1), obs, lapse=lapse, rows=(item, utt))
+
+    for pot in (False, True):
+        assert np.isfinite(float(_density(model, log_p, lapse, potential=pot)))
+    v_trial, g_trial = jax.value_and_grad(lambda lp: _density(model, lp, lapse))(log_p)
+    v_table, g_table = jax.value_and_grad(lambda lp: _density(model, lp, lapse, potential=True))(log_p)
+    np.testing.assert_allclose(float(v_table), float(v_trial), rtol=1e-5)
+    finite = np.isfinite(np.asarray(log_p))
+    np.testing.assert_allclose(np.asarray(g_table)[finite], np.asarray(g_trial)[finite], rtol=1e-5, atol=1e-5)
+    tr = handlers.trace(lk.tabulate_potential(model)).get_trace(log_p, lapse)
+    assert isinstance(tr["c"]["fn"], lk.TableCounts)  # the count form really ran
+
+
+def test_count_table_potential_under_a_mask_and_a_per_trial_scale(data):
+    """A mask (fit_batched's padding) weights the counts; a per-trial scale keeps the trial form."""
+    p, item, utt, obs = data
+    log_p = jnp.log(jnp.asarray(p, jnp.float32) * 0.9 + 0.02)
+    log_p = log_p - jax.nn.logsumexp(log_p, -1, keepdims=True)
+    keep = np.arange(len(obs)) < 25
+
+    def model(lp):
+        with handlers.mask(mask=jnp.asarray(keep)):
+            lk.listener_choices("c", lp, obs, rows=(item, utt))
+
+    ref = sum(float(log_p[item[i], utt[i], obs[i]]) for i in range(25))
+    np.testing.assert_allclose(float(_density(model, log_p, potential=True)), ref, rtol=1e-5)
+    g = np.asarray(jax.grad(lambda lp: _density(model, lp, potential=True))(log_p))
+    counts = np.zeros(p.shape)
+    np.add.at(counts, (item[:25], utt[:25], obs[:25]), 1)
+    np.testing.assert_allclose(g, counts, atol=1e-5)
+
+    w = np.linspace(0.5, 2.0, len(obs))
+
+    def scaled(lp):
+        with handlers.scale(scale=jnp.asarray(w)):
+            lk.listener_choices("c", lp, obs, rows=(item, utt))
+
+    ref_w = sum(w[i] * float(log_p[item[i], utt[i], obs[i]]) for i in range(len(obs)))
+    np.testing.assert_allclose(float(_density(scaled, log_p, potential=True)), ref_w, rtol=1e-5)
+    tr = handlers.trace(lk.tabulate_potential(scaled)).get_trace(log_p)
+    assert isinstance(tr["c"]["fn"], lk.TableCategorical)
+
+
+def test_option_axis_anywhere_and_sampling_from_the_table(data):
+    """``axis`` reads a table in the layout an agent made it ([utterance, state, item] here):
+    the same per-trial log-likelihood as the [item, utterance, state] table, and draws whose
+    frequencies follow each trial's row (5,000 draws of one trial: 4 binomial SE)."""
+    p, item, utt, obs = data
+    log_p = jnp.log(jnp.asarray(p, jnp.float32) * 0.9 + 0.02)
+    log_p = log_p - jax.nn.logsumexp(log_p, -1, keepdims=True)
+    ref, _, _ = site(lk.listener_choices, "c", log_p, obs, rows=(item, utt))
+    moved = jnp.transpose(log_p, (1, 2, 0))  # [utterance, state, item]
+    got, s, _ = site(lk.listener_choices, "c", moved, obs, rows=(utt, item), axis=1)
+    np.testing.assert_allclose(got, ref, rtol=1e-6)
+    d = s["fn"]
+    np.testing.assert_allclose(np.asarray(d.trial_log_probs()), np.asarray(log_p[item, utt]), rtol=1e-6)
+    draws = np.asarray(d.sample(jax.random.PRNGKey(0), (5000,)))
+    assert draws.shape == (5000, len(obs))
+    freq = np.bincount(draws[:, 0], minlength=p.shape[-1]) / 5000
+    expect = np.exp(np.asarray(log_p[item[0], utt[0]], float))
+    assert np.all(np.abs(freq - expect) <= 4 * np.sqrt(expect * (1 - expect) / 5000) + 1e-3)
+    with pytest.raises(ValueError, match=r"axis = 3 is not an axis of log_probs"):
+        site(lk.listener_choices, "c", moved, obs, rows=(utt, item), axis=3)
+    with pytest.raises(ValueError, match=r"axis = 0 needs rows"):
+        site(lk.listener_choices, "c", log_p[0], obs[:4], axis=0)
