@@ -40,7 +40,7 @@ from pragmodels.agents import (  # noqa: E402
     social_utility,
     weighted_utility_speaker,
 )
-from pragmodels.inference import fit  # noqa: E402
+from pragmodels.inference import FitPostprocessingError, PostprocessingWarning, fit  # noqa: E402
 from pragmodels.fit_many import FitManyResult, FitSpec, fit_many  # noqa: E402
 from pragmodels.batched import fit_batched  # noqa: E402
 from pragmodels.priors import Prior  # noqa: E402
@@ -97,5 +97,7 @@ __all__ = [
     "ResultChecksumError",
     "ResultSaveError",
     "ResultFileWarning",
+    "PostprocessingWarning",
+    "FitPostprocessingError",
     "__version__",
 ]

@@ -25,7 +25,12 @@ class FitWarning(UserWarning):
 
 
 class FitDiagnosticsError(RuntimeError):
-    """Raised by ``fit(..., strict=True)`` when diagnostics fail; nothing is written to disk."""
+    """Raised by ``fit(..., strict=True)`` when diagnostics fail; nothing is written to disk.
+
+    ``fit`` puts the result it refused on :attr:`tree` (finished chains are not lost).
+    """
+
+    tree: xr.DataTree | None = None
 
 
 @dataclass

@@ -22,7 +22,8 @@ A fit is described by a :class:`FitSpec` (name, model, data, priors, sampler set
 A fit that raises (bad data, a model error, ``strict=True`` diagnostics) is recorded with its
 error type, message and traceback; the other fits still run. With ``out_dir`` each successful
 fit is written atomically to ``<out_dir>/<name>.nc`` by the worker that ran it, and only the
-path (and the diagnostics) travel back, not the posterior. A failed fit writes nothing; a file
+path (and the diagnostics) travel back, not the posterior; if the save fails, the fit is recorded
+as failed and its tree travels back instead (``result[name].tree``). A failed fit writes nothing; a file
 of that name from an earlier run is left as it was (atomic writes never delete), so read a
 run's results through ``result.paths``, not by listing the folder.
 
@@ -110,7 +111,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Literal, Ma
 
 from pragmodels import inference
 from pragmodels.diagnostics import FitWarning
-from pragmodels.results_io import load_netcdf, save_netcdf
+from pragmodels.results_io import ResultSaveError, load_netcdf, save_netcdf
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -193,6 +194,10 @@ class FitOutcome:
     (with ``out_dir``), its ``diagnostics`` (``max_rhat``, ``min_ess_bulk``, ``min_ess_tail``,
     ``divergences``), ``diagnostics_ok`` and the texts of its ``FitWarning`` s. ``wall_s`` is
     the worker's time for the whole task (model resolution, fit, save).
+
+    A failed fit holds its ``error``, and its ``tree`` when sampling had finished: a fit whose
+    save failed (``error.type == "ResultSaveError"``; the tree comes back instead of the file, with
+    the error in ``tree.attrs["save_error"]``) or one refused by ``strict=True``.
     """
 
     name: str
@@ -463,13 +468,23 @@ def run_fit(name: str, spec: FitSpec | bytes, out_path: str | None = None, *, co
                 warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
         tree.attrs["fit_name"] = name
         diag, diag_ok = _diagnostics_of(tree)
-        path = save_netcdf(tree, out_path) if out_path is not None else None
+        fit_warnings = [str(w.message) for w in caught if issubclass(w.category, FitWarning)]
+        try:
+            path = save_netcdf(tree, out_path) if out_path is not None else None
+        except ResultSaveError as exc:  # the samples come back instead of the file
+            tree.attrs["save_error"] = str(exc)
+            return FitOutcome(name, "error", time.perf_counter() - t0, tree=tree, diagnostics=diag,
+                              diagnostics_ok=diag_ok, warnings=fit_warnings, error=FitError.from_exception(exc))
         return FitOutcome(name, "ok", time.perf_counter() - t0, tree=tree if path is None else None, path=path,
                           diagnostics=diag,
                           diagnostics_ok=diag_ok,
-                          warnings=[str(w.message) for w in caught if issubclass(w.category, FitWarning)])
-    except Exception as exc:
-        return FitOutcome(name, "error", time.perf_counter() - t0, error=FitError.from_exception(exc))
+                          warnings=fit_warnings)
+    except Exception as exc:  # a strict fit that was refused keeps its result on exc.tree
+        from xarray import DataTree
+
+        kept = getattr(exc, "tree", None)
+        return FitOutcome(name, "error", time.perf_counter() - t0, error=FitError.from_exception(exc),
+                          tree=kept if isinstance(kept, DataTree) else None)
 
 
 # --- the driver ---------------------------------------------------------------------------

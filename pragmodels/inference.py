@@ -9,6 +9,17 @@ A model is a plain Python function ``model(**data)``; its latent parameters are 
 with :func:`pragmodels.param` (priors and dims recorded, overridable), but any NumPyro model
 works: plain ``numpyro.sample`` latent sites are recorded by their distribution, and every
 observed site gets a fresh posterior predictive draw.
+
+Finished chains are never lost. When a step after sampling fails (the pointwise log-likelihood,
+the posterior or prior predictive draws, the conversion to a DataTree, the diagnostics, the
+provenance), ``fit`` still returns a DataTree holding at least the ``posterior`` and
+``sample_stats`` groups, warns with a :class:`PostprocessingWarning` and records the errors in
+``tree.attrs["postprocessing_error"]`` (JSON, step -> ``"Type: message"``; tracebacks in
+``tree.attrs["postprocessing_traceback"]``); the attribute is absent when every step succeeded.
+With ``strict=True`` such a failure raises :class:`FitPostprocessingError` instead, with the
+partial tree on its ``.tree``. When saving to ``out`` fails, :class:`~pragmodels.results_io.ResultSaveError`
+is raised (the file asked for was not written, so this is not a warning) with the whole tree on its
+``.tree`` and the error also in ``tree.attrs["save_error"]``.
 """
 
 from __future__ import annotations
@@ -17,6 +28,7 @@ import json
 import os
 import platform
 import time
+import traceback
 import warnings
 from collections.abc import Callable, Mapping
 from datetime import datetime, timezone
@@ -33,7 +45,7 @@ from pragmodels.multistart import multistart_inits
 from pragmodels.params import ModelInfo, inspect_model, with_priors
 from pragmodels.predictive import posterior_predictive as _posterior_predictive
 from pragmodels.predictive import prior_predictive_draws
-from pragmodels.results_io import data_hash, save_netcdf
+from pragmodels.results_io import ResultSaveError, data_hash, save_netcdf
 from pragmodels.sampler import (
     CHAIN_METHODS,
     ChainMethod,
@@ -44,7 +56,17 @@ from pragmodels.sampler import (
     split_data,
 )
 
-__all__ = ["fit", "CHAIN_METHODS"]
+__all__ = ["fit", "CHAIN_METHODS", "PostprocessingWarning", "FitPostprocessingError"]
+
+
+class PostprocessingWarning(FitWarning):
+    """Sampling finished but a step after it failed; the result keeps the posterior and
+    sample_stats, and the error is recorded in ``tree.attrs["postprocessing_error"]``."""
+
+
+class FitPostprocessingError(FitDiagnosticsError):
+    """Raised by ``fit(..., strict=True)`` when a step after sampling failed; nothing is written
+    to disk. The partial result (posterior and sample_stats at least) is on :attr:`tree`."""
 
 INITS = ("median", "uniform", "optimize")
 Init = Literal["median", "uniform", "optimize"]
@@ -100,23 +122,59 @@ def _check_settings(num_warmup: object, num_samples: object, num_chains: object,
 
 def _datatree(run: NutsRun, loglik: dict[str, np.ndarray], pp: dict[str, np.ndarray] | None,
               prior: dict[str, np.ndarray] | None, info: ModelInfo, dims: Mapping[str, list[str]] | None,
-              coords: Mapping[str, Any] | None) -> xr.DataTree:
+              coords: Mapping[str, Any] | None, named: bool = True) -> xr.DataTree:
+    """The ArviZ DataTree of a run; ``named=False`` leaves out every dim and coord name (ArviZ's
+    defaults: the fallback when the names are what fails)."""
     from arviz_base import from_dict
 
-    all_dims = info.arviz_dims(dims)
     groups: dict[str, dict[str, np.ndarray]] = {
         "posterior": run.samples,
         "sample_stats": run.stats,
-        "log_likelihood": loglik,
         "observed_data": {k: np.asarray(v) for k, v in info.observed_values.items()},
     }
+    if loglik:
+        groups["log_likelihood"] = loglik
     if pp:
         groups["posterior_predictive"] = pp
     if prior:
         groups["prior"] = {k: v[None] for k, v in prior.items() if k not in info.observed}
         groups["prior_predictive"] = {k: v[None] for k, v in prior.items() if k in info.observed}
+    if not named:
+        return from_dict(groups)
+    all_dims = info.arviz_dims(dims)
     sample_dims: dict[str, list[str]] = {k: [] for k in run.stats}
     return from_dict(groups, dims={**all_dims, **sample_dims}, coords=coords)
+
+
+def _raw_tree(run: NutsRun) -> xr.DataTree:
+    """posterior and sample_stats only, built with xarray alone (the last fallback)."""
+    def dataset(values: Mapping[str, np.ndarray]) -> xr.Dataset:
+        variables = {}
+        for k, v in values.items():
+            arr = np.asarray(v)
+            variables[k] = (("chain", "draw", *(f"{k}_dim_{i}" for i in range(arr.ndim - 2))), arr)
+        return xr.Dataset(variables)
+
+    return xr.DataTree.from_dict({"posterior": dataset(run.samples), "sample_stats": dataset(run.stats)})
+
+
+class _Steps:
+    """Runs the steps after sampling, recording instead of raising what fails."""
+
+    def __init__(self) -> None:
+        self.errors: dict[str, str] = {}
+        self.tracebacks: list[str] = []
+
+    def run(self, step: str, fn: Callable[[], Any], default: Any = None) -> Any:
+        try:
+            return fn()
+        except Exception as e:  # KeyboardInterrupt and SystemExit pass
+            self.record(step, e)
+            return default
+
+    def record(self, step: str, error: Exception) -> None:
+        self.errors[step] = f"{type(error).__name__}: {error}"
+        self.tracebacks.append(f"{step}:\n" + "".join(traceback.format_exception(error)))
 
 
 def fit(
@@ -189,10 +247,14 @@ def fit(
     prior_predictive : int
         With ``n > 0``, add ``prior`` and ``prior_predictive`` groups of ``n`` prior draws.
     out : path, optional
-        Write the result to this netCDF file atomically, only after the fit succeeded (and,
-        with ``strict=True``, only if its diagnostics pass).
+        Write the result to this netCDF file atomically (with a checksum:
+        :func:`pragmodels.save_netcdf`), only after the fit succeeded (and, with
+        ``strict=True``, only if its diagnostics pass). If the save fails,
+        :class:`~pragmodels.results_io.ResultSaveError` is raised with the result on its ``.tree``.
     strict : bool
-        Raise :class:`~pragmodels.diagnostics.FitDiagnosticsError` instead of warning.
+        Raise :class:`~pragmodels.diagnostics.FitDiagnosticsError` instead of warning (a
+        :class:`FitPostprocessingError` when a step after sampling failed); the result is on the
+        exception's ``.tree``.
 
     Returns
     -------
@@ -201,7 +263,9 @@ def fit(
         log_likelihood and posterior_predictive ``[chain, draw, *obs dims]``, observed_data
         ``[*obs dims]`` (and prior, prior_predictive ``[chain=1, draw=n, ...]``); root attributes
         hold the provenance (data hash, model, priors as sampled, sampler settings, seed, versions,
-        diagnostics, wall and compile time).
+        diagnostics, wall and compile time). If a step after sampling failed, the groups it
+        would have made are missing and ``attrs["postprocessing_error"]`` says why (with a
+        :class:`PostprocessingWarning`).
     """
     t_start = time.perf_counter()
     key, seed_repr = _as_key(rng_key)
@@ -237,50 +301,86 @@ def fit(
                       f"device(s); they ran {ran!r} instead (recorded in sampler_settings). For one CPU device "
                       "per chain call pragmodels.configure_host_devices() before JAX starts.",
                       FitWarning, stacklevel=2)
+    # from here on the chains are finished: a failing step is recorded, never allowed to lose them
     t_post = time.perf_counter()
-    loglik = pointwise_log_likelihood(model, run, data)
-    pp = _posterior_predictive(key_pp, model, run.latent, data, observed) if posterior_predictive else None
+    steps = _Steps()
+    loglik = steps.run("log_likelihood", lambda: pointwise_log_likelihood(model, run, data), {})
+    pp = (steps.run("posterior_predictive",
+                    lambda: _posterior_predictive(key_pp, model, run.latent, data, observed))
+          if posterior_predictive else None)
     prior = None
     if prior_predictive:
-        prior = prior_predictive_draws(jax.random.fold_in(key, 1), model, data, int(prior_predictive))
-    tree = _datatree(run, loglik, pp, prior, info, dims, coords)
+        prior = steps.run("prior_predictive", lambda: prior_predictive_draws(
+            jax.random.fold_in(key, 1), model, data, int(prior_predictive)))
+    tree = steps.run("conversion", lambda: _datatree(run, loglik, pp, prior, info, dims, coords))
+    if tree is None:  # e.g. dims or coords that do not fit the draws: ArviZ's default names
+        tree = steps.run("conversion (default dim names)",
+                         lambda: _datatree(run, loglik, pp, prior, info, dims, coords, named=False))
+    if tree is None:
+        tree = _raw_tree(run)
     post_s = time.perf_counter() - t_post
     wall = time.perf_counter() - t_start
-    diag = diagnose(tree, emit=not strict, max_tree_depth=max_tree_depth, latent=run.latent_sites)
+    diag = None
+    try:  # called here, not through steps.run, so that its warnings point at fit's caller
+        diag = diagnose(tree, emit=not strict, max_tree_depth=max_tree_depth, latent=run.latent_sites)
+    except Exception as e:
+        steps.record("diagnostics", e)
     from pragmodels import __version__
 
-    settings = dict(
-        sampler="NUTS", num_warmup=num_warmup, num_samples=num_samples, num_chains=num_chains,
-        chain_method=ran, chain_method_requested=asked or "auto", devices=run.devices,
-        target_accept=target_accept, max_tree_depth=max_tree_depth,
-        dense_mass=dense_mass if isinstance(dense_mass, bool) else [list(b) for b in dense_mass],
-        init=init, prior_predictive=int(prior_predictive),
-    )
-    tree.attrs.update(
-        pragmodels_version=__version__,
-        jax_version=jax.__version__,
-        numpyro_version=numpyro.__version__,
-        arviz_base_version=_pkg_version("arviz-base"),
-        python_version=platform.python_version(),
-        backend=jax.default_backend(),
-        created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        model=str(model_name),
-        priors=json.dumps(info.priors_record()),
-        sampler_settings=json.dumps(settings),
-        seed=json.dumps(seed_repr),
-        data_sha256=data_hash(data),
-        observed_sites=json.dumps(observed),
-        wall_time_s=float(wall),
-        compile_time_s=float(run.compile_s),
-        sampling_time_s=float(run.run_s),
-        postprocessing_time_s=float(post_s),
-        kernel_cache_hit=int(run.cache_hit),
-        diagnostics=json.dumps(diag.as_attrs()),
-        diagnostics_ok=int(diag.ok),
-        init_optima=json.dumps(optima),
-    )
-    if strict and not diag.ok:
-        raise FitDiagnosticsError("; ".join(diag.problems))
+    def provenance() -> None:
+        settings = dict(
+            sampler="NUTS", num_warmup=num_warmup, num_samples=num_samples, num_chains=num_chains,
+            chain_method=ran, chain_method_requested=asked or "auto", devices=run.devices,
+            target_accept=target_accept, max_tree_depth=max_tree_depth,
+            dense_mass=dense_mass if isinstance(dense_mass, bool) else [list(b) for b in dense_mass],
+            init=init, prior_predictive=int(prior_predictive),
+        )
+        tree.attrs.update(
+            pragmodels_version=__version__,
+            jax_version=jax.__version__,
+            numpyro_version=numpyro.__version__,
+            arviz_base_version=_pkg_version("arviz-base"),
+            python_version=platform.python_version(),
+            backend=jax.default_backend(),
+            created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            model=str(model_name),
+            priors=json.dumps(info.priors_record()),
+            sampler_settings=json.dumps(settings),
+            seed=json.dumps(seed_repr),
+            data_sha256=data_hash(data),
+            observed_sites=json.dumps(observed),
+            wall_time_s=float(wall),
+            compile_time_s=float(run.compile_s),
+            sampling_time_s=float(run.run_s),
+            postprocessing_time_s=float(post_s),
+            kernel_cache_hit=int(run.cache_hit),
+            diagnostics=json.dumps(diag.as_attrs() if diag is not None else {}),
+            diagnostics_ok=int(diag is not None and diag.ok),
+            init_optima=json.dumps(optima),
+        )
+
+    steps.run("provenance", provenance)
+    if steps.errors:
+        tree.attrs["postprocessing_error"] = json.dumps(steps.errors)
+        tree.attrs["postprocessing_traceback"] = "\n".join(steps.tracebacks)
+        message = (f"sampling finished but {', '.join(steps.errors)} failed "
+                   f"({'; '.join(f'{k}: {v}' for k, v in steps.errors.items())}); the result keeps the groups "
+                   f"{sorted(tree.children)}, and the errors are in its attrs['postprocessing_error'].")
+        if strict:
+            error = FitPostprocessingError(message + " Nothing was written; the partial result is on this "
+                                           "exception's .tree.")
+            error.tree = tree
+            raise error
+        warnings.warn(message, PostprocessingWarning, stacklevel=2)
+    if strict and diag is not None and not diag.ok:
+        failed = FitDiagnosticsError("; ".join(diag.problems))
+        failed.tree = tree
+        raise failed
     if out is not None:
-        save_netcdf(tree, out)
+        try:
+            save_netcdf(tree, out)
+        except ResultSaveError as e:
+            tree.attrs["save_error"] = str(e)
+            raise ResultSaveError(f"{e}. The fit itself finished: its result is on this exception's .tree.",
+                                  path=e.path, tree=tree) from e.__cause__
     return tree

@@ -32,9 +32,10 @@ runner), ``mode``, ``config_path``, ``config`` (as run), ``config_sha256``, ``sa
 ``seed``, ``data`` (input name -> sha256), ``versions`` (Python and packages), ``platform``,
 ``cpu_count``, ``pid``, ``argv``, ``started_at``/``finished_at`` (UTC, ISO 8601),
 ``wall_time_s`` (from start to :meth:`Run.finish`), ``fits`` (label -> file, model, data_sha256,
-sampler_settings, seed, wall_time_s, diagnostics, diagnostics_ok, backend, warnings: from the
-DataTree's provenance attributes), ``notes`` (study-specific values) and ``files`` (relative
-path -> bytes, everything but ``run.json``). Reports are rendered from it, never from markdown.
+sampler_settings, seed, wall_time_s, diagnostics, diagnostics_ok, backend, warnings,
+postprocessing_error: from the DataTree's provenance attributes), ``notes`` (study-specific
+values) and ``files`` (relative path -> bytes, everything but ``run.json``). Reports are
+rendered from it, never from markdown.
 
 Study entry points
 ------------------
@@ -326,6 +327,8 @@ class Run:
             "diagnostics_ok": None if a.get("diagnostics_ok") is None else bool(_json_attr(a, "diagnostics_ok")),
             "backend": a.get("backend"),
             "warnings": _json_attr(a, "warnings", "[]"),
+            # step -> error of the steps after sampling that failed (absent attr: none did)
+            "postprocessing_error": _json_attr(a, "postprocessing_error"),
         }
 
     def data(self, name: str, sha256: str) -> None:
