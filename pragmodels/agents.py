@@ -60,6 +60,7 @@ import jax.numpy as jnp
 from jax.typing import ArrayLike, DTypeLike
 
 from pragmodels.logmath import log_mix_uniform, log_normalize, log_sum_exp, masked_scale
+from pragmodels.validation import check_shape, check_values
 
 __all__ = [
     "softmax_speaker",
@@ -85,8 +86,34 @@ _COST_SCALINGS = ("inside", "outside")
 
 
 def _check_depth(depth: int, minimum: int) -> None:
-    if not isinstance(depth, int) or depth < minimum:
+    if isinstance(depth, bool) or not isinstance(depth, int) or depth < minimum:
         raise ValueError(f"depth must be a Python int >= {minimum}; got {depth!r}.")
+
+
+def _check_table(fn: str, name: str, x: jax.Array, axes: tuple[str, str]) -> None:
+    """A 2-D table [axes[0], axes[1]] of log-probabilities/utilities: no NaN, no +inf, not empty."""
+    if x.ndim != 2:
+        raise ValueError(f"{fn}: {name} must have shape [{axes[0]}, {axes[1]}] (2 axes); got shape {x.shape}"
+                         + (" (for many agents at once use the *_batch agents or jax.vmap)." if x.ndim > 2 else "."))
+    if 0 in x.shape:
+        raise ValueError(f"{fn}: {name} is empty (shape {x.shape}); expected at least one {axes[0]} and one {axes[1]}.")
+    check_values(fn, name, x, neg_inf=True)
+
+
+def _check_params(fn: str, n_utt: int, n_state: int, alpha: ArrayLike | None, cost: ArrayLike | None,
+                  log_prior: ArrayLike | None, qud: ArrayLike | None = None) -> None:
+    """alpha a finite scalar, cost [utterance] finite, log_prior [state] (no NaN/+inf), qud [state]."""
+    if alpha is not None:
+        check_shape(fn, "alpha", alpha, (), "[] (a scalar)")
+        check_values(fn, "alpha", alpha)
+    if cost is not None:
+        check_shape(fn, "cost", cost, (n_utt,), "[utterance]")
+        check_values(fn, "cost", cost)
+    if log_prior is not None:
+        check_shape(fn, "log_prior", log_prior, (n_state,), "[state]")
+        check_values(fn, "log_prior", log_prior, neg_inf=True)
+    if qud is not None:
+        check_shape(fn, "qud", qud, (n_state,), "[state]")
 
 
 def _check_prior_at(prior_at: str) -> None:
@@ -177,7 +204,10 @@ def softmax_speaker(log_utility: ArrayLike, alpha: ArrayLike, cost: ArrayLike | 
     Shapes: ``log_utility [utterance, state]``, ``alpha []``, ``cost [utterance]`` -> ``[state, utterance]``.
     """
     _check_cost_scaling(cost_scaling)
-    return _speaker_us(jnp.asarray(log_utility), alpha, cost, None, cost_scaling).T
+    util = jnp.asarray(log_utility)
+    _check_table("softmax_speaker", "log_utility", util, ("utterance", "state"))
+    _check_params("softmax_speaker", util.shape[0], util.shape[1], alpha, cost, None)
+    return _speaker_us(util, alpha, cost, None, cost_scaling).T
 
 
 def bayes_listener(log_speaker: ArrayLike, log_prior: ArrayLike | None = None) -> jax.Array:
@@ -185,7 +215,10 @@ def bayes_listener(log_speaker: ArrayLike, log_prior: ArrayLike | None = None) -
 
     Shapes: ``log_speaker [state, utterance]``, ``log_prior [state]`` -> ``[utterance, state]``.
     """
-    return _listener_us(jnp.asarray(log_speaker).T, log_prior)
+    spk = jnp.asarray(log_speaker)
+    _check_table("bayes_listener", "log_speaker", spk, ("state", "utterance"))
+    _check_params("bayes_listener", spk.shape[1], spk.shape[0], None, None, log_prior)
+    return _listener_us(spk.T, log_prior)
 
 
 def literal_listener(log_semantics: ArrayLike, log_prior: ArrayLike | None = None) -> jax.Array:
@@ -194,6 +227,8 @@ def literal_listener(log_semantics: ArrayLike, log_prior: ArrayLike | None = Non
     Shapes: ``log_semantics [utterance, state]``, ``log_prior [state]`` -> ``[utterance, state]``.
     """
     log_semantics = jnp.asarray(log_semantics)
+    _check_table("literal_listener", "log_semantics", log_semantics, ("utterance", "state"))
+    _check_params("literal_listener", log_semantics.shape[0], log_semantics.shape[1], None, None, log_prior)
     return _listener_us(log_semantics, log_prior)
 
 
@@ -235,6 +270,8 @@ def pragmatic_speaker(
     _check_prior_at(prior_at)
     _check_cost_scaling(cost_scaling)
     log_semantics = jnp.asarray(log_semantics)
+    _check_table("pragmatic_speaker", "log_semantics", log_semantics, ("utterance", "state"))
+    _check_params("pragmatic_speaker", log_semantics.shape[0], log_semantics.shape[1], alpha, cost, log_prior, qud)
     return _recurse(log_semantics, alpha, cost, log_prior, depth, prior_at, qud, cost_scaling).T
 
 
@@ -258,6 +295,8 @@ def pragmatic_listener(
     _check_prior_at(prior_at)
     _check_cost_scaling(cost_scaling)
     log_semantics = jnp.asarray(log_semantics)
+    _check_table("pragmatic_listener", "log_semantics", log_semantics, ("utterance", "state"))
+    _check_params("pragmatic_listener", log_semantics.shape[0], log_semantics.shape[1], alpha, cost, log_prior, qud)
     if depth == 0:
         return literal_listener(log_semantics, log_prior)
     speaker = _recurse(log_semantics, alpha, cost, log_prior, depth, prior_at, qud, cost_scaling)
@@ -293,6 +332,12 @@ def _batch_inputs(fn: str, log_semantics: ArrayLike, alpha: ArrayLike, cost: Arr
             what = "utterance" if name == "cost" else "state"
             raise ValueError(f"{fn}: {name} must have shape [{what}] = ({lead},) or [{what}, batch] = "
                              f"({lead}, {n_batch}); got {shape}.")
+    if 0 in sem.shape:
+        raise ValueError(f"{fn}: log_semantics is empty (shape {sem.shape}).")
+    check_values(fn, "log_semantics", sem, neg_inf=True)
+    check_values(fn, "alpha", a)
+    check_values(fn, "cost", cost)
+    check_values(fn, "log_prior", log_prior, neg_inf=True)
     if sem.ndim == 2:
         sem = sem[:, :, None]
     return sem, jnp.broadcast_to(a, (n_batch,))
@@ -313,8 +358,8 @@ def pragmatic_listener_batch(
 
     Equal to ``jax.vmap`` of :func:`pragmatic_listener` over the batch, moved to the last axis, but
     laid out so that the normalisations over utterances and states are vector operations across
-    the batch: on a CPU its gradient is about 3x faster than the vmapped form at
-    100 x 5 x 21 (``benchmarks/fit_overhead.py --gradient``). :func:`pragmodels.rsa_models.rsa_listener_by_item`
+    the batch: on a CPU its gradient is 2-3x faster than the vmapped form at 100 x 5 x 21
+    (``benchmarks/fit_overhead.py --profile-gradient``). :func:`pragmodels.rsa_models.rsa_listener_by_item`
     is built on it.
 
     Shapes: ``log_semantics [utterance, state]`` (shared) or ``[utterance, state, batch]``;
@@ -384,7 +429,15 @@ def lexical_uncertainty_listener(
             "lexical_uncertainty_listener needs log_semantics of shape [lexicon, utterance, state]; "
             f"got shape {log_semantics.shape}."
         )
+    fn = "lexical_uncertainty_listener"
+    if 0 in log_semantics.shape:
+        raise ValueError(f"{fn}: log_semantics is empty (shape {log_semantics.shape}).")
+    check_values(fn, "log_semantics", log_semantics, neg_inf=True)
     n_lex = log_semantics.shape[0]
+    _check_params(fn, log_semantics.shape[1], log_semantics.shape[2], alpha, cost, log_prior, qud)
+    if log_lexicon_prior is not None:
+        check_shape(fn, "log_lexicon_prior", log_lexicon_prior, (n_lex,), "[lexicon]")
+        check_values(fn, "log_lexicon_prior", log_lexicon_prior, neg_inf=True)
     if log_lexicon_prior is None:
         log_lexicon_prior = jnp.full((n_lex,), -jnp.log(n_lex), log_semantics.dtype)
     inner_prior = log_prior if prior_at == "all" else None
@@ -466,6 +519,10 @@ def weighted_utility_speaker(
             f"weights must have shape [component] = ({utilities.shape[0]},) to match utilities "
             f"{utilities.shape}; got shape {weights.shape}."
         )
+    fn = "weighted_utility_speaker"
+    check_values(fn, "utilities", utilities, neg_inf=True)
+    check_values(fn, "weights", weights)
+    _check_params(fn, utilities.shape[1], utilities.shape[2], alpha, cost, None)
     ok = jnp.all(utilities > -jnp.inf, axis=0)  # [utterance, state]
     safe = jnp.where(utilities > -jnp.inf, utilities, 0.0)
     total = jnp.where(ok, jnp.tensordot(weights, safe, axes=1), -jnp.inf)
@@ -514,6 +571,7 @@ def mixed_utility_speaker(
             "mixed_utility_speaker needs weights of shape [2] (w_inf, w_soc); "
             f"got shape {weights.shape}. For more components use weighted_utility_speaker."
         )
+    check_values("mixed_utility_speaker", "weights", weights)
     log_l0 = literal_listener(log_semantics, log_prior)
     utilities = jnp.stack([log_l0, social_utility(log_l0, social_value)])
     return weighted_utility_speaker(utilities, alpha, weights, cost, cost_scaling=cost_scaling)
@@ -550,6 +608,9 @@ def joint_listener(
             f"got shape {log_speaker.shape}."
         )
     n_goal, n_state, n_utt = log_speaker.shape
+    check_values("joint_listener", "log_speaker", log_speaker, neg_inf=True)
+    check_values("joint_listener", "log_prior", log_prior, neg_inf=True)
+    check_values("joint_listener", "log_goal_prior", log_goal_prior, neg_inf=True)
     log_w = jnp.transpose(log_speaker, (2, 1, 0))  # [utterance, state, goal]
     if log_prior is not None:
         log_prior = jnp.asarray(log_prior, log_w.dtype)

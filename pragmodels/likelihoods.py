@@ -80,6 +80,18 @@ class NormalizedCategorical(dist.CategoricalLogits):
         return jnp.take_along_axis(logits, idx, axis=-1)[..., 0]
 
 
+def _check_possible(name: str, per_trial: np.ndarray, obs: np.ndarray, row_of: Any) -> None:
+    """Name the first observed trial the model gives probability 0 (log-probability -inf)."""
+    bad = np.isneginf(per_trial)
+    if bad.any():
+        i = int(np.argwhere(bad)[0][0])
+        raise ValueError(
+            f"site {name!r}: trial {i} ({name} = {obs[i].item()!r}, {row_of(i)}) has probability 0 under the "
+            f"model and no lapse explains it ({int(bad.sum())} such trial(s)); check the data, or add a lapse "
+            "(e.g. a lapse prior instead of lapse = 0)."
+        )
+
+
 def _check_normalised(name: str, log_probs: ArrayLike, what: str, axis: int = -1) -> None:
     arr = _concrete(log_probs)
     if arr is None:
@@ -275,11 +287,20 @@ def choices(name: str, log_probs: ArrayLike, obs: ArrayLike | None = None, *, la
                     f"(shape {log_probs.shape}); expected an integer in 0..{size - 1}."
                 )
         n, k_opt = shapes[0][0], log_probs.shape[opt]
+        if n == 0:
+            raise ValueError(f"site {name!r}: no {dim}s (rows index 0 of them); expected at least one observation.")
         if obs is not None and np.shape(obs) != (n,):
             raise ValueError(f"site {name!r}: obs must have shape ({n},), one per row index; got {np.shape(obs)}.")
         _check_index(name, obs, k_opt, what)
         _check_normalised(name, log_probs, what, axis=opt)
         table = log_mix_uniform(log_probs, lapse, axis=opt)
+        t_arr, o_arr = _concrete(table), _concrete(obs)
+        r_arr = [a for a in (_concrete(r) for r in axes) if a is not None]
+        if t_arr is not None and o_arr is not None and len(r_arr) == len(axes):
+            idx = [np.asarray(r, np.int64) for r in r_arr]
+            idx.insert(opt, np.asarray(o_arr, np.int64))
+            _check_possible(name, t_arr[tuple(idx)], o_arr,
+                            lambda i: "row " + str(tuple(int(r[i]) for r in r_arr)) + f" of log_probs (shape {log_probs.shape})")
         with numpyro.plate(dim, n):
             return numpyro.sample(name, TableCategorical(table, axes, opt, validate_args=False), obs=obs,
                                   infer=_OBSERVATION)
@@ -289,11 +310,17 @@ def choices(name: str, log_probs: ArrayLike, obs: ArrayLike | None = None, *, la
     if log_probs.ndim != 2:
         raise ValueError(f"site {name!r}: log_probs must have shape [{dim}, {what}]; got {log_probs.shape}.")
     n, k = log_probs.shape
+    if n == 0:
+        raise ValueError(f"site {name!r}: no {dim}s (log_probs has shape {log_probs.shape}); expected at least one.")
     if obs is not None and np.shape(obs) != (n,):
         raise ValueError(f"site {name!r}: obs must have shape ({n},) to match log_probs; got {np.shape(obs)}.")
     _check_index(name, obs, k, what)
     _check_normalised(name, log_probs, what)
     logits = log_mix_uniform(log_probs, lapse, axis=-1)
+    l_arr, o_arr = _concrete(logits), _concrete(obs)
+    if l_arr is not None and o_arr is not None:
+        _check_possible(name, np.take_along_axis(l_arr, np.asarray(o_arr, np.int64)[:, None], -1)[:, 0], o_arr,
+                        lambda i: f"log_probs[{i}]")
     with numpyro.plate(dim, n):
         return numpyro.sample(name, NormalizedCategorical(logits, validate_args=False), obs=obs,
                               infer=_OBSERVATION)
@@ -345,6 +372,9 @@ def choice_counts(name: str, log_probs: ArrayLike, counts: ArrayLike, *, lapse: 
     predictive mode, which redraws the counts).
     """
     log_probs = jnp.asarray(log_probs)
+    if log_probs.ndim != 2 or 0 in log_probs.shape:
+        raise ValueError(f"site {name!r}: log_probs must have shape [{dim}, option] with at least one of each; "
+                         f"got {log_probs.shape}.")
     arr = _concrete(counts)
     if arr is not None:
         if arr.shape != log_probs.shape:

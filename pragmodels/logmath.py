@@ -1,6 +1,6 @@
 """Log-space primitives that stay finite, with finite gradients, when probabilities are zero.
 
-Layering: imports only ``jax``; imported by ``semantics``, ``agents`` and ``likelihoods``.
+Layering: imports only ``jax``, ``numpy`` and :mod:`pragmodels.validation`; imported by ``semantics``, ``agents`` and ``likelihoods``.
 
 The convention throughout pragmodels: a conditional distribution whose normaliser is zero
 (an utterance true of no state, a state no utterance fits) is *undefined*; its whole row is
@@ -13,8 +13,11 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 from jax.typing import ArrayLike
+
+from pragmodels.validation import concrete
 
 __all__ = ["log_sum_exp", "log_normalize", "masked_scale", "log_mix_uniform"]
 
@@ -62,11 +65,25 @@ def masked_scale(log_p: jax.Array, alpha: jax.Array, offset: jax.Array) -> jax.A
 def log_mix_uniform(log_p: jax.Array, weight: ArrayLike, axis: int = -1) -> jax.Array:
     """``log((1 - weight) * p + weight / n)`` along ``axis``, with ``n = log_p.shape[axis]``.
 
-    ``weight`` in [0, 1] broadcasts against ``log_p`` with ``axis`` removed. At
-    ``weight == 0`` the input is returned unchanged (gradients stay finite).
+    ``weight`` in [0, 1] broadcasts against ``log_p`` with ``axis`` removed; a concrete weight
+    outside [0, 1] or NaN is an error that names it. At ``weight == 0`` the input is returned
+    unchanged; values and gradients stay finite on the whole of [0, 1], ``weight = 1`` included.
+
+    An undefined slice (all ``-inf``: e.g. an utterance true of no state) has no pragmatic
+    answer, so under a lapse it is answered at random: for ``weight > 0`` it becomes uniform,
+    ``-log n`` everywhere, with zero gradient (and a normalised distribution, so a choice
+    likelihood on such a row is the same whether or not it is read through ``rows=``). With
+    ``weight == 0`` it stays ``-inf``.
 
     Shapes: ``log_p [...]``, ``weight`` scalar or ``log_p``'s shape without ``axis`` -> ``log_p``'s shape.
     """
+    arr = concrete(weight)
+    if arr is not None:
+        bad = np.isnan(arr) | (arr < 0) | (arr > 1)
+        if bad.any():
+            i = tuple(int(k) for k in np.argwhere(bad)[0]) if arr.ndim else ()
+            where = f"weight{list(i)}" if arr.ndim else "weight"
+            raise ValueError(f"log_mix_uniform: {where} = {arr[i].item()!r}; expected a lapse (mixture weight) in [0, 1].")
     if isinstance(weight, (int, float)) and weight == 0:
         return log_p  # statically off: no work in the compiled graph
     n = log_p.shape[axis]
@@ -74,10 +91,19 @@ def log_mix_uniform(log_p: jax.Array, weight: ArrayLike, axis: int = -1) -> jax.
     if w.ndim:
         w = jnp.expand_dims(w, axis % log_p.ndim)
     pos = w > 0
-    w_safe = jnp.where(pos, w, 0.5)
-    # logaddexp(a, b) with b = log(w / n) constant along the axis: b + softplus(a - b), written
-    # out because jnp.logaddexp's inf-safe custom JVP costs ~5x more on large tables.
-    b = jnp.log(w_safe) - jnp.log(n)
-    x = jnp.log1p(-w_safe) + log_p - b
-    soft = jnp.where(x > 30.0, x, jnp.log1p(jnp.exp(jnp.minimum(x, 30.0))))
-    return jnp.where(pos, b + soft, log_p)
+    high = w > 0.5
+    # w <= 1/2: logaddexp(a, b) with a = log(1 - w) + log_p, as max + log1p(exp(-|a - b|)) (stable
+    # in both terms, so the gradient has no cancellation at small w), written out because
+    # jnp.logaddexp's inf-safe custom JVP costs ~5x more on large tables; a = -inf (p = 0) gives b
+    w_lo = jnp.where(pos & ~high, w, 0.25)
+    b_lo = jnp.log(w_lo) - jnp.log(n)
+    a = jnp.log1p(-w_lo) + log_p
+    live = a > -jnp.inf
+    a_safe = jnp.where(live, a, b_lo)
+    lo = jnp.where(live, jnp.maximum(a_safe, b_lo) + jnp.log1p(jnp.exp(-jnp.abs(a_safe - b_lo))), b_lo)
+    # w > 1/2: b + log1p((1 - w) / w * n * p), whose derivative stays finite at w = 1
+    w_hi = jnp.where(high, w, 0.75)
+    hi = jnp.log(w_hi) - jnp.log(n) + jnp.log1p((1.0 - w_hi) / w_hi * n * jnp.exp(log_p))
+    mixed = jnp.where(high, hi, lo)
+    defined = jnp.max(log_p, axis=axis, keepdims=True) > -jnp.inf
+    return jnp.where(pos, jnp.where(defined, mixed, -jnp.log(n).astype(log_p.dtype)), log_p)

@@ -28,6 +28,7 @@ from jax.typing import ArrayLike
 
 from pragmodels import agents
 from pragmodels.likelihoods import listener_choices, speaker_choices
+from pragmodels.validation import check_index, check_values
 from pragmodels.params import deterministic, group_effect, param, with_priors
 from pragmodels.priors import Prior
 
@@ -51,13 +52,15 @@ DEFAULT_PRIORS: dict[str, Prior] = {
 }
 
 
-def _cost(cost_design: ArrayLike | None) -> jax.Array | None:
+def _cost(cost_design: ArrayLike | None, n_utt: int) -> jax.Array | None:
     """``cost [utterance] = cost_design @ cost_weight`` (recorded as a deterministic), or None."""
     if cost_design is None:
         return None
     design = jnp.asarray(cost_design)
-    if design.ndim != 2:
-        raise ValueError(f"cost_design must have shape [utterance, cost_term]; got shape {tuple(design.shape)}.")
+    if design.ndim != 2 or design.shape[0] != n_utt or design.shape[1] == 0:
+        raise ValueError(f"cost_design must have shape [utterance, cost_term] = ({n_utt}, k >= 1) to match "
+                         f"log_semantics; got shape {tuple(design.shape)}.")
+    check_values("cost_design", "cost_design", design)
     w = param("cost_weight", DEFAULT_PRIORS["cost_weight"], dims={"cost_term": design.shape[1]})
     return deterministic("cost", design @ jnp.asarray(w), dims={"utterance": design.shape[0]})
 
@@ -74,8 +77,9 @@ def rsa_listener(log_semantics: ArrayLike, utterance: ArrayLike, choice: ArrayLi
     (state index), ``cost_design [utterance, cost_term]``, ``log_prior [state]`` -> the ``choice``
     site's value ``[trial]``.
     """
+    check_index("rsa_listener", "utterance", utterance, int(jnp.shape(log_semantics)[0]))
     alpha = param("alpha", DEFAULT_PRIORS["alpha"])
-    cost = _cost(cost_design)
+    cost = _cost(cost_design, int(jnp.shape(log_semantics)[0]))
     lapse = param("lapse", DEFAULT_PRIORS["lapse"])
     log_l = agents.pragmatic_listener(log_semantics, alpha, cost, log_prior, depth, prior_at=prior_at,
                                       cost_scaling=cost_scaling)
@@ -92,8 +96,9 @@ def rsa_speaker(log_semantics: ArrayLike, state: ArrayLike, choice: ArrayLike | 
     (utterance index), ``cost_design [utterance, cost_term]``, ``log_prior [state]`` -> the
     ``choice`` site's value ``[trial]``.
     """
+    check_index("rsa_speaker", "state", state, int(jnp.shape(log_semantics)[-1]))
     alpha = param("alpha", DEFAULT_PRIORS["alpha"])
-    cost = _cost(cost_design)
+    cost = _cost(cost_design, int(jnp.shape(log_semantics)[0]))
     lapse = param("lapse", DEFAULT_PRIORS["lapse"])
     log_s = agents.pragmatic_speaker(log_semantics, alpha, cost, log_prior, depth, prior_at=prior_at,
                                      cost_scaling=cost_scaling)
@@ -123,6 +128,8 @@ def rsa_listener_by_item(log_semantics: ArrayLike, item: ArrayLike, utterance: A
     n = int(n_items) if n_items is not None else int(jnp.shape(log_semantics)[0])
     if ndim == 3 and n_items is not None and int(n_items) != jnp.shape(log_semantics)[0]:
         raise ValueError(f"n_items = {n_items} but log_semantics has {jnp.shape(log_semantics)[0]} items.")
+    check_index("rsa_listener_by_item", "item", item, n)
+    check_index("rsa_listener_by_item", "utterance", utterance, int(jnp.shape(log_semantics)[-2]))
     alpha = group_effect("alpha", dim="item", size=n, loc=DEFAULT_PRIORS["alpha_mu"],
                          scale=DEFAULT_PRIORS["alpha_sigma"], link="exp")
     lapse = param("lapse", DEFAULT_PRIORS["lapse"])

@@ -25,8 +25,17 @@ def test_choices_with_lapse_match_hand_computation():
     lp, site = site_log_prob(lk.listener_choices, "c", jnp.log(p), obs, lapse=0.3)
     np.testing.assert_allclose(lp, np.log(0.7 * p[[0, 1], [2, 2]] + 0.1), rtol=1e-6)
     assert site["is_observed"]
-    lp0, _ = site_log_prob(lk.listener_choices, "c", jnp.log(p), obs, lapse=0.0)
-    assert np.isneginf(lp0[0])  # an impossible choice without lapse is impossible
+    # an impossible choice without lapse: named eagerly (issue 9, finding 14) ...
+    with pytest.raises(ValueError, match=r"site 'c': trial 0 \(c = 2, log_probs\[0\]\) has probability 0 under "
+                                         r"the model and no lapse explains it \(1 such trial"):
+        site_log_prob(lk.listener_choices, "c", jnp.log(p), obs, lapse=0.0)
+    # ... and -inf where the values are traced (inside the sampler)
+    def traced(lp):
+        tr = handlers.trace(handlers.seed(lk.listener_choices, 0)).get_trace("c", lp, obs, lapse=0.0)
+        return tr["c"]["fn"].log_prob(tr["c"]["value"])
+
+    lp0 = np.asarray(jax.jit(traced)(jnp.log(p)))
+    assert np.isneginf(lp0[0]) and np.isfinite(lp0[1])
 
 
 def test_choices_reject_out_of_range_obs_by_name():

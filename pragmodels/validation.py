@@ -1,0 +1,68 @@
+"""Eager checks of agent and likelihood inputs: shapes always, values where they are concrete.
+
+Layering: imports ``numpy`` and ``jax`` only. Inside ``jit``/``grad`` the values are tracers and
+only shapes are checked; called with NumPy or JAX arrays (as :func:`pragmodels.fit` traces a
+model once before sampling) the values are checked too. Every error names the function, the
+argument, the first offending index and value, and what was expected.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import jax
+import numpy as np
+
+__all__ = ["concrete", "check_values", "check_shape", "check_int", "check_index"]
+
+
+def concrete(x: object) -> np.ndarray | None:
+    """``x`` as a NumPy array, or None when it is a tracer (inside ``jit``/``grad``/``vmap``) or None."""
+    if x is None or isinstance(x, jax.core.Tracer):
+        return None
+    return np.asarray(x)
+
+
+def check_values(fn: str, name: str, x: object, *, neg_inf: bool = False, pos_inf: bool = False) -> None:
+    """Reject NaN (always) and infinities (unless allowed) in a concrete ``x``."""
+    arr = concrete(x)
+    if arr is None or arr.dtype.kind not in "fc":
+        return
+    bad = np.isnan(arr)
+    if not pos_inf:
+        bad |= np.isposinf(arr)
+    if not neg_inf:
+        bad |= np.isneginf(arr)
+    if bad.any():
+        i = tuple(int(k) for k in np.argwhere(bad)[0]) if arr.ndim else ()
+        where = f"{name}{list(i)}" if arr.ndim else name
+        allowed = "finite values" + (" or -inf (impossible)" if neg_inf else "")
+        raise ValueError(f"{fn}: {where} = {arr[i].item()!r}; expected {allowed}.")
+
+
+def check_shape(fn: str, name: str, x: object, expected: Sequence[int | None], axes: str) -> None:
+    """``x`` must have exactly the shape ``expected`` (``None``: any size), named by ``axes``."""
+    shape = tuple(getattr(x, "shape", np.shape(np.asarray(x))))
+    ok = len(shape) == len(expected) and all(e is None or e == s for e, s in zip(expected, shape))
+    if not ok:
+        want = "()" if not expected else "(" + ", ".join("?" if e is None else str(e) for e in expected) + \
+            ("," if len(expected) == 1 else "") + ")"
+        raise ValueError(f"{fn}: {name} must have shape {axes} = {want}; got {shape}.")
+
+
+def check_int(fn: str, name: str, x: object, minimum: int) -> None:
+    """``x`` must be a Python (or NumPy) integer >= ``minimum``, not a bool."""
+    if isinstance(x, bool) or not isinstance(x, (int, np.integer)) or x < minimum:
+        raise ValueError(f"{fn}: {name} must be an int >= {minimum}; got {x!r}.")
+
+
+def check_index(fn: str, name: str, x: object, size: int) -> None:
+    """A concrete ``x`` must hold integers in ``0 .. size - 1`` (e.g. item or utterance indices)."""
+    arr = concrete(x)
+    if arr is None:
+        return
+    bad = ~((arr >= 0) & (arr < size) & (arr == np.round(arr)))
+    if bad.any():
+        i = tuple(int(k) for k in np.argwhere(bad)[0]) if arr.ndim else ()
+        raise ValueError(f"{fn}: {name}{list(i) if arr.ndim else ''} = {arr[i].item()!r}; expected an integer "
+                         f"{name} index in 0..{size - 1}.")

@@ -1,0 +1,192 @@
+"""Bad input to agents and likelihoods is named, never silently broadcast or read as "false"
+(issue 9, findings 6, 8, 10, 13, 17); property tests over random lexicons (hypothesis).
+
+Property-test tolerance: values and gradients must be finite where defined (an exact
+property, no tolerance) and probabilities sum to 1 within 1e-4 (float32, depth <= 10).
+"""
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from numpyro import handlers
+
+import pragmodels as pm
+from pragmodels import agents
+from pragmodels import likelihoods as lk
+from pragmodels.rsa_models import rsa_listener, rsa_listener_by_item
+
+SEM = np.log(np.array([[1.0, 1.0, 0.0], [0.0, 1.0, 1.0], [1.0, 0.0, 1.0], [0.0, 0.0, 1.0]]) + 1e-30)
+
+
+def nan_at(x, idx, value=np.nan):
+    y = np.array(x, np.float32)
+    y[idx] = value
+    return y
+
+
+@pytest.mark.parametrize("fn", [agents.pragmatic_listener, agents.pragmatic_speaker])
+def test_non_finite_inputs_are_named(fn):
+    with pytest.raises(ValueError, match=r"log_semantics\[0, 0\] = nan; expected finite values or -inf"):
+        fn(nan_at(SEM, (0, 0)), 1.0)
+    with pytest.raises(ValueError, match=r"log_semantics\[1, 2\] = inf"):
+        fn(nan_at(SEM, (1, 2), np.inf), 1.0)
+    with pytest.raises(ValueError, match=r"cost\[2\] = nan; expected finite values"):
+        fn(SEM, 1.0, nan_at(np.zeros(4), 2))
+    with pytest.raises(ValueError, match=r"log_prior\[1\] = nan"):
+        fn(SEM, 1.0, None, nan_at(np.zeros(3), 1))
+    with pytest.raises(ValueError, match=r"alpha = nan"):
+        fn(SEM, float("nan"))
+
+
+def test_nan_would_have_changed_other_rows():
+    """The finding: s[0, 0] = nan made row 0 all -inf and changed the other rows, silently."""
+    with pytest.raises(ValueError, match="pragmatic_listener: log_semantics"):
+        agents.pragmatic_listener(nan_at(SEM, (0, 0)), 2.0)
+    out = jax.jit(agents.pragmatic_listener)(jnp.asarray(SEM), 2.0)  # traced: shapes only, still fine
+    assert np.all(np.isfinite(np.asarray(out)) | np.isneginf(np.asarray(out)))
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(cost=np.zeros(1)), r"cost must have shape \[utterance\] = \(4,\); got \(1,\)"),
+    (dict(log_prior=np.zeros(1)), r"log_prior must have shape \[state\] = \(3,\); got \(1,\)"),
+    (dict(alpha=np.ones(3)), r"alpha must have shape \[\] \(a scalar\) = \(\); got \(3,\)"),
+    (dict(depth=True), r"depth must be a Python int >= 1; got True"),
+    (dict(log_semantics=np.zeros((3, 3, 2))), r"log_semantics must have shape \[utterance, state\] \(2 axes\); "
+                                              r"got shape \(3, 3, 2\) \(for many agents at once"),
+    (dict(log_semantics=np.zeros((0, 3))), r"log_semantics is empty \(shape \(0, 3\)\)"),
+])
+def test_shapes_are_not_broadcast(kwargs, match):
+    args = dict(log_semantics=SEM, alpha=1.0) | kwargs
+    with pytest.raises(ValueError, match=match):
+        agents.pragmatic_speaker(**args)
+
+
+def _trace(model, **data):
+    return handlers.trace(handlers.seed(model, 0)).get_trace(**data)
+
+
+def test_model_inputs_are_named():
+    utt = np.array([0, 1, 3])
+    with pytest.raises(ValueError, match=r"cost_design must have shape \[utterance, cost_term\] = \(4, k >= 1\).*"
+                                         r"got shape \(1, 1\)"):
+        _trace(rsa_listener, log_semantics=SEM, utterance=utt, choice=np.array([0, 1, 2]), cost_design=np.ones((1, 1)))
+    with pytest.raises(ValueError, match=r"rsa_listener: utterance\[2\] = 4; expected an integer utterance index in 0..3"):
+        _trace(rsa_listener, log_semantics=SEM, utterance=np.array([0, 1, 4]), choice=np.array([0, 1, 2]))
+    with pytest.raises(ValueError, match=r"rsa_listener_by_item: item\[1\] = 2; expected an integer item index in 0..1"):
+        _trace(rsa_listener_by_item, log_semantics=SEM, item=np.array([0, 2]), utterance=np.array([0, 1]),
+               choice=np.array([0, 1]), n_items=2)
+    with pytest.raises(ValueError, match=r"site 'choice': no trials"):
+        _trace(rsa_listener, log_semantics=SEM, utterance=np.zeros(0, int), choice=np.zeros(0, int))
+
+
+@pytest.mark.parametrize("w", [-0.5, float("nan"), 1.5])
+def test_lapse_outside_unit_interval_is_an_error(w):
+    lp = jnp.log(jnp.array([0.2, 0.3, 0.5]))
+    with pytest.raises(ValueError, match=r"weight = .*expected a lapse \(mixture weight\) in \[0, 1\]"):
+        agents.lapse_mixture(lp, w)
+
+
+@pytest.mark.parametrize("w", [1e-6, 0.3, 0.5, 0.5 + 1e-6, 0.9, 1.0])
+def test_lapse_mixture_value_and_gradient_on_the_whole_interval(w):
+    """Against the closed form d/dw log((1-w) p + w/n) = (1/n - p) / ((1-w) p + w/n), at w = 1 too
+    (float32: 1e-4 relative)."""
+    p = np.array([0.7, 0.3, 0.0])
+    n = 3
+    f = lambda w, k: agents.lapse_mixture(jnp.log(jnp.asarray(p, jnp.float32)), w)[k]  # noqa: E731
+    for k in range(n):
+        mix = (1 - w) * p[k] + w / n
+        np.testing.assert_allclose(float(f(w, k)), np.log(mix), rtol=1e-5, atol=1e-6)
+        g = float(jax.grad(f)(jnp.float32(w), k))
+        np.testing.assert_allclose(g, (1 / n - p[k]) / mix, rtol=1e-4, atol=1e-5)
+
+
+def test_undefined_row_under_a_lapse_is_a_uniform_guess_with_or_without_rows():
+    """Finding 13: an utterance true of no state, under a lapse, is answered uniformly; the table
+    (rows=) and per-trial paths agree and the row sums to one."""
+    sem = SEM.copy()
+    sem[3] = -np.inf  # utterance 3 is true of no state
+    log_l = agents.pragmatic_listener(sem, 2.0)
+    assert np.all(np.isneginf(np.asarray(log_l[3])))
+    utt, choice = np.array([0, 3, 3]), np.array([0, 1, 2])
+
+    def per_site(**kw):
+        tr = _trace(lk.listener_choices, name="c", obs=choice, lapse=0.1, **kw)
+        return np.asarray(tr["c"]["fn"].log_prob(tr["c"]["value"]))
+
+    table = per_site(log_listener=log_l, rows=utt)
+    trials = per_site(log_listener=log_l[utt])
+    np.testing.assert_allclose(table, trials, rtol=1e-6)
+    np.testing.assert_allclose(table[1:], np.log(1 / 3), rtol=1e-6)
+    np.testing.assert_allclose(np.exp(np.asarray(agents.lapse_mixture(log_l, 0.1))).sum(-1), 1.0, rtol=1e-5)
+
+
+# ----------------------------------------------------------------------------- properties
+
+@st.composite
+def lexicons(draw):
+    n_u = draw(st.integers(1, 5))
+    n_s = draw(st.integers(1, 6))
+    kind = draw(st.sampled_from(["boolean", "graded"]))
+    cells = st.booleans() if kind == "boolean" else st.floats(0.0, 1.0)
+    truth = np.array(draw(st.lists(st.lists(cells, min_size=n_s, max_size=n_s), min_size=n_u, max_size=n_u)), float)
+    with np.errstate(divide="ignore"):
+        return np.log(truth)
+
+
+PROPS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@PROPS
+@given(log_sem=lexicons(), log_alpha=st.floats(np.log(1e-3), np.log(1e3)), depth=st.integers(0, 10),
+       dtype=st.sampled_from(["float32", "float64"]))
+def test_listener_finite_where_defined(log_sem, log_alpha, depth, dtype):
+    """Random lexicons (0/1 with empty rows and columns, or graded), alpha in [1e-3, 1e3], depth
+    0-10: no NaN; defined rows sum to 1; the gradient in alpha is finite."""
+    with jax.enable_x64(dtype == "float64"):
+        sem = jnp.asarray(log_sem, dtype)
+        alpha = jnp.asarray(np.exp(log_alpha), dtype)
+        out = np.asarray(agents.pragmatic_listener(sem, alpha, None, None, depth), float)
+        assert not np.isnan(out).any()
+        p = np.exp(out)
+        sums = p.sum(-1)
+        defined = sums > 0
+        np.testing.assert_allclose(sums[defined], 1.0, atol=1e-4)
+        assert np.all(np.isneginf(out[~defined]))
+        safe = lambda x: jnp.where(jnp.isfinite(x), x, 0.0)  # noqa: E731
+        g = jax.grad(lambda a: jnp.sum(safe(agents.pragmatic_listener(sem, a, None, None, depth))))(alpha)
+        assert np.isfinite(float(g))
+
+
+@PROPS
+@given(log_sem=lexicons(), bad=st.sampled_from([np.nan, np.inf]), where=st.integers(0, 10_000))
+def test_invalid_lexicon_values_are_rejected_by_name(log_sem, bad, where):
+    idx = np.unravel_index(where % log_sem.size, log_sem.shape)
+    sem = log_sem.copy()
+    sem[idx] = bad
+    i, j = (int(k) for k in idx)
+    with pytest.raises(ValueError, match=rf"log_semantics\[{i}, {j}\] = {bad!r}"):
+        agents.pragmatic_listener(sem, 1.0)
+
+
+@PROPS
+@given(log_sem=lexicons(), w=st.floats(1e-6, 1.0), seed=st.integers(0, 2**16))
+def test_choice_likelihood_finite_under_a_lapse(log_sem, w, seed):
+    """With a lapse >= 1e-6 (float32 holds it) every choice has finite log-likelihood and gradient,
+    whatever the lexicon."""
+    rng = np.random.default_rng(seed)
+    n_u, n_s = log_sem.shape
+    utt, choice = rng.integers(0, n_u, 8), rng.integers(0, n_s, 8)
+
+    def total(lapse):
+        log_l = agents.pragmatic_listener(jnp.asarray(log_sem, jnp.float32), 1.5)
+        tr = handlers.trace(handlers.seed(functools.partial(lk.listener_choices, "c"), 0)).get_trace(
+            log_l, choice, lapse=lapse, rows=utt)
+        return jnp.sum(tr["c"]["fn"].log_prob(tr["c"]["value"]))
+
+    v, g = jax.value_and_grad(total)(jnp.float32(w))
+    assert np.isfinite(float(v)) and np.isfinite(float(g))
