@@ -42,7 +42,7 @@ def check_values(fn: str, name: str, x: object, *, neg_inf: bool = False, pos_in
 
 def check_shape(fn: str, name: str, x: object, expected: Sequence[int | None], axes: str) -> None:
     """``x`` must have exactly the shape ``expected`` (``None``: any size), named by ``axes``."""
-    shape = tuple(getattr(x, "shape", np.shape(np.asarray(x))))
+    shape = tuple(x.shape) if hasattr(x, "shape") else np.asarray(x).shape
     ok = len(shape) == len(expected) and all(e is None or e == s for e, s in zip(expected, shape))
     if not ok:
         want = "()" if not expected else "(" + ", ".join("?" if e is None else str(e) for e in expected) + \
