@@ -15,7 +15,10 @@ enable_compilation_cache(os.environ.get("PRAGMODELS_COMPILATION_CACHE", str(ROOT
 
 @pytest.fixture(scope="session")
 def mirror() -> Path:
-    path = Path(os.environ["PRAGMODELS_DATA_DIR"]).resolve()
+    from pragmodels.datasets import data_dir
+
+    path = data_dir()  # a relative value resolves against the repository root, as the library does
+    assert path is not None
     if not path.is_dir():
         pytest.fail(f"offline mirror not found at {path}; set PRAGMODELS_DATA_DIR")
     return path

@@ -4,7 +4,8 @@ Layering: ``registry`` -> ``fetch`` -> ``schema`` -> ``loaders``; standard libra
 pandas only (no JAX).
 """
 
-from pragmodels.datasets.fetch import DataDownloadError, DataIntegrityError, locate, sha256_of
+from pragmodels.datasets.fetch import (DataDownloadError, DataIntegrityError, data_dir, locate, repository_root,
+                                       sha256_of)
 from pragmodels.datasets.loaders import (
     ATTRIBUTES,
     LLMS,
@@ -20,6 +21,7 @@ from pragmodels.datasets.schema import DataSchemaError
 
 __all__ = [
     "REGISTRY", "DataFile", "DataDownloadError", "DataIntegrityError", "DataSchemaError", "locate", "sha256_of",
+    "data_dir", "repository_root",
     "ATTRIBUTES", "LLMS", "PROMPTS", "SCENARIO_TO_LLM",
     "load_social_human", "load_social_llm", "load_wavelength", "load_drinq",
 ]

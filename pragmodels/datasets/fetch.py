@@ -5,6 +5,14 @@ Layering: standard library and :mod:`pragmodels.datasets.registry`.
 Environment variables: ``PRAGMODELS_DATA_DIR`` names an offline mirror (no network is used
 when it is set); otherwise files are downloaded once into ``PRAGMODELS_CACHE_DIR`` (default
 ``~/.cache/pragmodels``) and verified before use.
+
+A relative ``PRAGMODELS_DATA_DIR`` (``make`` sets ``../shared/data``) is resolved against
+something stable, not the process's working directory, so a notebook kernel started in
+``notebooks/`` finds the same mirror as one started in the repository root
+(:func:`data_dir`): against the pragmodels repository root, the first folder that holds a
+``pyproject.toml`` naming project ``pragmodels``, looking up from the working directory and
+then from the imported package (a source checkout or editable install); only where neither
+is inside such a checkout (a wheel installed elsewhere) against the working directory.
 """
 
 from __future__ import annotations
@@ -18,7 +26,8 @@ from pathlib import Path
 
 from pragmodels.datasets.registry import DataFile, get
 
-__all__ = ["DataDownloadError", "DataIntegrityError", "sha256_of", "verify", "locate"]
+__all__ = ["DataDownloadError", "DataIntegrityError", "sha256_of", "verify", "locate", "data_dir",
+           "repository_root"]
 
 
 class DataIntegrityError(ValueError):
@@ -27,6 +36,44 @@ class DataIntegrityError(ValueError):
 
 class DataDownloadError(OSError):
     """A registered file could not be downloaded (no network, or the source moved)."""
+
+
+def _is_pragmodels_root(folder: Path) -> bool:
+    """Whether ``folder`` holds a ``pyproject.toml`` whose ``[project]`` name is pragmodels."""
+    import tomllib
+
+    try:
+        with open(folder / "pyproject.toml", "rb") as f:
+            return tomllib.load(f).get("project", {}).get("name") == "pragmodels"
+    except (OSError, tomllib.TOMLDecodeError):
+        return False
+
+
+def repository_root(start: str | os.PathLike | None = None) -> Path | None:
+    """The pragmodels repository root: the first folder, from ``start`` (default: the working
+    directory) upwards, that holds a ``pyproject.toml`` naming project ``pragmodels``; failing
+    that, the one above the imported package (a source checkout or editable install). None
+    when neither lies inside a checkout (e.g. a wheel installed into site-packages)."""
+    here = Path(start if start is not None else os.getcwd()).absolute()
+    package = Path(__file__).resolve().parent.parent  # pragmodels/datasets/fetch.py -> pragmodels/
+    for base in (here, package):
+        for folder in (base, *base.parents):
+            if _is_pragmodels_root(folder):
+                return folder
+    return None
+
+
+def data_dir() -> Path | None:
+    """The offline mirror named by ``PRAGMODELS_DATA_DIR``, as an absolute path (None when the
+    variable is unset or empty). A relative value is resolved against :func:`repository_root`,
+    and against the working directory only when there is no checkout to anchor it."""
+    value = os.environ.get("PRAGMODELS_DATA_DIR")
+    if not value:
+        return None
+    path = Path(value).expanduser()
+    if not path.is_absolute():
+        path = (repository_root() or Path.cwd()) / path
+    return path.resolve()
 
 
 def sha256_of(path: str | os.PathLike) -> str:
@@ -71,12 +118,14 @@ def _download(entry: DataFile, dest: Path) -> None:
 def locate(key: str, *, verify_hash: bool = True) -> Path:
     """Path of a verified copy of registered file ``key`` (mirror first, else download)."""
     entry = get(key)
-    mirror = os.environ.get("PRAGMODELS_DATA_DIR")
-    if mirror:
-        path = Path(mirror).resolve() / entry.path
+    mirror = data_dir()
+    if mirror is not None:
+        path = mirror / entry.path
         if not path.is_file():
+            value = os.environ["PRAGMODELS_DATA_DIR"]
+            how = "" if Path(value).expanduser().is_absolute() else f", resolved to {mirror}"
             raise DataIntegrityError(
-                f"{path}: not found in the offline mirror PRAGMODELS_DATA_DIR={mirror!r} "
+                f"{path}: not found in the offline mirror PRAGMODELS_DATA_DIR={value!r}{how} "
                 f"(expected data set {entry.key!r} at {entry.path})."
             )
         return verify(path, entry) if verify_hash else path
