@@ -380,20 +380,53 @@ def _posterior_summaries(folder: Path, trees: dict, baseline):
     params.to_csv(folder / "tables" / "parameters.csv", index=False)
     chains = chain_table({"human baseline": baseline, **trees})
     chains.to_csv(folder / "tables" / "chains.csv", index=False)
-    plots.forest(trees, list(KEY_PARAMETERS)).savefig(folder / "figures" / "forest_parameters.png", dpi=110,
-                                                      bbox_inches="tight")
+    _save(plots.forest(trees, list(KEY_PARAMETERS), labels=FOREST_LABELS), folder / "figures" / "forest_parameters.png",
+          dpi=110)
     return params, chains
 
 
+#: the forest plot's axis labels (one panel per key parameter)
+FOREST_LABELS = {"alpha": "alpha (speaker rationality)", "cost_precise": "cost of the precise form",
+                 "noise": "response noise (rating points)", "lapse": "lapse rate",
+                 "theta_mu": "theta_mu (log-odds: speaker knows)"}
+ESR_TITLES = {"observed": "Observed ESR: LLM effect / human effect in the raw ratings (paper Figure 2)",
+              "model": "Model-implied ESR: posterior median of LLM-fit effect / human-fit effect (RSA fits)"}
+
+
+def _save(fig, path: Path, dpi: int = 120) -> None:
+    """Save a figure and close it (pyplot keeps every figure it made until closed)."""
+    import matplotlib.pyplot as plt
+
+    try:
+        fig.savefig(path, dpi=dpi, bbox_inches="tight")
+    finally:
+        plt.close(fig)
+
+
 def _write_figures(folder: Path, fig1, observed_esr, esr_model, predicted, observed) -> None:
+    """The figures drawn from tables (``redraw_figures`` draws them again from a run folder's CSVs)."""
     from pragmodels import plots
 
-    plots.human_vs_model_means(fig1).savefig(folder / "fig1_human_vs_model.png", dpi=120)
+    _save(plots.human_vs_model_means(fig1), folder / "fig1_human_vs_model.png")
     esr_plot = observed_esr[["model", "prompt", "kind", "attribute", "esr"]]
-    plots.esr_heatmap(esr_plot).savefig(folder / "fig2_esr_heatmap.png", dpi=120, bbox_inches="tight")
-    plots.esr_heatmap(esr_model).savefig(folder / "esr_heatmap_model_implied.png", dpi=120, bbox_inches="tight")
-    plots.ppc_condition_means(predicted, observed).savefig(folder / "ppc_condition_means.png", dpi=110,
-                                                          bbox_inches="tight")
+    _save(plots.esr_heatmap(esr_plot, title=ESR_TITLES["observed"]), folder / "fig2_esr_heatmap.png")
+    _save(plots.esr_heatmap(esr_model, title=ESR_TITLES["model"]), folder / "esr_heatmap_model_implied.png")
+    _save(plots.ppc_condition_means(predicted, observed), folder / "ppc_condition_means.png", dpi=110)
+
+
+def redraw_figures(run_dir: str | Path) -> None:
+    """Draw the figures that come from tables again, from a run folder's ``tables/*.csv`` and the
+    raw data (Figure 1's cell means), without refitting: ``fig1_human_vs_model``, ``fig2_esr_heatmap``,
+    ``esr_heatmap_model_implied`` and ``ppc_condition_means``. The forest plot needs the posteriors
+    (:func:`rebuild_report` redraws it)."""
+    run_dir = Path(run_dir)
+    tables = run_dir / "tables"
+    _, fig1 = observed_comparisons(datasets.load_social_human(), datasets.load_social_llm())
+    ppc = pd.read_csv(tables / "ppc_condition_means.csv")
+    with lock_folder(run_dir):
+        _write_figures(run_dir / "figures", fig1, pd.read_csv(tables / "esr_observed.csv"),
+                       pd.read_csv(tables / "esr_model.csv"), pd.read_csv(tables / "human_model_predicted_means.csv"),
+                       ppc[["model", "prompt", "cell", "mean"]])
 
 
 def write_tables(config: dict, out: str | Path) -> None:

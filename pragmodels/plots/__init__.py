@@ -1,6 +1,10 @@
 """Plots: draw, never compute. Each function takes tidy frames or DataTrees already computed
 elsewhere and returns a matplotlib ``Figure``. One plot function per file.
 
+Figures are made with pyplot and whatever backend is active: the library never selects one,
+so in Jupyter they display inline (with ``fig = ...`` as a cell's last line, once); a script
+saves them (``fig.savefig``) and closes them (``matplotlib.pyplot.close(fig)``).
+
 Layering: imports matplotlib and arviz_plots only (never likelihoods, inference or numpyro).
 """
 

@@ -17,10 +17,10 @@ PROMPT_STYLE: dict[str, dict[str, Any]] = {
 
 
 def new_figure(n_panels: int, width: float = 4.2, height: float = 4.0, **kw: Any) -> tuple[Figure, np.ndarray]:
-    """A figure with one row of ``n_panels`` axes; returns it and the axes ``[n_panels]``."""
-    import matplotlib
+    """A figure with one row of ``n_panels`` axes; returns it and the axes ``[n_panels]``.
 
-    matplotlib.use("Agg", force=False)
+    Drawn through pyplot with whatever backend is active (the library never selects one), so a
+    notebook shows the figure inline; the command line chooses a non-interactive backend."""
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, n_panels, figsize=(width * n_panels, height), squeeze=False, **kw)

@@ -1,4 +1,5 @@
-"""Forest plot of the same parameters across several fits (ArviZ ``plot_forest``)."""
+"""Forest plot of the same parameters across several fits (ArviZ ``plot_forest``), one panel and
+x-axis per parameter."""
 
 from __future__ import annotations
 
@@ -11,12 +12,16 @@ if TYPE_CHECKING:
 
 
 def _common_draws(trees: Mapping[str, xr.DataTree], var_names: Sequence[str]) -> dict[str, xr.DataTree]:
-    """Each fit's posterior for ``var_names``, cut to the chains and draws that every fit has.
+    """Each fit's posterior for ``var_names``, cut to the chains and draws that every fit has, with
+    a parameter that has dims beyond ``chain, draw`` split into one scalar variable per element
+    (``beta[exact, competent]``), so that each gets its own panel.
 
     ``plot_forest`` aligns the fits on their chain and draw coordinates; fits with different
     numbers of draws (e.g. 1,500 for the human fit, 600 for the LLM fits) then come out as NaN
     for every fit but one and vanish from the plot. A forest plot shows medians and intervals,
     which the first ``min`` draws of every chain estimate well enough."""
+    import itertools
+
     import xarray as xr
 
     n_chain = min(t["posterior"].sizes["chain"] for t in trees.values())
@@ -24,32 +29,69 @@ def _common_draws(trees: Mapping[str, xr.DataTree], var_names: Sequence[str]) ->
     out = {}
     for label, tree in trees.items():
         post = tree["posterior"].to_dataset()[list(var_names)].isel(chain=slice(0, n_chain), draw=slice(0, n_draw))
-        out[label] = xr.DataTree.from_dict({"posterior": post})
+        flat = {}
+        for v in var_names:
+            da = post[v]
+            extra = [d for d in da.dims if d not in ("chain", "draw")]
+            if not extra:
+                flat[v] = da
+                continue
+            for idx in itertools.product(*(range(da.sizes[d]) for d in extra)):
+                sel = da.isel(dict(zip(extra, idx)))
+                names = ", ".join(str(sel[d].values) if d in sel.coords else str(i) for d, i in zip(extra, idx))
+                flat[f"{v}[{names}]"] = sel.drop_vars(extra, errors="ignore")
+        out[label] = xr.DataTree.from_dict({"posterior": xr.Dataset(flat)})
     return out
 
 
-def forest(trees: Mapping[str, xr.DataTree], var_names: Sequence[str], figsize: tuple[float, float] = (8, 10)
-           ) -> Figure:
+def forest(trees: Mapping[str, xr.DataTree], var_names: Sequence[str], figsize: tuple[float, float] | None = None,
+           labels: Mapping[str, str] | None = None) -> Figure:
     """``trees``: ``{label: DataTree}`` (e.g. humans and each LLM x prompt); returns the Figure.
-    Fits with more chains or draws than the others are cut to the common number (see
-    :func:`_common_draws`).
 
-    Shapes: each of ``var_names`` ``[chain, draw, *dims]`` in every fit's posterior (same ``dims``).
+    One panel per parameter, each with its own x-axis (labelled with ``labels[name]``, default
+    the name), the fits as rows (named on the left, first fit on top, one colour each): posterior
+    median, 50% and 94% equal-tailed intervals; a dashed line marks the first fit's median (the
+    reference, e.g. the human fit). Fits with more chains or draws than the others are
+    cut to the common number (see :func:`_common_draws`).
+
+    Shapes: each of ``var_names`` ``[chain, draw, *dims]`` in every fit's posterior (same ``dims``;
+    a parameter with ``dims`` gets one panel per element).
     """
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
     import arviz_plots as azp
-
-    from cycler import cycler
+    import matplotlib
     import matplotlib.pyplot as plt
+    from cycler import cycler
 
+    data = _common_draws(trees, var_names)
+    panels = list(next(iter(data.values()))["posterior"].data_vars)
+    fits = list(trees)
+    if figsize is None:
+        figsize = (1.4 + 2.4 * len(panels), 1.0 + 0.28 * len(fits))
     # one colour per fit: the default cycle has 10, the study compares 13 fits
     cmap = plt.get_cmap("tab20" if len(trees) > 10 else "tab10")
     colours = [cmap(i) for i in range(cmap.N)]  # a qualitative map's N entries are its listed colours
     with matplotlib.rc_context({"axes.prop_cycle": cycler(color=colours)}):
-        pc = azp.plot_forest(_common_draws(trees, var_names), var_names=list(var_names), combined=True,
-                             backend="matplotlib", figure_kwargs={"figsize": figsize})
-        if len(trees) > 1:
-            pc.add_legend("model", title="fit", loc="center left", bbox_to_anchor=(1.0, 0.5))
-    return pc.viz["figure"].item() if hasattr(pc.viz["figure"], "item") else pc.viz["figure"]
+        pc = azp.plot_forest(data, var_names=panels, combined=True, point_estimate="median", ci_kind="eti",
+                             ci_probs=(0.5, 0.94), backend="matplotlib", labels=[],
+                             cols=["__variable__"], aes={"y": ["model"], "overlay": ["model"], "color": ["model"]},
+                             visuals={"ticklabels": False, "remove_axis": False},
+                             figure_kwargs={"figsize": figsize, "sharey": True, "sharex": False,
+                                            "width_ratios": [1.0] * len(panels)})
+    fig = pc.viz["figure"].item() if hasattr(pc.viz["figure"], "item") else pc.viz["figure"]
+    y = pc.get_aes_as_dataset("y")["mapping"]  # the row of each fit, the same in every panel
+    rows = [float(y.sel(model=f)) for f in fits]
+    axes = [pc.viz["plot"][v].item() for v in panels]
+    for i, (ax, name) in enumerate(zip(axes, panels)):
+        ax.set_xlabel((labels or {}).get(name, name))
+        ax.set_yticks(rows, fits)
+        ax.tick_params(axis="y", length=0, labelleft=i == 0)
+        ax.grid(axis="y", color="0.92", lw=0.8)
+        ax.set_axisbelow(True)
+        ax.set_ylim(min(rows) - 0.6, max(rows) + 0.6)
+        ref = float(data[fits[0]]["posterior"][name].median())
+        ax.axvline(ref, color="0.55", ls="--", lw=0.8, zorder=0, gid="reference")
+        for side in ("top", "right", "left"):
+            ax.spines[side].set_visible(False)
+    ref_note = f"; dashed: median of {fits[0]}" if len(fits) > 1 else ""
+    fig.suptitle(f"Posterior median, 50% and 94% intervals{ref_note}", fontsize=10)
+    return fig

@@ -7,29 +7,46 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from pragmodels.plots._style import PROMPT_STYLE, new_figure
+from pragmodels.plots._style import PROMPT_STYLE
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 
-def ppc_condition_means(predicted: pd.DataFrame, observed: pd.DataFrame) -> Figure:
+def ppc_condition_means(predicted: pd.DataFrame, observed: pd.DataFrame, lo: float = 1.0, hi: float = 7.0,
+                        interval: str = "94%") -> Figure:
     """``predicted``: one row per cell with ``cell`` (label), ``median, lo, hi`` (the fitted model's
-    predicted mean and interval); ``observed``: columns ``model, prompt, cell, mean``.
-    One panel per observed model; cells on the x axis in ``predicted``'s order."""
+    predicted mean and its ``interval``); ``observed``: columns ``model, prompt, cell, mean``.
+    One panel per observed model, stacked with a shared x axis (cells in ``predicted``'s order,
+    named under the bottom panel) and rating scale ``lo``..``hi``; one legend beside them."""
+    import matplotlib.pyplot as plt
+
     models = list(dict.fromkeys(observed["model"]))
-    fig, axes = new_figure(len(models), width=6.0, height=4.2, sharey=True)
+    if not models:
+        raise ValueError("observed has no rows to plot.")
     x = np.arange(len(predicted))
+    fig, axes = plt.subplots(len(models), 1, figsize=(max(8.0, 0.3 * len(x) + 2.5), 2.3 * len(models) + 1.3),
+                             sharex=True, sharey=True, squeeze=False, layout="constrained")
+    axes = axes[:, 0]
     pos = dict(zip(predicted["cell"], x))
     for ax, m in zip(axes, models):
-        ax.fill_between(x, predicted["lo"], predicted["hi"], color="0.85", step="mid", label="human-fitted model (94%)")
-        ax.plot(x, predicted["median"], "k_", ms=8)
+        ax.fill_between(x, predicted["lo"], predicted["hi"], color="0.85", step="mid",
+                        label=f"human-fitted model, {interval} interval")
+        ax.plot(x, predicted["median"], "k_", ms=9, label="human-fitted model, median")
         sub = observed[observed.model == m]
         for prompt, g in sub.groupby("prompt", sort=False):
-            ax.scatter(g["cell"].map(pos), g["mean"], s=16, label=prompt, **PROMPT_STYLE.get(prompt, {}))
-        ax.set_xticks(x, predicted["cell"], rotation=90, fontsize=6)
-        ax.set(title=f"{m}: observed means vs human-fitted model", ylim=(1, 7))
-    axes[0].set_ylabel("mean rating")
-    axes[-1].legend(fontsize=7, loc="lower right")
-    fig.tight_layout()
+            ax.scatter(g["cell"].map(pos), g["mean"], s=18, label=f"observed mean, {prompt} prompt",
+                       zorder=3, **PROMPT_STYLE.get(prompt, {}))
+        ax.set_title(m, loc="left", fontsize=10)
+        ax.set_ylabel("mean rating")
+        ax.set(ylim=(lo - 0.3, hi + 0.3), yticks=np.arange(lo, hi + 1))
+        ax.set_xlim(-0.6, len(x) - 0.4)
+        ax.grid(axis="y", color="0.93", lw=0.8)
+        ax.set_axisbelow(True)
+    axes[-1].set_xticks(x, predicted["cell"], rotation=90, fontsize=8)
+    axes[-1].set_xlabel("cell (attribute | context | form)")
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside right center", fontsize=8)
+    fig.suptitle("Posterior predictive check: each LLM's observed condition means against the human-fitted "
+                 "model's prediction", fontsize=10)
     return fig
