@@ -121,15 +121,36 @@ def _motive_prior(trees: dict) -> str:
     return ", ".join(sorted(used))
 
 
-def _loo_verdict(cmp: pd.DataFrame) -> str:
-    """One honest sentence on the LOO difference (elpd_diff of the second model and its paired SE)."""
+def loo_sentence(cmp: pd.DataFrame) -> str:
+    """The LOO comparison in the one form used everywhere (report, README): which model is ahead
+    and by how much, with the paired SE, e.g. "**rsa** is ahead of **baseline** by 4.0 ± 4.5 elpd
+    (paired SE), a difference within 2 standard errors: the data do not separate the two models."
+    ``cmp``: arviz-stats ``compare``'s table (best first; ``elpd_diff`` of the others <= 0 and ``dse``)."""
     if "elpd_diff" not in cmp or "dse" not in cmp or len(cmp) < 2:
         return "see the table."
-    diff, se = float(cmp["elpd_diff"].iloc[1]), float(cmp["dse"].iloc[1])  # diff <= 0: the second model is worse
-    ratio = abs(diff) / se if se > 0 else float("inf")
+    ahead, behind = cmp.index[0], cmp.index[1]
+    diff, se = abs(float(cmp["elpd_diff"].iloc[1])), float(cmp["dse"].iloc[1])
+    ratio = diff / se if se > 0 else float("inf")
     verdict = ("a difference within 2 standard errors: the data do not separate the two models"
                if ratio < 2 else "a difference of more than 2 standard errors")
-    return f"elpd difference {diff:.1f} ± {se:.1f} (paired SE), {verdict}."
+    return f"**{ahead}** is ahead of **{behind}** by {diff:.1f} ± {se:.1f} elpd (paired SE), {verdict}."
+
+
+def _init_paragraph(sampler: dict, trees: dict) -> str:
+    """How the chains started, as this run's sampler settings say (quick mode does not optimise)."""
+    init = sampler.get("init") or "median"
+    if init != "optimize":
+        where = {"median": "near the prior medians", "uniform": "at NumPyro's uniform draws in (-2, 2) on the "
+                 "unconstrained scale"}.get(init, f"as `init={init!r}` sets")
+        return f"Chain starts (`init`): `{init}`, every chain starts {where}; no multi-start optimisation in this run."
+    digests = [json.loads(t.attrs.get("init_optima", "null") or "null") for t in trees.values()]
+    digests = [d for d in digests if d]
+    counts = lambda key: "/".join(str(v) for v in sorted({d[key] for d in digests if key in d})) or "?"
+    return (f"Chain starts (`init`): `optimize`, {counts('n_starts')} random starts were optimised "
+            f"({counts('steps')} Adam steps each) and the chains started spread over the end points within 3 nats "
+            "of the best; the column says how many starts ended there and how far below it the next end point "
+            "lies (another basin, or a start that had not converged; a basin within a few nats would carry real "
+            "posterior mass that the chains might miss).")
 
 
 def _mark(cds: pd.DataFrame, trees: dict) -> pd.DataFrame:
@@ -156,7 +177,6 @@ def render_report(mode, sampler, table, disc, cmp, trees, baseline, cds, ppc, pa
         lo, hi = (float(b) for b in eti(post[v], prob=0.94).values)
         return f"{float(post[v].median()):.2f} [{lo:.2f}, {hi:.2f}]"
 
-    best = cmp.index[0]
     lines = [
         "# Social meaning of numerical (im)precision: reproduction and RSA fits", "",
         f"Mode: **{mode}** (NUTS {sampler}); wall time {wall:.0f} s; pragmodels {pm.__version__}.",
@@ -179,7 +199,7 @@ def render_report(mode, sampler, table, disc, cmp, trees, baseline, cds, ppc, pa
         f"rating points) {q('noise')}; lapse {q('lapse')}; "
         f"prior log-odds that a speaker knows the exact number theta_mu {q('theta_mu')} (median [94% interval]).", "",
         "LOO (arviz-stats `compare`, per rating; see Pareto k in the posteriors) against the non-pragmatic "
-        f"form x context baseline: **{best}** ranks first; {_loo_verdict(cmp)}", "",
+        f"form x context baseline: {loo_sentence(cmp)}", "",
         cmp.to_markdown(floatfmt=".2f"), "",
         "## Humans vs LLMs, as posteriors", "",
         "Key parameters, median [94% interval] (`tables/parameters.csv`, `figures/forest_parameters.png`). "
@@ -197,10 +217,7 @@ def render_report(mode, sampler, table, disc, cmp, trees, baseline, cds, ppc, pa
         "human-fitted model's 94% interval for the condition mean (`tables/ppc_condition_means.csv`, "
         "`figures/ppc_condition_means.png`).", "",
         "## Diagnostics", "",
-        "Chain starts (`init`): with `optimize`, 16 random starts were optimised (2000 Adam steps each) and the "
-        "chains started spread over the end points within 3 nats of the best; the column says how many starts "
-        "ended there and how far below it the next end point lies (another basin, or a start that had not "
-        "converged; a basin within a few nats would carry real posterior mass that the chains might miss).", "",
+        _init_paragraph(sampler, {"human baseline": baseline, **trees}), "",
         "| fit | divergences | max r_hat | min bulk ESS | min tail ESS | wall | init | warnings |",
         "|---|---|---|---|---|---|---|---|",
         _diag_line("human baseline", baseline), *[_diag_line(k, t) for k, t in trees.items()], "",

@@ -1,23 +1,38 @@
-"""The study report's verdicts: LOO wording and the convergence rule."""
+"""The study report's verdicts: LOO wording, chain starts and the convergence rule."""
 
 import json
 from types import SimpleNamespace
 
 import pandas as pd
 
-from models.social_meaning_report import _loo_verdict, converged
+from models.social_meaning_report import _init_paragraph, converged, loo_sentence
 
 
 def _cmp(diff, se):
     return pd.DataFrame({"elpd_diff": [0.0, diff], "dse": [0.0, se]}, index=["rsa", "baseline"])
 
 
-def test_loo_verdict_reads_the_size_of_the_difference_not_its_sign():
+def test_loo_sentence_reads_the_size_of_the_difference_not_its_sign():
     """compare() reports the second model's elpd_diff as <= 0; a regression read -10 ± 4 as
     'within 2 standard errors' because the ratio was negative."""
-    assert "within 2 standard errors" in _loo_verdict(_cmp(-4.0, 4.5))
-    assert "more than 2 standard errors" in _loo_verdict(_cmp(-10.0, 4.0))
-    assert _loo_verdict(pd.DataFrame({"elpd": [1.0]})) == "see the table."
+    assert "within 2 standard errors" in loo_sentence(_cmp(-4.0, 4.5))
+    assert "more than 2 standard errors" in loo_sentence(_cmp(-10.0, 4.0))
+    assert loo_sentence(pd.DataFrame({"elpd": [1.0]})) == "see the table."
+
+
+def test_loo_sentence_says_which_model_is_ahead_and_by_how_much():
+    """One form everywhere (the README quotes it): the report said "elpd difference -4.0 ± 4.5"
+    while the README said the RSA model was ahead by 4.0 ± 4.5."""
+    assert loo_sentence(_cmp(-4.0, 4.5)).startswith("**rsa** is ahead of **baseline** by 4.0 ± 4.5 elpd (paired SE)")
+
+
+def test_chain_starts_are_described_as_the_run_made_them():
+    """The quick run's report described 16 optimised starts that quick mode did not use."""
+    quick = _init_paragraph({"num_warmup": 50, "num_samples": 50}, {"human": SimpleNamespace(attrs={})})
+    assert "`median`" in quick and "no multi-start optimisation" in quick and "16" not in quick
+    digest = json.dumps(dict(n_starts=12, steps=500, n_in_best_basin=12, gap_to_next_basin=None))
+    full = _init_paragraph({"init": "optimize"}, {"human": SimpleNamespace(attrs={"init_optima": digest})})
+    assert "12 random starts" in full and "500 Adam steps" in full
 
 
 def test_converged_needs_both_rhat_and_ess():
