@@ -1,6 +1,6 @@
 """Locate a registered file: offline mirror or download cache, always hash-verified.
 
-Layering: standard library and :mod:`pragmodels.datasets.registry`.
+Layering: standard library, :mod:`pragmodels.errors` and :mod:`pragmodels.datasets.registry`.
 
 Environment variables: ``PRAGMODELS_DATA_DIR`` names an offline mirror (no network is used
 when it is set); otherwise files are downloaded once into ``PRAGMODELS_CACHE_DIR`` (default
@@ -25,16 +25,17 @@ import urllib.request
 from pathlib import Path
 
 from pragmodels.datasets.registry import DataFile, get
+from pragmodels.errors import PragmodelsError
 
 __all__ = ["DataDownloadError", "DataIntegrityError", "sha256_of", "verify", "locate", "data_dir",
            "repository_root"]
 
 
-class DataIntegrityError(ValueError):
+class DataIntegrityError(PragmodelsError, ValueError):
     """A data file is missing, or its sha256 is not the registered one."""
 
 
-class DataDownloadError(OSError):
+class DataDownloadError(PragmodelsError, OSError):
     """A registered file could not be downloaded (no network, or the source moved)."""
 
 

@@ -1,6 +1,6 @@
 """Schema checks for tidy frames; every error names the file, the column and the value.
 
-Layering: ``pandas`` and ``numpy`` only.
+Layering: ``pandas``, ``numpy`` and :mod:`pragmodels.errors` only.
 """
 
 from __future__ import annotations
@@ -12,13 +12,15 @@ from typing import Any, NoReturn
 import numpy as np
 import pandas as pd
 
+from pragmodels.errors import PragmodelsError
+
 __all__ = ["DataSchemaError", "require_columns", "check_in", "check_range", "check_integer"]
 
 #: the file a frame was read from, as named in the errors
 File = str | os.PathLike[str]
 
 
-class DataSchemaError(ValueError):
+class DataSchemaError(PragmodelsError, ValueError):
     """A data file parsed but broke its documented schema."""
 
 

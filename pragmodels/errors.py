@@ -1,0 +1,46 @@
+"""The package's own exception types, so that callers (and the command line) can catch them.
+
+Layering: the standard library only; any module may import it.
+
+Each subclasses the built-in exception it would otherwise have been, so ``except ValueError``
+keeps working::
+
+    PragmodelsError                       base of all of them
+    ├── ConfigError(ValueError)           a fit or study config cannot be used (pragmodels.config_schema)
+    ├── RunError(RuntimeError)            a run folder cannot be used (pragmodels.runs)
+    │   └── RunFolderLocked               another run holds the folder
+    ├── DataIntegrityError(ValueError)    a data file is missing or its sha256 differs (pragmodels.datasets)
+    ├── DataSchemaError(ValueError)       a data file's columns or values are not as registered
+    └── DataDownloadError(OSError)        a registered file could not be downloaded
+
+Only :class:`PragmodelsError` and :class:`ConfigError` are defined here; the others live in the
+modules named above and are re-exported by them.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+__all__ = ["PragmodelsError", "ConfigError"]
+
+
+class PragmodelsError(Exception):
+    """Base class of the exceptions pragmodels raises on purpose."""
+
+
+class ConfigError(PragmodelsError, ValueError):
+    """A config file (or a config mapping) that cannot be used: invalid JSON, not an object, an
+    unknown key, a value of the wrong type or outside its range.
+
+    The message is one line and names the file, the key and the value. ``path`` is the config
+    file (or None for a mapping); ``problems`` lists ``(key, message)``, one per problem found,
+    with ``key`` dotted (``"sampler.target_accept"``; ``""`` for the whole config).
+    """
+
+    def __init__(self, message: str, *, path: str | os.PathLike[str] | None = None,
+                 problems: Sequence[tuple[str, str]] = ()):
+        super().__init__(message)
+        self.path = None if path is None else Path(path)
+        self.problems = list(problems)
