@@ -1,9 +1,10 @@
 """The social-meaning study end to end: reproduction tables, RSA and baseline fits to humans and
 to each LLM x prompt, model-implied ESR/CDS with credible intervals, figures and a report.
 
+The config's schema is :class:`Config` (validated before the run; ``schemas/social_meaning.schema.json``).
 Entry points named by ``fits/social_meaning.json``: :func:`run` (``"study"``; called by
 ``pragmodels run`` through :func:`pragmodels.runs.run_study`) and :func:`write_tables`
-(``"tables"``; ``pragmodels tables social-meaning``). :func:`run_study` runs it from Python,
+(``"tables"``; ``pragmodels tables social_meaning``). :func:`run_study` runs it from Python,
 :func:`rebuild_report` re-renders a finished run's report from its ``run.json``.
 
 Layering: imports :mod:`models.social_meaning`, :mod:`models.social_meaning_paper` and the
@@ -17,14 +18,18 @@ import json
 import time
 import warnings
 from pathlib import Path
+from typing import Annotated, Literal
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pandas as pd
+import pydantic
+from pydantic import Field
 
 import pragmodels as pm
 from pragmodels import datasets, metrics
+from pragmodels.config_schema import ModeSamplers, SamplerSettings, StudyConfig, validate_config
 from pragmodels.results_io import atomic_write, save_netcdf
 from pragmodels.runs import Run, lock_folder, open_run, read_manifest
 from models import social_meaning as sm
@@ -42,6 +47,28 @@ SAMPLER = {
     "full": dict(num_warmup=800, num_samples=600, num_chains=4, target_accept=0.9, max_tree_depth=8, init="optimize",
                  human=dict(num_samples=1500)),
 }
+
+
+# ------------------------------------------------------------------ the config's schema
+class StudySampler(SamplerSettings):
+    """NUTS settings of one mode; ``human`` overrides some of them for the two human fits."""
+
+    human: SamplerSettings | None = Field(None, description="overrides for the two human fits (which mix "
+                                                            "more slowly), e.g. more num_samples")
+
+
+class Config(StudyConfig):
+    """``fits/social_meaning.json``: the generic study keys (:class:`pragmodels.config_schema.StudyConfig`)
+    and this study's own. Validated by :func:`pragmodels.runs.load_study_config` before the run."""
+
+    sampler: ModeSamplers[StudySampler] = Field(description="NUTS settings per mode")
+    motive_prior: Literal[sm.MOTIVE_PRIORS] = Field("uniform", description="the RSA fits' motive prior "
+                                                                           "(models/social_meaning.py)")
+    n_draws: int = Field(400, ge=1, description="posterior draws for the model-implied ESR and CDS")
+    conditions: list[Annotated[tuple[Literal[datasets.LLMS], Literal[datasets.PROMPTS]], pydantic.Strict(False)]] | None = (
+        Field(None, description="restrict the LLM fits to some [model, prompt] pairs (default: all 12)"))
+    executor: Literal["sequential", "process"] = Field("sequential", description="how the 14 fits run "
+                                                                                 "(pragmodels.fit_many)")
 
 
 # ------------------------------------------------------------------ reproduction (Tables 2-4)
@@ -430,7 +457,7 @@ def redraw_figures(run_dir: str | Path) -> None:
 
 
 def write_tables(config: dict, out: str | Path) -> None:
-    """``pragmodels tables social-meaning``: write Tables 2-4 (``out``) and the same with the
+    """``pragmodels tables social_meaning``: write Tables 2-4 (``out``) and the same with the
     paper's values beside them (``<out>_with_paper.csv``), and print the comparison."""
     table = reproduction_table()
     out = Path(out)
@@ -450,16 +477,16 @@ def run(config: dict, out_dir: Path, mode: str, progress: bool, record: Run) -> 
     """The study's entry point (``"study": "models/social_meaning_study.py:run"``), called by
     :func:`pragmodels.runs.run_study` with the config, the staging folder to write into, the mode
     (``quick``/``full``: picks ``config["sampler"][mode]``), whether to show progress bars, and the
-    open run to record fits and inputs in. Optional config keys: ``seed``, ``n_draws``,
+    open run to record fits and inputs in. The config's keys are those of :class:`Config`: the
+    generic ones (``name``, ``study``, ``tables``, ``sampler`` per mode, ``seed``) and ``n_draws``,
     ``motive_prior``, ``conditions`` (a list of ``[model, prompt]`` pairs), ``executor``
     (``"sequential"``, the default, or ``"process"``: :func:`pragmodels.fit_many`)."""
     if mode not in SAMPLER:
         raise ValueError(f"mode must be one of {sorted(SAMPLER)}; got {mode!r}.")
-    sampler = config.get("sampler", {}).get(mode, SAMPLER[mode])
-    _run_into(Path(out_dir), record, mode=mode, seed=int(config.get("seed", 20261130)),
-              n_draws=int(config.get("n_draws", 400)), progress=progress, log=None, sampler=sampler,
-              conditions=config.get("conditions"), motive_prior=config.get("motive_prior", "uniform"),
-              executor=config.get("executor", "sequential"))
+    cfg = validate_config(Config, config, what="study config")  # as the CLI did (a direct caller too)
+    _run_into(Path(out_dir), record, mode=mode, seed=cfg.seed, n_draws=cfg.n_draws, progress=progress, log=None,
+              sampler=config["sampler"][mode], conditions=cfg.conditions, motive_prior=cfg.motive_prior,
+              executor=cfg.executor)
 
 
 def run_study(out_dir: str | Path, mode: str = "full", seed: int = 20261130, n_draws: int = 400,

@@ -58,15 +58,29 @@ def enable_compilation_cache(path: str | os.PathLike | None = None) -> str | Non
 
     ``path=None`` reads ``PRAGMODELS_COMPILATION_CACHE``; returns the directory used, or None.
     The value ``off`` disables it. Every compiled kernel is cached (no minimum compile time or
-    size). The ``pragmodels`` command switches it on by default in ``~/.cache/pragmodels/jax``.
+    size). The ``pragmodels`` command switches it on by default in ``~/.cache/pragmodels/jax``
+    (and goes on without it, with a warning, where that folder cannot be written).
+
+    Raises ``OSError`` naming the folder when it cannot be created or written to (checked with a
+    probe file, so that a read-only folder fails here rather than at the first compilation).
     """
     path = path or os.environ.get("PRAGMODELS_COMPILATION_CACHE")
     if not path or str(path).lower() == "off":
         return None
-    import jax
+    import tempfile
 
     path = os.path.expanduser(str(path))
-    os.makedirs(path, exist_ok=True)
+    try:
+        os.makedirs(path, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".probe-", dir=path)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as e:
+        err = OSError(f"compilation cache folder {path} cannot be written to ({e.strerror or e})")
+        err.errno = e.errno
+        raise err from e
+    import jax
+
     jax.config.update("jax_compilation_cache_dir", str(path))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)

@@ -1,8 +1,8 @@
 """Run one fit described by a JSON config in ``fits/`` and write its run folder beside it.
 
 Layering: imports :mod:`pragmodels.inference`, :mod:`pragmodels.rsa_models`,
-:mod:`pragmodels.simulate`, :mod:`pragmodels.priors`, :mod:`pragmodels.results_io` and
-:mod:`pragmodels.runs`.
+:mod:`pragmodels.simulate`, :mod:`pragmodels.priors`, :mod:`pragmodels.results_io`,
+:mod:`pragmodels.config_schema` and :mod:`pragmodels.runs`.
 
 A config names a model factory from :mod:`pragmodels.rsa_models` and its options, declarative
 priors, the data (a simulator from :mod:`pragmodels.simulate` with its arguments), sampler
@@ -12,8 +12,14 @@ settings, a seed and optionally the simulated ``truth``. Outputs land in ``fits/
 (the manifest, :mod:`pragmodels.runs`) and ``report.md`` (rendered from the manifest and the
 saved files by :func:`render_report`). The folder is written aside and swapped in only when all
 of them exist, so they appear together or not at all, and a failed run leaves an earlier one
-intact. The config (model factory, simulator, ``truth`` names) is checked before anything is
-fitted or written.
+intact.
+
+The config is validated against :class:`FitConfig` (pydantic; ``docs/configs.md``,
+``schemas/fit_config.schema.json``) before anything is fitted or written, in quick mode too:
+unknown keys at any level, values of the wrong type or out of range, and then, by one cheap trace
+of the model, ``priors`` and ``truth`` names the model does not have are errors
+(:class:`~pragmodels.errors.ConfigError`) naming the file, the key and the value. The run folder
+is checked to be writable before the fit (:func:`pragmodels.runs.check_writable`).
 """
 
 from __future__ import annotations
@@ -21,70 +27,161 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
 
 import numpy as np
+from pydantic import Field, create_model, model_validator
 
 from pragmodels import rsa_models, simulate
+from pragmodels.agents import CostScaling, PriorAt
+from pragmodels.config_schema import SamplerSettings, SchemaRef, Seed, Strict, validate_config
+from pragmodels.errors import ConfigError
 from pragmodels.inference import fit
-from pragmodels.priors import Prior
+from pragmodels.priors import FAMILIES, Prior
 from pragmodels.results_io import load_netcdf, save_netcdf
-from pragmodels.runs import open_run, read_config, read_manifest, run_folder
+from pragmodels.runs import check_writable, open_run, read_config, read_manifest, run_folder
 
-__all__ = ["load_config", "run_config", "render_report"]
+__all__ = ["FitConfig", "load_config", "run_config", "render_report"]
 
 ENTRY_POINT = "pragmodels.runner:run_config"
 QUICK_SAMPLER = dict(num_warmup=200, num_samples=200, num_chains=2)
 
-_REQUIRED = ("name", "model", "data", "sampler", "seed")
+
+# ------------------------------------------------------------------ the fit config's schema
+type PriorValue = float | list[PriorValue]
+
+
+class _PriorSpec(Strict):
+    family: str
+
+    @model_validator(mode="after")
+    def _in_support(self) -> _PriorSpec:
+        Prior.from_dict(self.model_dump())  # a parameter outside its support (a negative scale) is an error
+        return self
+
+
+def _prior_model(family: str, params: tuple[str, ...]) -> type[_PriorSpec]:
+    fields: dict[str, Any] = {"family": (Literal[family], Field(description="the prior family"))}
+    fields.update({p: (PriorValue, Field(description=f"{family}'s {p}: a number, or an array (nested lists)"))
+                   for p in params})
+    return create_model(f"{family}Prior", __base__=_PriorSpec, __doc__=f"A {family} prior.", **fields)
+
+
+_PRIORS = tuple(_prior_model(f, params) for f, (_, params) in FAMILIES.items())
+if TYPE_CHECKING:
+    PriorSpec = _PriorSpec
+else:
+    PriorSpec = Annotated[Union[_PRIORS], Field(discriminator="family")]
+
+
+class _ModelOptions(Strict):
+    depth: int = Field(1, ge=1, description="recursion depth of the pragmatic agent (1: S1 / L1)")
+    prior_at: PriorAt = Field("all", description="where the state prior enters: every level, or the top only")
+
+
+class SpeakerModel(_ModelOptions):
+    """:func:`pragmodels.rsa_models.speaker_model`: speaker choices."""
+
+    factory: Literal["speaker_model"]
+    cost_scaling: CostScaling = Field("inside", description="utterance costs inside or outside alpha")
+
+
+class ListenerModel(_ModelOptions):
+    """:func:`pragmodels.rsa_models.listener_model`: listener choices."""
+
+    factory: Literal["listener_model"]
+    cost_scaling: CostScaling = Field("inside", description="utterance costs inside or outside alpha")
+
+
+class HierarchicalListenerModel(_ModelOptions):
+    """:func:`pragmodels.rsa_models.hierarchical_listener_model`: listener choices, alpha by item."""
+
+    factory: Literal["hierarchical_listener_model"]
+
+
+ModelSpec = Annotated[Union[SpeakerModel, ListenerModel, HierarchicalListenerModel], Field(discriminator="factory")]
+
+
+class ReferenceGameSpeakerData(Strict):
+    """:func:`pragmodels.simulate.reference_game_speaker`."""
+
+    simulate: Literal["reference_game_speaker"]
+    seed: Seed
+    n_per_state: int = Field(80, ge=1, description="choices simulated per state")
+    alpha: float = Field(2.0, ge=0, description="the speaker's rationality")
+    cost: float = Field(0.5, description="the cost of 'square'")
+    lapse: float = Field(0.0, ge=0, le=1, description="probability of a uniformly random choice")
+
+
+class ScaleListenerByItemData(Strict):
+    """:func:`pragmodels.simulate.scale_listener_by_item`."""
+
+    simulate: Literal["scale_listener_by_item"]
+    seed: Seed
+    n_items: int = Field(100, ge=1, description="number of items")
+    n_per_item: int = Field(40, ge=1, description="guesses simulated per item")
+    n_states: int = Field(21, ge=2, description="points of the 0-100 scale")
+    alpha_mu: float = Field(1.0, description="mean of log alpha over items")
+    alpha_sigma: float = Field(0.5, ge=0, description="sd of log alpha over items")
+
+
+DataSpec = Annotated[Union[ReferenceGameSpeakerData, ScaleListenerByItemData], Field(discriminator="simulate")]
+
+
+class FitConfig(Strict):
+    """A single-fit config (``fits/<name>.json`` without a ``study`` key), run by :func:`run_config`."""
+
+    schema_: SchemaRef = None
+    name: str = Field(min_length=1, description="the fit's name (the report's title)")
+    description: str = Field("", description="what the fit shows")
+    model: ModelSpec = Field(description="the model factory from pragmodels.rsa_models and its options")
+    priors: dict[str, PriorSpec] = Field(default_factory=dict, description="prior overrides by parameter name")
+    data: DataSpec = Field(description="the simulator from pragmodels.simulate and its arguments")
+    truth: dict[str, PriorValue] = Field(default_factory=dict, description="the simulated values, by parameter "
+                                                                           "name (the report checks recovery)")
+    sampler: SamplerSettings = Field(description="NUTS settings (--quick shortens the chains)")
+    seed: Seed
 
 
 def load_config(path: str | Path) -> dict[str, Any]:
-    """The fit config at ``path``, checked for its required keys (errors name the file)."""
+    """The fit config at ``path``, validated against :class:`FitConfig` (a
+    :class:`~pragmodels.errors.ConfigError` names the file, the key and the value)."""
     path = Path(path)
     cfg = read_config(path, "fit config")
-    missing = [k for k in _REQUIRED if k not in cfg]
-    if missing:
-        raise ValueError(f"fit config {path}: missing key(s) {missing}; required: {list(_REQUIRED)}.")
+    validate_config(FitConfig, cfg, path, "fit config")
     return cfg
 
 
 def _build(cfg: dict[str, Any], path: Path) -> tuple[Callable[..., Any], dict[str, Any]]:
-    opts = dict(cfg["model"])
-    factory_name = opts.pop("factory", None)
-    factory = getattr(rsa_models, factory_name or "", None)
-    if factory_name not in rsa_models.__all__ or not callable(factory):
-        raise ValueError(f"fit config {path}: model.factory = {factory_name!r}; expected one of "
-                         f"{[n for n in rsa_models.__all__ if n.endswith('model')]}.")
-    priors = {k: Prior(v.pop("family"), **v) for k, v in
-              ((k, dict(v)) for k, v in cfg.get("priors", {}).items())}
-    model = factory(priors=priors, **opts)
-    d = dict(cfg["data"])
-    sim = d.pop("simulate", None)
-    if sim not in simulate.__all__:
-        raise ValueError(f"fit config {path}: data.simulate = {sim!r}; expected one of "
-                         f"{[n for n in simulate.__all__ if n.islower() and '_' in n]}.")
-    data = getattr(simulate, sim)(**d)
+    spec = validate_config(FitConfig, cfg, path, "fit config")
+    opts = spec.model.model_dump(exclude={"factory"}, exclude_unset=True)
+    priors = {k: Prior.from_dict(v.model_dump()) for k, v in spec.priors.items()}
+    model = getattr(rsa_models, spec.model.factory)(priors=priors, **opts)
+    kwargs = spec.data.model_dump(exclude={"simulate"}, exclude_unset=True)
+    try:
+        data = getattr(simulate, spec.data.simulate)(**kwargs)
+    except (TypeError, ValueError) as e:
+        raise ConfigError(f"fit config {path}: `data` ({spec.data.simulate}): {e}", path=path) from None
     if isinstance(data, tuple):
         data = data[0]
     return model, data
 
 
-def _check_truth(cfg: dict[str, Any], model: Callable[..., Any], data: dict[str, Any], path: Path) -> None:
-    """``truth`` may name only the model's parameters (sample or deterministic sites), checked by
-    one cheap trace of the model before the fit."""
-    truth = cfg.get("truth") or {}
-    if not truth:
-        return
-    from numpyro import handlers
+def _check_model(cfg: dict[str, Any], model: Callable[..., Any], data: dict[str, Any], path: Path) -> None:
+    """``priors`` and ``truth`` may name only the model's parameters (``truth`` also its
+    deterministic sites), checked by one cheap trace of the model before the fit."""
+    from pragmodels.params import inspect_model
 
-    trace = handlers.trace(handlers.seed(model, 0)).get_trace(**data)
-    names = sorted(k for k, v in trace.items()
-                   if (v["type"] == "sample" and not v.get("is_observed")) or v["type"] == "deterministic")
-    unknown = sorted(set(truth) - set(names))
+    try:
+        info = inspect_model(model, data)
+    except ValueError as e:  # a prior override naming no parameter, or options the model rejects
+        key = "priors" if str(e).startswith("priors[") else "model"
+        raise ConfigError(f"fit config {path}: `{key}`: {e}", path=path) from None
+    names = sorted(set(info.priors) | set(info.undeclared) | set(info.deterministic))
+    unknown = sorted(set(cfg.get("truth") or {}) - set(names))
     if unknown:
-        raise ValueError(f"fit config {path}: truth names {unknown}, which the model does not have; "
-                         f"its parameters are {names}.")
+        raise ConfigError(f"fit config {path}: truth names {unknown}, which the model does not have; "
+                          f"its parameters are {names}.", path=path)
 
 
 def run_config(path: str | Path, out_dir: str | Path | None = None, *, quick: bool = False,
@@ -92,17 +189,18 @@ def run_config(path: str | Path, out_dir: str | Path | None = None, *, quick: bo
     """Fit the config at ``path``; return the run folder (``out_dir``, else
     ``<config without .json>/quick|full/``). ``quick`` shrinks the sampler run."""
     path = Path(path)
-    cfg = load_config(path)
+    cfg = load_config(path)  # the whole config, also in quick mode: --quick hides no invalid value
+    mode = "quick" if quick else "full"
+    out = run_folder(path, mode, out_dir)
+    check_writable(out)  # before the fit, not after it
     model, data = _build(cfg, path)
-    _check_truth(cfg, model, data, path)
+    _check_model(cfg, model, data, path)
     sampler = dict(cfg["sampler"])
     if quick:
         sampler.update(QUICK_SAMPLER)
-    mode = "quick" if quick else "full"
-    out = run_folder(path, mode, out_dir)
     with open_run(out, mode=mode, entry_point=ENTRY_POINT, config=cfg, config_path=path, sampler=sampler,
                   seed=cfg["seed"]) as run:
-        tree = fit(int(cfg["seed"]), model, data, progress_bar=progress_bar, **sampler)
+        tree = fit(cfg["seed"], model, data, progress_bar=progress_bar, **sampler)
         tree.attrs["fit_config"] = json.dumps(cfg)
         run.data(f"simulate:{cfg['data']['simulate']}", tree.attrs["data_sha256"])
         run.fit("fit", tree, "posterior.nc")

@@ -1,7 +1,8 @@
 """Run folders: staged aside, locked, swapped in whole, described by a manifest (``run.json``).
 
-Layering: imports the standard library only; never imports a study
-(a study is found from its config, :func:`load_entry_point`) and never imports JAX.
+Layering: imports the standard library and :mod:`pragmodels.errors` (:mod:`pragmodels.config_schema`,
+pydantic, lazily); never imports a study (a study is found from its config,
+:func:`load_entry_point`) and never imports JAX.
 
 Folder layout
 -------------
@@ -50,6 +51,12 @@ library calls::
 ``out_dir`` is the (empty) staging folder to write into; ``record`` is the open :class:`Run`
 (``record.fit(label, tree, file)``, ``record.data(name, sha256)``, ``record.note(key, value)``,
 ``record.finish()`` to write ``run.json`` before rendering a report from it).
+
+Before anything runs, the config is validated (:func:`load_study_config`) against the study's
+schema: ``Config`` in the entry point's module, a subclass of
+:class:`pragmodels.config_schema.StudyConfig` (which alone allows no study-specific key), and the
+run folder is checked to be writable (:func:`check_writable`). Errors are
+:class:`~pragmodels.errors.ConfigError` and :class:`RunError`.
 """
 
 from __future__ import annotations
@@ -77,13 +84,18 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from pragmodels.errors import ConfigError, PragmodelsError
+
 if TYPE_CHECKING:
     import xarray as xr
+
+    from pragmodels.config_schema import StudyConfig
 
 
 __all__ = [
     "MODES", "RunError", "RunFolderLocked", "RunInterrupted", "Run", "open_run", "run_folder",
-    "read_manifest", "lock_folder", "search_path", "load_entry_point", "read_config", "run_study",
+    "read_manifest", "lock_folder", "search_path", "load_entry_point", "read_config",
+    "study_config_model", "load_study_config", "check_writable", "run_study",
 ]
 
 MODES = ("quick", "full")
@@ -95,8 +107,8 @@ _VERSIONS = ("pragmodels", "jax", "jaxlib", "numpyro", "arviz-base", "arviz-stat
              "scipy", "pandas", "h5netcdf")
 
 
-class RunError(RuntimeError):
-    """A run folder cannot be used as asked (locked, or holding a run of the other mode)."""
+class RunError(PragmodelsError, RuntimeError):
+    """A run folder cannot be used as asked (locked, not writable, or holding a run of the other mode)."""
 
 
 class RunFolderLocked(RunError):
@@ -117,6 +129,33 @@ def run_folder(config_path: str | os.PathLike, mode: str, out: str | os.PathLike
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}; got {mode!r}.")
     return Path(out) if out else Path(config_path).with_suffix("") / mode
+
+
+def check_writable(final: str | os.PathLike) -> Path:
+    """Check, before any work, that a run can be written into the run folder ``final``: its parent
+    can be created and written to (a probe file is made and removed there: the lock file and the
+    staging folder live beside ``final``), and ``final``, if it exists, is a writable folder (the
+    previous run is removed from it after the swap). Raises :class:`RunError` naming the folder and
+    the reason; returns ``final`` as an absolute path."""
+    import tempfile
+
+    final = Path(final).absolute()
+    parent = final.parent
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=f".{final.name}.probe-", dir=parent)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as e:
+        raise RunError(f"run folder {final}: cannot write into {parent} ({e.strerror or e}); "
+                       "choose another folder with --out.") from None
+    if final.exists() or final.is_symlink():
+        if not final.is_dir():
+            raise RunError(f"run folder {final} exists and is not a folder; remove it or choose another with --out.")
+        if not os.access(final, os.W_OK | os.X_OK):
+            raise RunError(f"run folder {final} is not writable (the previous run in it could not be replaced); "
+                           "fix its permissions or choose another folder with --out.")
+    return final
 
 
 def _names(final: Path) -> tuple[Path, str]:
@@ -388,9 +427,8 @@ def open_run(final: str | os.PathLike, *, mode: str, entry_point: str, config: d
     """
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}; got {mode!r}.")
-    final = Path(final).absolute()
+    final = check_writable(final)
     log = log or (lambda msg: print(msg, flush=True))
-    final.parent.mkdir(parents=True, exist_ok=True)
     config_text = None
     if config_path is not None and Path(config_path).is_file():
         config_text = Path(config_path).read_bytes()
@@ -449,14 +487,15 @@ def search_path(start: str | os.PathLike) -> list[Path]:
 
 def load_entry_point(value: str, config_path: str | os.PathLike, key: str = "study") -> Callable[..., Any]:
     """Resolve ``"path/to/module.py:function"`` from a config (see the module docstring for the
-    rule) and return the function. Errors name the config, the key and the value."""
+    rule) and return the function. Errors (:class:`~pragmodels.errors.ConfigError`) name the
+    config, the key and the value."""
     config_path = Path(config_path)
     where = f"{config_path}: {key} = {value!r}"
     if not isinstance(value, str) or value.count(":") != 1:
-        raise ValueError(f"{where}: expected 'path/to/module.py:function'.")
+        raise ConfigError(f"{where}: expected 'path/to/module.py:function'.")
     file_part, func_name = value.split(":")
     if not file_part.endswith(".py") or not func_name.isidentifier():
-        raise ValueError(f"{where}: expected 'path/to/module.py:function'.")
+        raise ConfigError(f"{where}: expected 'path/to/module.py:function'.")
     rel = Path(file_part)
     if rel.is_absolute():
         bases = [rel.parent]
@@ -465,7 +504,7 @@ def load_entry_point(value: str, config_path: str | os.PathLike, key: str = "stu
         bases = search_path(config_path.parent)
     base = next((b for b in bases if (b / rel).is_file()), None)
     if base is None:
-        raise ValueError(f"{where}: no file {rel} under {' or '.join(str(b) for b in bases)}.")
+        raise ConfigError(f"{where}: no file {rel} under {' or '.join(str(b) for b in bases)}.")
     path = (base / rel).resolve()
     if str(base) not in sys.path:
         sys.path.insert(0, str(base))  # so that `from models import ...` works inside the study
@@ -477,7 +516,7 @@ def load_entry_point(value: str, config_path: str | os.PathLike, key: str = "stu
             name = ".".join(parts)
             module = importlib.import_module(name)
             if Path(module.__file__ or "").resolve() != path:
-                raise ValueError(f"{where}: module {name!r} is imported from {module.__file__}, not {path} "
+                raise ConfigError(f"{where}: module {name!r} is imported from {module.__file__}, not {path} "
                                  f"(another {parts[0]!r} package comes first on sys.path).")
         else:
             name = f"_pragmodels_entry_{hashlib.sha1(str(path).encode()).hexdigest()[:10]}"
@@ -494,43 +533,91 @@ def load_entry_point(value: str, config_path: str | os.PathLike, key: str = "stu
                     del sys.modules[name]
                     raise
     except ImportError as e:
-        raise ValueError(f"{where}: importing {path} failed ({e}).") from e
+        raise ConfigError(f"{where}: importing {path} failed ({e}).") from e
     func = getattr(module, func_name, None)
     if not callable(func):
-        raise ValueError(f"{where}: {path} has no function {func_name!r}.")
+        raise ConfigError(f"{where}: {path} has no function {func_name!r}.")
     return func
 
 
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
 def read_config(path: str | os.PathLike, what: str = "config") -> dict[str, Any]:
-    """The JSON object in the config file ``path``; a missing file, invalid JSON or a value that is
-    not an object is an error naming the file (``what`` names the kind of config)."""
+    """The JSON object in the config file ``path``. A missing file, a folder, invalid JSON (or
+    ``NaN``/``Infinity``) or a value that is not an object is a
+    :class:`~pragmodels.errors.ConfigError` naming the file (``what`` names the kind of config)."""
     path = Path(path)
     try:
-        cfg = json.loads(path.read_text())
+        text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise FileNotFoundError(f"{what} {path} does not exist.") from None
+        raise ConfigError(f"{what} {path} does not exist.", path=path) from None
+    except IsADirectoryError:
+        raise ConfigError(f"{what} {path} is a folder, not a JSON file.", path=path) from None
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{what} {path}: not UTF-8 text ({e.reason} at byte {e.start}).", path=path) from None
+    except OSError as e:
+        raise ConfigError(f"{what} {path}: cannot be read ({e.strerror or e}).", path=path) from None
+    try:
+        cfg = json.loads(text, parse_constant=_no_constant)
     except json.JSONDecodeError as e:
-        raise ValueError(f"{what} {path}: not valid JSON ({e}).") from None
+        raise ConfigError(f"{what} {path}: not valid JSON ({e.msg} at line {e.lineno}, column {e.colno}).",
+                          path=path) from None
+    except ValueError as e:
+        raise ConfigError(f"{what} {path}: not valid JSON ({e}).", path=path) from None
     if not isinstance(cfg, dict):
-        raise ValueError(f"{what} {path}: expected a JSON object; got {type(cfg).__name__}.")
+        kind = {list: "a list", str: "a string", int: "a number", float: "a number", bool: "a boolean"}
+        raise ConfigError(f"{what} {path}: expected a JSON object {{...}}; got {kind.get(type(cfg), 'null')}.",
+                          path=path)
     return cfg
+
+
+def study_config_model(entry: Callable[..., Any]) -> type[StudyConfig]:
+    """The config model of a study: ``Config`` in its entry point's module (a subclass of
+    :class:`pragmodels.config_schema.StudyConfig`), else ``StudyConfig`` itself."""
+    from pragmodels.config_schema import StudyConfig
+
+    module = sys.modules.get(getattr(entry, "__module__", "") or "")
+    model = getattr(module, "Config", None)
+    if model is None:
+        return StudyConfig
+    if not (isinstance(model, type) and issubclass(model, StudyConfig)):
+        raise ConfigError(f"{getattr(module, '__file__', module)}: Config must be a subclass of "
+                          f"pragmodels.config_schema.StudyConfig; got {model!r}.")
+    return model
+
+
+def load_study_config(path: str | os.PathLike) -> tuple[dict[str, Any], Callable[..., Any]]:
+    """The study config at ``path`` and its entry point, validated before anything runs: the
+    ``study`` entry point is resolved, then the whole config is checked against the study's
+    schema (:func:`study_config_model`). Errors are :class:`~pragmodels.errors.ConfigError`."""
+    from pragmodels.config_schema import validate_config
+
+    path = Path(path)
+    config = read_config(path, "study config")
+    if "study" not in config:
+        raise ConfigError(f"study config {path}: `study`: required key missing (expected "
+                          "'path/to/module.py:function').", path=path, problems=[("study", "required key missing")])
+    entry = load_entry_point(config["study"], path, "study")
+    validate_config(study_config_model(entry), config, path, "study config")
+    return config, entry
 
 
 def run_study(config_path: str | os.PathLike, *, mode: str = "full", out: str | os.PathLike | None = None,
               progress: bool = False, log: Callable[[str], None] | None = None) -> Path:
     """Run the study a config names (``"study": "path.py:function"``) into its run folder.
 
-    The entry point is resolved before anything is written; see the module docstring for its
-    signature. Returns the run folder.
+    The config is validated and the entry point resolved (:func:`load_study_config`), and the run
+    folder checked to be writable (:func:`check_writable`), before anything is written; see the
+    module docstring for the entry point's signature. Returns the run folder.
     """
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}; got {mode!r}.")
     config_path = Path(config_path)
-    config = read_config(config_path)
-    if "study" not in config:
-        raise ValueError(f"config {config_path}: no 'study' key (expected 'path/to/module.py:function').")
-    entry = load_entry_point(config["study"], config_path, "study")
-    sampler = config.get("sampler", {})
-    sampler = sampler.get(mode, sampler) if isinstance(sampler, dict) else sampler
-    final = run_folder(config_path, mode, out)
+    config, entry = load_study_config(config_path)
+    sampler = config["sampler"][mode]
+    final = check_writable(run_folder(config_path, mode, out))
     with open_run(final, mode=mode, entry_point=config["study"], config=config, config_path=config_path,
                   sampler=sampler, seed=config.get("seed"), log=log) as run:
         entry(config, run.path, mode, progress, run)

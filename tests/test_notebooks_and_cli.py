@@ -51,14 +51,14 @@ def test_cli_bad_config_is_named_and_leaves_results(tmp_path, capsys):
     out.mkdir()
     (out / "posterior.nc").write_bytes(b"earlier good result")
     assert main(["run", str(bad), "--quick", "--no-progress"]) == 2
-    assert "model.factory = 'nonsense_model'" in capsys.readouterr().err
+    assert '`model.factory` = "nonsense_model": expected one of speaker_model' in capsys.readouterr().err
     assert (out / "posterior.nc").read_bytes() == b"earlier good result"
     assert main(["run", str(tmp_path / "missing.json")]) == 2
 
 
 def test_tables_social_meaning_writes_the_required_columns(tmp_path, capsys):
     out = tmp_path / "tables.csv"
-    assert main(["tables", "social-meaning", "--out", str(out)]) == 0
+    assert main(["tables", "social_meaning", "--out", str(out)]) == 0
     df = pd.read_csv(out)
     assert list(df.columns) == ["model", "prompt", "spearman", "ccc", "rmse", "cds_m", "cds_i", "cds", "das", "iss"]
     assert len(df) == 12 and df.loc[(df.model == "gpt") & (df.prompt == "MIN"), "ccc"].round(3).item() == 0.703

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import xarray as xr
 
-from pragmodels import runs
+from pragmodels import errors, runs
 from pragmodels.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -32,7 +32,14 @@ STUDY = '''
 import json, time
 from pathlib import Path
 import xarray as xr
+from pragmodels.config_schema import StudyConfig
 from {pkg} import helper  # the repository root is importable from a study
+
+class Config(StudyConfig):  # the study's own keys (the generic ones are StudyConfig's)
+    fail: bool = False
+    interrupt: bool = False
+    ready: str | None = None
+    release: str | None = None
 
 def run(config, out_dir, mode, progress, record):
     (out_dir / "tables").mkdir()
@@ -185,7 +192,7 @@ def test_stale_temp_folders_of_dead_runs_are_removed_live_ones_kept(old_run):
 HOLDER = '''
 import sys, time
 from pathlib import Path
-from pragmodels import runs
+from pragmodels import errors, runs
 final, ready, release = map(Path, sys.argv[1:4])
 with runs.open_run(final, mode="full", entry_point="holder", log=lambda m: None) as run:
     (run.path / "report.md").write_text("from the holder")
@@ -283,9 +290,15 @@ def test_a_failing_study_leaves_the_old_folder(fake_repo, how, capsys):
     before = _tree_listing(full)
     bad = _with(fake_repo, **{how: True})
     final = runs.run_folder(bad, "full")
-    if how == "fail":
-        with pytest.raises(RuntimeError, match="boom"):
-            main(["run", str(bad), "--out", str(full)])
+    capsys.readouterr()
+    if how == "fail":  # a failed run: one line, exit status 1; --debug adds the traceback
+        assert main(["run", str(bad), "--out", str(full)]) == 1
+        err = capsys.readouterr().err.strip()
+        assert err.splitlines() == ["pragmodels: error: RuntimeError: boom in the middle of the study "
+                                    "(rerun with --debug for the traceback)"]
+        assert main(["run", str(bad), "--out", str(full), "--debug"]) == 1
+        err = capsys.readouterr().err
+        assert "Traceback" in err and "in run" in err and err.strip().splitlines()[-1].startswith("pragmodels: error:")
     else:
         assert main(["run", str(bad), "--out", str(full)]) == 130
     assert _tree_listing(full) == before and _siblings(full) == [] and not final.exists()
@@ -318,6 +331,69 @@ def test_an_unknown_study_is_one_line_naming_config_key_and_value(fake_repo, cap
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and f"{bad}: study = {value!r}" in err and reason in err
     assert not runs.run_folder(bad, "quick").exists() and not bad.with_suffix("").exists()
+
+
+def test_a_study_config_is_validated_before_anything_runs(fake_repo, capsys):
+    """Against the study's own Config (a subclass of StudyConfig): unknown keys, wrong types, out-of-range
+    sampler settings in either mode (also with --quick), a missing sampler: one line, no run folder."""
+    cfg = json.loads(fake_repo.read_text())
+    cases = [
+        (dict(faill=True), "`faill`: unknown key; did you mean `fail`?"),
+        (dict(fail="yes"), '`fail` = "yes": expected true or false, got a string'),
+        (dict(seed="abc"), '`seed` = "abc": expected an integer, got a string'),
+        (dict(seed=20261130.9), "`seed` = 20261130.9: expected an integer, got a number"),
+        (dict(sampler=dict(quick=dict(num_chains=0), full={})), "`sampler.quick.num_chains` = 0: must be greater"),
+        (dict(sampler=dict(quick={}, full=dict(target_accept=1.5))), "`sampler.full.target_accept` = 1.5: must be less"),
+        (dict(sampler=dict(quick={}, full=dict(num_sample=3))), "`sampler.full.num_sample`: unknown key; did you mean `num_samples`?"),
+        (dict(sampler=dict(quick={})), "`sampler.full`: required key missing"),
+        (dict(sampler=None), "`sampler` = null: expected an object, got null"),
+        (dict(tables=3), "`tables` = 3:"),
+    ]
+    for change, expected in cases:
+        bad = _with(fake_repo, **change)
+        assert main(["run", str(bad), "--quick"]) == 2, change
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and f"study config {bad}: " in err and expected in err, (change, err)
+        assert not bad.with_suffix("").exists()
+    no_sampler = fake_repo.with_name("no_sampler.json")
+    no_sampler.write_text(json.dumps({k: v for k, v in cfg.items() if k != "sampler"}))
+    assert main(["run", str(no_sampler), "--quick"]) == 2
+    assert "`sampler`: required key missing" in capsys.readouterr().err
+    with pytest.raises(errors.ConfigError, match="required key missing"):
+        runs.run_study(no_sampler, mode="quick")
+    assert main(["tables", str(no_sampler), "--out", str(no_sampler.with_suffix(".csv"))]) == 2
+    assert not no_sampler.with_suffix("").exists() and not no_sampler.with_suffix(".csv").exists()
+
+
+def test_a_study_without_a_config_model_allows_no_other_key(fake_repo, capsys):
+    pkg = json.loads(fake_repo.read_text())["study"].split("/")[0]
+    (fake_repo.parents[2] / pkg / "plain.py").write_text("def run(config, out_dir, mode, progress, record):\n"
+                                                        "    (out_dir / 'report.md').write_text('plain')\n")
+    plain = _with(fake_repo, study=f"{pkg}/plain.py:run")
+    assert main(["run", str(plain), "--quick"]) == 0
+    bad = _with(plain, n_draws=3)
+    assert main(["run", str(bad), "--quick"]) == 2
+    assert "`n_draws`: unknown key" in capsys.readouterr().err
+
+
+def test_social_meaning_config_is_validated_by_its_study():
+    from pragmodels.config_schema import validate_config
+
+    path = ROOT / "fits" / "social_meaning.json"
+    cfg = json.loads(path.read_text())
+    model = runs.study_config_model(runs.load_entry_point(cfg["study"], path))
+    assert model.__name__ == "Config" and model.__module__ == "models.social_meaning_study"
+    validate_config(model, cfg, path)
+    cfg["motive_prio"] = cfg.pop("motive_prior")
+    cfg["conditions"] = [["gpt", "MIM"]]
+    cfg["sampler"]["quick"]["human"]["num_sample"] = 3
+    with pytest.raises(errors.ConfigError) as info:
+        validate_config(model, cfg, path, "study config")
+    err = str(info.value)
+    assert len(err.splitlines()) == 1 and err.startswith(f"study config {path}: 3 problems: ")
+    assert "`motive_prio`: unknown key; did you mean `motive_prior`?" in err
+    assert "`conditions[0][1]` = \"MIM\": expected 'MIN', 'ALT', 'KMA' or 'COM'; did you mean 'MIN'?" in err
+    assert "`sampler.quick.human.num_sample`: unknown key; did you mean `num_samples`?" in err
 
 
 def test_the_library_never_imports_a_study():
