@@ -170,6 +170,9 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     try:
         configure_host_devices()  # one CPU device per core for parallel chains (before JAX starts)
+        import matplotlib
+
+        matplotlib.use("Agg")  # the command line writes figures to files and never shows them
         # compiled NUTS kernels are reused across fits of the same shapes and across runs
         _compilation_cache()
         if args.command == "run":
