@@ -89,18 +89,57 @@ class ResultFileWarning(UserWarning):
     """A result file was loaded without checksum verification (it records no checksum)."""
 
 
+def _frame(h: Any, payload: bytes | memoryview) -> None:
+    """Feed ``payload`` to ``h`` after its length (8 bytes, big-endian): a prefix-free encoding."""
+    h.update(len(payload).to_bytes(8, "big"))
+    h.update(payload)
+
+
 def data_hash(data: Mapping[str, Any]) -> str:
-    """sha256 over the names, dtypes, shapes and bytes of the arrays in ``data`` (sorted by name)."""
-    h = hashlib.sha256()
+    """sha256 over the names, dtypes, shapes and bytes of the values in ``data`` (sorted by name).
+
+    Each key, each value's header (JSON: ``None``, or the dtype and shape) and each value's bytes
+    are hashed with their length in front, so no two different mappings share an encoding
+    (``{"a": None, "b": None}`` and ``{"aNoneb": None}`` hash differently). Values are taken as
+    ``np.asarray(value)`` (Python scalars and strings included); big-endian arrays are hashed as
+    little-endian, so equal values hash alike; object arrays are hashed as the JSON of their
+    ``tolist()`` (``repr`` for what JSON cannot hold) rather than their pointers. The result is
+    the same in every process and on every platform for the same values.
+
+    Shapes: ``data {name: [...]}`` (any shapes) -> a 64-character hex digest.
+
+    Parameters
+    ----------
+    data : mapping of str to array_like or None
+        A model's data, as passed to :func:`pragmodels.fit` (recorded as ``data_sha256``).
+
+    Returns
+    -------
+    str
+        The sha256 hex digest.
+    """
+    h = hashlib.sha256(b"pragmodels.data_hash.v2\n")
     for key in sorted(data):
         value = data[key]
-        h.update(key.encode())
+        _frame(h, key.encode("utf-8"))
+        payload: bytes | memoryview
         if value is None:
-            h.update(b"None")
-            continue
-        arr = np.ascontiguousarray(np.asarray(value))
-        h.update(str(arr.dtype).encode() + str(arr.shape).encode())
-        h.update(arr.tobytes())
+            header: dict[str, Any] = {"kind": "none"}
+            payload = b""
+        else:
+            arr = np.asarray(value)
+            if arr.dtype.kind == "O":
+                header = {"kind": "object", "shape": list(arr.shape)}
+                payload = json.dumps(arr.tolist(), sort_keys=True, default=repr).encode()
+            else:
+                if arr.dtype.byteorder == ">":
+                    arr = arr.astype(arr.dtype.newbyteorder("<"))
+                arr = np.ascontiguousarray(arr)
+                header = {"kind": "array", "dtype": str(arr.dtype), "descr": arr.dtype.str,
+                          "shape": list(arr.shape)}
+                payload = memoryview(arr.reshape(-1).view(np.uint8))
+        _frame(h, json.dumps(header, sort_keys=True).encode())
+        _frame(h, payload)
     return h.hexdigest()
 
 

@@ -229,3 +229,36 @@ def test_leftovers_of_killed_saves_are_removed_by_the_next_save(tmp_path):
         live.kill()
         live.wait()
 
+
+
+# ------------------------------------------------------------------ data_hash (issue 9)
+def test_data_hash_encodes_keys_and_values_unambiguously():
+    h = results_io.data_hash
+    assert h({"a": None, "b": None}) != h({"aNoneb": None})  # the old encoding collided here
+    assert h({"ab": np.arange(3)}) != h({"a": None, "b": np.arange(3)})
+    x = np.arange(6, dtype=np.float64).reshape(2, 3)
+    assert h({"x": x}) != h({"x": x.reshape(3, 2)})  # shape
+    assert h({"x": x}) != h({"x": x.astype(np.float32)})  # dtype
+    assert h({"x": np.array([1, 2], np.int8)}) != h({"x": np.array([1, 2], np.uint8)})  # same bytes and shape
+    assert h({"x": x}) != h({"x": None}) != h({})
+    assert h({"x": np.array([], np.float64)}) != h({})
+
+
+#: data_hash({"a": None, "x": np.arange(3, dtype=np.int64)}) with the length-prefixed encoding
+#: (issue 9); a change of encoding changes every recorded data_sha256, so it must be deliberate
+_PINNED_DATA_HASH = "7ee98386670c7466f4aeb10c0bf5121d51a8430a7c49d66ca627f815d6098b9a"
+
+
+def test_data_hash_is_deterministic_and_order_free():
+    h = results_io.data_hash
+    data = {"b": np.arange(4), "a": [0.5, 1.5], "k": 3, "s": "text", "n": None}
+    assert h(data) == h(dict(reversed(list(data.items()))))
+    x = np.arange(6, dtype=np.float64).reshape(2, 3)
+    assert h({"x": x}) == h({"x": np.asfortranarray(x)}) == h({"x": x.astype(">f8")})  # equal values
+    # pinned: the hash recorded as data_sha256 must not change between processes or releases
+    assert h({"a": None, "x": np.arange(3, dtype=np.int64)}) == _PINNED_DATA_HASH
+    code = ("import numpy as np; from pragmodels.results_io import data_hash; "
+            "print(data_hash({'a': None, 'x': np.arange(3, dtype=np.int64), 'o': np.array([{'k': 1}], object)}))")
+    other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert other == h({"a": None, "x": np.arange(3, dtype=np.int64), "o": np.array([{"k": 1}], object)})
+
