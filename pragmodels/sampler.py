@@ -198,6 +198,16 @@ def structure_key(model: object) -> Hashable:
 
     Two factory calls with equal options therefore share compiled programs, while a model
     function redefined in a notebook (a new object) does not reuse the old one.
+
+    Parameters
+    ----------
+    model : object
+        A model (any callable; nothing is called except a ``__pragmodels_key__`` method).
+
+    Returns
+    -------
+    Hashable
+        The key, usable in a dict.
     """
     return _key(model, frozenset())
 
@@ -212,11 +222,23 @@ def split_data(data: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, jax.A
     model and part of the cache key); everything else is converted with :func:`jax.numpy.asarray`
     and traced.
 
+    Shapes: ``data {name: [...]}`` -> ``arrays {name: [...]}`` (each array keeps its shape).
+
+    Parameters
+    ----------
+    data : mapping of str to object
+        The model's keyword arguments.
+
     Returns
     -------
     static : dict
     arrays : dict of jax.Array
         Each with the shape of its value in ``data``.
+
+    Raises
+    ------
+    TypeError
+        ``data`` is not a mapping, or a value is neither a Python scalar nor convertible to an array.
     """
     if not isinstance(data, Mapping):
         raise TypeError(f"data must be a dict of model keyword arguments; got {type(data).__name__}.")
@@ -279,16 +301,30 @@ def _store(key: Hashable, entry: _Entry) -> None:
 
 
 def cache_info() -> dict[str, Any]:
-    """Entries (``size``, ``maxsize``), ``hits``, ``misses`` and total ``compile_s`` so far, and a
-    one-line description of each entry, oldest first (``entries``)."""
+    """What the cache of compiled programs holds and how it has been used.
+
+    Returns
+    -------
+    dict
+        ``size`` and ``maxsize`` (entries), ``hits``, ``misses`` and total ``compile_s`` so far
+        (since the last :func:`clear_cache`), and ``entries``: a one-line description of each
+        entry, least recently used first.
+    """
     with _LOCK:
         return dict(size=len(_CACHE), maxsize=_MAXSIZE[0], hits=_STATS["hits"], misses=_STATS["misses"],
                     compile_s=round(_STATS["compile_s"], 3), entries=[e.label for e in _CACHE.values()])
 
 
 def clear_cache() -> None:
-    """Drop every compiled program (their memory is released once no result refers to them)
-    and reset the counters."""
+    """Drop every compiled program and reset the counters.
+
+    The programs' memory is released once no result refers to them. Also forgets the models
+    :func:`bound_model` handed out; the next fit of each model compiles again.
+
+    Returns
+    -------
+    None
+    """
     with _LOCK:
         _CACHE.clear()
         _STATS.update(hits=0, misses=0, compile_s=0.0)
@@ -296,7 +332,20 @@ def clear_cache() -> None:
 
 
 def set_cache_size(maxsize: int) -> None:
-    """Keep at most ``maxsize`` compiled programs (least recently used dropped first; default 32)."""
+    """Keep at most ``maxsize`` compiled programs (least recently used dropped first; default 32).
+
+    The same bound applies to the models :func:`bound_model` keeps.
+
+    Parameters
+    ----------
+    maxsize : int
+        At least 1; entries beyond it are dropped at once.
+
+    Raises
+    ------
+    ValueError
+        ``maxsize`` is not an integer >= 1.
+    """
     if not isinstance(maxsize, int) or maxsize < 1:
         raise ValueError(f"maxsize must be an integer >= 1; got {maxsize!r}.")
     with _LOCK:
@@ -309,12 +358,23 @@ _BOUND: OrderedDict[Hashable, Any] = OrderedDict()
 
 
 def bound_model(model: Callable[..., Any], static: Mapping[str, Any]) -> Callable[..., Any]:
-    """``functools.partial(model, **static)``, the *same object* for models with equal
-    :func:`structure_key` and equal static values (the most recent 32 are kept).
+    """``functools.partial(model, **static)``, the *same object* for equal models and static values.
 
-    Pass it to helpers that ``jit`` with the model as a static argument (e.g.
-    :func:`pragmodels.multistart.multistart_inits`, :class:`numpyro.infer.Predictive`) so that
-    their compiled code is reused across fits too.
+    Models are equal when their :func:`structure_key` is; the most recently used (as many as
+    :func:`set_cache_size` allows, default 32) are kept. Pass it to helpers that ``jit`` with
+    the model as a static argument (e.g. :func:`pragmodels.multistart.multistart_inits`,
+    :class:`numpyro.infer.Predictive`) so that their compiled code is reused across fits too.
+
+    Parameters
+    ----------
+    model : callable
+        A NumPyro model.
+    static : mapping of str to scalar
+        The static keyword arguments (the ``static`` of :func:`split_data`).
+
+    Returns
+    -------
+    functools.partial
     """
     key = (structure_key(model), _static_items(static))
     with _LOCK:
@@ -562,6 +622,9 @@ def run_nuts(
 ) -> NutsRun:
     """Run NUTS on ``model(**data)`` with a compiled program reused by later calls.
 
+    Shapes: ``data`` arrays (any shapes; traced), ``init_params {site: [chain, *site_shape]}``
+    -> ``samples {site: [chain, draw, *site_shape]}``, ``stats {name: [chain, draw]}``.
+
     Parameters
     ----------
     rng_key : int or jax PRNG key
@@ -618,6 +681,10 @@ def run_nuts(
                          f"got {init!r}.")
     if not 0 < target_accept < 1:
         raise ValueError(f"target_accept must be in (0, 1); got {target_accept!r}.")
+    depths = max_tree_depth if isinstance(max_tree_depth, tuple) else (max_tree_depth,)
+    if (len(depths) not in (1, 2) or any(isinstance(d, bool) or not isinstance(d, int) or d < 1 for d in depths)):
+        raise ValueError(f"max_tree_depth must be an integer >= 1 (or a (warm-up, sampling) pair of them); "
+                         f"got {max_tree_depth!r}.")
     key = _as_key(rng_key)
     static, arrays = split_data(data)
     method, n_dev = _layout(chain_method, num_chains)
@@ -693,6 +760,9 @@ def run_nuts(
 def pointwise_log_likelihood(model: Callable[..., Any], samples: Mapping[str, Any] | NutsRun,
                              data: Mapping[str, Any], *, batch_size: int = 256) -> dict[str, np.ndarray]:
     """Log-likelihood of every observation at every draw, for LOO and WAIC.
+
+    Shapes: ``samples {site: [chain, draw, *site_shape]}`` -> ``{observed site: [chain, draw,
+    *obs_shape]}``.
 
     Parameters
     ----------

@@ -319,6 +319,9 @@ def test_init_params_and_errors():
         sampler.run_nuts(0, normal_means, dict(y=YN), chain_method="threads", **SHORT)
     with pytest.raises(ValueError, match="init"):
         sampler.run_nuts(0, normal_means, dict(y=YN), init="optimize", **SHORT)
+    for depth in (0, True, (10, 0), 2.5):  # issue 9, finding 17: max_tree_depth=0 was an IndexError
+        with pytest.raises(ValueError, match=r"max_tree_depth must be an integer >= 1"):
+            sampler.run_nuts(0, normal_means, dict(y=YN), max_tree_depth=depth, **SHORT)
     # a chain whose log density is not finite at its start (NaN data): a clear error, no recompiling
     bad = YN.copy()
     bad[0, 0] = np.nan

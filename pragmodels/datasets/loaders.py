@@ -57,9 +57,12 @@ def _resolve(key: str, path: str | os.PathLike[str] | None, verify_hash: bool) -
 
 def _read_csv(path: Path, **kw: Any) -> pd.DataFrame:
     try:
-        return pd.read_csv(path, **kw)
+        df = pd.read_csv(path, **kw)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as e:
         raise DataSchemaError(f"{path}: not a readable CSV file ({e}).") from e
+    if len(df) == 0:
+        raise DataSchemaError(f"{path}: no data rows (a header only); expected the data set's records.")
+    return df
 
 
 def load_social_human(path: str | os.PathLike[str] | None = None, *, verify_hash: bool = True) -> pd.DataFrame:
@@ -68,6 +71,30 @@ def load_social_human(path: str | os.PathLike[str] | None = None, *, verify_hash
     Columns: ``participant_id, scenario`` (LLM-file labels: bicycle, pasta, office, ...),
     ``scenario_human`` (original label), ``context`` (low/high), ``form`` (precise/approx),
     ``attribute`` (:data:`ATTRIBUTES`), ``rating`` (int 1-7).
+
+    Parameters
+    ----------
+    path : str or path-like, optional
+        The file to read. ``None``: the registry's copy (:func:`~pragmodels.datasets.fetch.locate`:
+        the offline mirror ``PRAGMODELS_DATA_DIR``, else the download cache, downloading it
+        if missing).
+    verify_hash : bool
+        Check the file's sha256 against the registry (also for an explicit ``path``).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Long format, one row per participant and attribute, in attribute-major order.
+
+    Raises
+    ------
+    DataIntegrityError
+        The file's sha256 is not the registered one, or the offline mirror lacks it.
+    DataDownloadError
+        No mirror is set, the file is not cached and cannot be downloaded.
+    DataSchemaError
+        The file cannot be parsed, or a column is missing or holds a value outside its schema,
+        or a participant appears twice (the message names the file, column, row and value).
     """
     p = _resolve("social_human", path, verify_hash)
     raw = _read_csv(p)
@@ -79,6 +106,7 @@ def load_social_human(path: str | os.PathLike[str] | None = None, *, verify_hash
     for c in cols.values():
         check_integer(raw, c, p)
         check_range(raw, c, 1, 7, p)
+    check_integer(raw, "participant_id", p)
     if raw["participant_id"].duplicated().any():
         _dup = raw["participant_id"].duplicated()
         raise DataSchemaError(
@@ -106,7 +134,35 @@ def load_social_llm(prompts: Iterable[str] = PROMPTS, *, paths: Mapping[str, str
 
     Columns: ``model, prompt, scenario, context, form, attribute, sample_id, rating`` (nullable
     Int64), ``valid`` (bool), ``raw_response``. ``rating`` is null exactly where the upstream
-    record has no Likert value; ``valid`` is the upstream flag.
+    record has no Likert value; ``valid`` is the upstream flag and false wherever ``rating`` is
+    null.
+
+    Parameters
+    ----------
+    prompts : iterable of str
+        Which prompt conditions to load, in this order (a subset of :data:`PROMPTS`).
+    paths : mapping of str to path, optional
+        An explicit file per prompt (``{"MIN": "results_MIN.json"}``); prompts not in it use the
+        registry's copy.
+    verify_hash : bool
+        Check each file's sha256 against the registry (also for explicit ``paths``).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per upstream record, the prompts' files concatenated.
+
+    Raises
+    ------
+    DataIntegrityError
+        The file's sha256 is not the registered one, or the offline mirror lacks it.
+    DataDownloadError
+        No mirror is set, the file is not cached and cannot be downloaded.
+    DataSchemaError
+        The file cannot be parsed, or a column is missing or holds a value outside its schema,
+        or a valid record has no Likert value (the message names the file, column, row and value).
+    ValueError
+        A prompt not in :data:`PROMPTS`.
     """
     frames = []
     for prompt in prompts:
@@ -130,6 +186,15 @@ def load_social_llm(prompts: Iterable[str] = PROMPTS, *, paths: Mapping[str, str
         check_in(df, "valid", (True, False), p)
         check_integer(df, "likert", p, nullable=True)
         check_range(df, "likert", 1, 7, p, nullable=True)
+        check_integer(df, "sample_id", p)
+        if len(df) == 0:
+            raise DataSchemaError(f"{p}: no records; expected the LLM responses.")
+        key = ["model", "scenario", "context", "utterance", "attribute", "sample_id"]
+        dup = df.duplicated(subset=key)
+        if dup.any():
+            row = int(np.flatnonzero(dup)[0])
+            raise DataSchemaError(f"{p}: row {row} repeats the record {df.loc[dup, key].iloc[0].to_dict()} "
+                                  f"(one record per {', '.join(key)} expected).")
         valid_null = df["valid"].astype(bool) & df["likert"].isna()
         if valid_null.any():
             row = int(np.flatnonzero(valid_null)[0])
@@ -152,6 +217,33 @@ def load_wavelength(path: str | os.PathLike[str] | None = None, *, verify_hash: 
     ``long=False``: one row per item, columns ``item, left, right, clue, target, response_mean,
     responses`` (tuple of 40 ints). ``long=True``: one row per guess, columns ``item, left,
     right, clue, target, guess`` (4,000 rows). Values lie on a 0-100 scale.
+
+    Parameters
+    ----------
+    path : str or path-like, optional
+        The file to read. ``None``: the registry's copy (:func:`~pragmodels.datasets.fetch.locate`:
+        the offline mirror ``PRAGMODELS_DATA_DIR``, else the download cache, downloading it
+        if missing).
+    verify_hash : bool
+        Check the file's sha256 against the registry (also for an explicit ``path``).
+    long : bool
+        One row per guess instead of one per item.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``item`` numbers the rows of the upstream file from 0.
+
+    Raises
+    ------
+    DataIntegrityError
+        The file's sha256 is not the registered one, or the offline mirror lacks it.
+    DataDownloadError
+        No mirror is set, the file is not cached and cannot be downloaded.
+    DataSchemaError
+        The file cannot be parsed, or a column is missing or holds a value outside its schema,
+        or ``response_mean`` is not the mean of ``response_list`` (the message names the file,
+        column, row and value).
     """
     p = _resolve("wavelength", path, verify_hash)
     raw = _read_csv(p)
@@ -196,6 +288,31 @@ def load_drinq(path: str | os.PathLike[str] | None = None, *, verify_hash: bool 
     Columns: ``item, question, context, option_A .. option_E, consensus`` (A-E),
     ``implied_comment`` (may be null), ``implied_letter`` (the option whose text equals
     ``implied_comment``, else null). The two labels disagree in most rows upstream; both are kept.
+
+    Parameters
+    ----------
+    path : str or path-like, optional
+        The file to read. ``None``: the registry's copy (:func:`~pragmodels.datasets.fetch.locate`:
+        the offline mirror ``PRAGMODELS_DATA_DIR``, else the download cache, downloading it
+        if missing).
+    verify_hash : bool
+        Check the file's sha256 against the registry (also for an explicit ``path``).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per item; ``item`` numbers the rows of the upstream file from 0.
+
+    Raises
+    ------
+    DataIntegrityError
+        The file's sha256 is not the registered one, or the offline mirror lacks it.
+    DataDownloadError
+        No mirror is set, the file is not cached and cannot be downloaded.
+    DataSchemaError
+        The file cannot be parsed, or a column is missing or holds a value outside its schema,
+        or an item's options are not five lines ``A. ...`` to ``E. ...`` (the message names the
+        file, column, row and value).
     """
     p = _resolve("drinq", path, verify_hash)
     raw = _read_csv(p)

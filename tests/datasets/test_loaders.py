@@ -141,3 +141,37 @@ def test_failed_download_names_the_url_and_the_offline_mirror(tmp_path, monkeypa
     with pytest.raises(DataDownloadError, match=r"could not download data set 'drinq' from https://pragmodels\.invalid/drinq\.csv .*PRAGMODELS_DATA_DIR"):
         datasets.load_drinq()
     assert list((tmp_path / "cache").rglob("*")) == [p for p in (tmp_path / "cache").rglob("*") if p.is_dir()]  # no partial file
+
+
+def test_loaders_cast_nothing_without_the_hash_check(mirror, tmp_path):
+    """Issue 9, finding 11: with verify_hash=False a fractional id, a JSON true rating, a duplicate
+    record and a header-only file were cast or kept; each is now an error naming file, row and value."""
+    path = _copy(mirror, tmp_path, "social_human")
+    df = pd.read_csv(path)
+    df["participant_id"] = df["participant_id"].astype(float)
+    df.loc[3, "participant_id"] = 1.5
+    df.to_csv(path, index=False)
+    with pytest.raises(DataSchemaError, match=r"column 'participant_id', row 3: value 1.5; expected an integer"):
+        datasets.load_social_human(path, verify_hash=False)
+    pd.read_csv(_copy(mirror, tmp_path / "h", "social_human")).head(0).to_csv(path, index=False)
+    with pytest.raises(DataSchemaError, match=r"experiment1.csv: no data rows \(a header only\)"):
+        datasets.load_social_human(path, verify_hash=False)
+
+    import json
+
+    llm = _copy(mirror, tmp_path, "social_llm_ALT")
+    records = json.loads(llm.read_text())
+    first_valid = next(i for i, r in enumerate(records) if r["likert"] is not None)
+    bad = [dict(r) for r in records]
+    bad[first_valid]["likert"] = True
+    llm.write_text(json.dumps(bad))
+    with pytest.raises(DataSchemaError, match=rf"column 'likert', row {first_valid}: value True; expected an integer"):
+        datasets.load_social_llm(["ALT"], paths={"ALT": llm}, verify_hash=False)
+    bad = [dict(r) for r in records]
+    bad[7]["sample_id"] = 2.5
+    llm.write_text(json.dumps(bad))
+    with pytest.raises(DataSchemaError, match=r"column 'sample_id', row 7: value 2.5; expected an integer"):
+        datasets.load_social_llm(["ALT"], paths={"ALT": llm}, verify_hash=False)
+    llm.write_text(json.dumps(records + records[:1]))
+    with pytest.raises(DataSchemaError, match=rf"row {len(records)} repeats the record"):
+        datasets.load_social_llm(["ALT"], paths={"ALT": llm}, verify_hash=False)
