@@ -23,6 +23,7 @@ The ``pragmodels`` command line does both for itself.
 
 from pragmodels import agents, likelihoods, semantics  # noqa: E402
 from pragmodels.config import configure_host_devices, enable_compilation_cache  # noqa: E402
+from pragmodels.errors import ConfigError, PragmodelsError  # noqa: E402
 from pragmodels.params import deterministic, group_effect, inspect_model, param, with_priors  # noqa: E402
 from pragmodels.model_comparison import compare, joint_log_likelihood, loo  # noqa: E402
 from pragmodels.contrasts import contrast, contrast_table  # noqa: E402
@@ -103,5 +104,7 @@ __all__ = [
     "ResultFileWarning",
     "PostprocessingWarning",
     "FitPostprocessingError",
+    "PragmodelsError",
+    "ConfigError",
     "__version__",
 ]

@@ -14,6 +14,8 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
+from pragmodels.errors import PragmodelsError
+
 __all__ = ["FitWarning", "FitDiagnosticsError", "Diagnostics", "diagnose", "RHAT_MAX", "ESS_PER_CHAIN"]
 
 RHAT_MAX = 1.01
@@ -24,7 +26,7 @@ class FitWarning(UserWarning):
     """A fit finished but its diagnostics say its results may not be trustworthy."""
 
 
-class FitDiagnosticsError(RuntimeError):
+class FitDiagnosticsError(PragmodelsError, RuntimeError):
     """Raised by ``fit(..., strict=True)`` when diagnostics fail; nothing is written to disk.
 
     ``fit`` puts the result it refused on :attr:`tree` (finished chains are not lost).

@@ -9,6 +9,11 @@ keeps working::
     ├── ConfigError(ValueError)           a fit or study config cannot be used (pragmodels.config_schema)
     ├── RunError(RuntimeError)            a run folder cannot be used (pragmodels.runs)
     │   └── RunFolderLocked               another run holds the folder
+    ├── FitDiagnosticsError(RuntimeError) fit(strict=True) refused a fit (pragmodels.diagnostics)
+    │   └── FitPostprocessingError        a step after sampling failed (pragmodels.inference)
+    ├── ResultFileError(ValueError)       a result file is truncated, damaged or not netCDF (pragmodels.results_io)
+    │   └── ResultChecksumError           its contents differ from the checksum recorded at save time
+    ├── ResultSaveError(OSError)          a result could not be saved (pragmodels.results_io)
     ├── DataIntegrityError(ValueError)    a data file is missing or its sha256 differs (pragmodels.datasets)
     ├── DataSchemaError(ValueError)       a data file's columns or values are not as registered
     └── DataDownloadError(OSError)        a registered file could not be downloaded

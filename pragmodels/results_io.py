@@ -46,6 +46,8 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
+from pragmodels.errors import PragmodelsError
+
 __all__ = [
     "data_hash", "atomic_write", "save_netcdf", "load_netcdf", "tree_checksums", "verify_checksum",
     "ResultFileError", "ResultChecksumError", "ResultSaveError", "ResultFileWarning",
@@ -60,7 +62,7 @@ _TMP_SUFFIX = ".pragmodels.tmp"
 _TMP_PATTERN = re.compile(r"^\..+\.(\d+)-([0-9a-f]{8})-[0-9a-f]{8}" + re.escape(_TMP_SUFFIX) + "$")
 
 
-class ResultFileError(ValueError):
+class ResultFileError(PragmodelsError, ValueError):
     """A result file cannot be read as a pragmodels result: truncated, damaged or not netCDF."""
 
 
@@ -68,7 +70,7 @@ class ResultChecksumError(ResultFileError):
     """A result file's contents do not match the checksum recorded when it was saved."""
 
 
-class ResultSaveError(OSError):
+class ResultSaveError(PragmodelsError, OSError):
     """A result could not be saved; the file at :attr:`path` (if any) was left as it was.
 
     The cause is chained (``__cause__``). :attr:`tree` holds the result that was being saved,

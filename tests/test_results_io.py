@@ -262,3 +262,17 @@ def test_data_hash_is_deterministic_and_order_free():
     other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert other == h({"a": None, "x": np.arange(3, dtype=np.int64), "o": np.array([{"k": 1}], object)})
 
+
+def test_error_types_are_pragmodels_errors():
+    from pragmodels.diagnostics import FitDiagnosticsError
+    from pragmodels.errors import ConfigError, PragmodelsError
+
+    assert issubclass(ResultFileError, PragmodelsError) and issubclass(ResultFileError, ValueError)
+    assert issubclass(ResultChecksumError, ResultFileError)
+    assert issubclass(ResultSaveError, PragmodelsError) and issubclass(ResultSaveError, OSError)
+    assert issubclass(FitDiagnosticsError, PragmodelsError) and issubclass(FitDiagnosticsError, RuntimeError)
+    assert issubclass(pm.FitPostprocessingError, PragmodelsError)
+    err = ResultSaveError("could not save", path="x.nc")
+    assert str(err) == "could not save" and err.path is not None and err.tree is None
+    assert pm.PragmodelsError is PragmodelsError and pm.ConfigError is ConfigError
+    assert {"PragmodelsError", "ConfigError"} <= set(pm.__all__)
