@@ -97,8 +97,15 @@ def verify(path: Path, entry: DataFile) -> Path:
 
 
 def _download(entry: DataFile, dest: Path) -> None:
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".part")
+    try:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".part")
+    except OSError as e:
+        raise DataDownloadError(
+            f"cannot write the download cache {dest.parent} for data set {entry.key!r} ({e.strerror or e}). "
+            f"Set PRAGMODELS_CACHE_DIR to a writable folder, or PRAGMODELS_DATA_DIR to an offline mirror "
+            f"that holds {entry.path}."
+        ) from e
     os.close(fd)
     try:
         try:

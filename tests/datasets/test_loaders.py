@@ -175,3 +175,17 @@ def test_loaders_cast_nothing_without_the_hash_check(mirror, tmp_path):
     llm.write_text(json.dumps(records + records[:1]))
     with pytest.raises(DataSchemaError, match=rf"row {len(records)} repeats the record"):
         datasets.load_social_llm(["ALT"], paths={"ALT": llm}, verify_hash=False)
+
+
+def test_unwritable_download_cache_names_the_folder_and_the_mirror(tmp_path, monkeypatch):
+    """Issue 9, finding 17: a cache that cannot be written was a bare OSError. (Tests run as root,
+    for whom permissions do not bite: the cache sits under a regular file instead.)"""
+    from pragmodels.datasets import DataDownloadError
+
+    blocker = tmp_path / "not_a_folder"
+    blocker.write_text("")
+    monkeypatch.delenv("PRAGMODELS_DATA_DIR", raising=False)
+    monkeypatch.setenv("PRAGMODELS_CACHE_DIR", str(blocker / "cache"))
+    with pytest.raises(DataDownloadError, match=r"cannot write the download cache .*not_a_folder/cache.* "
+                                                r"PRAGMODELS_CACHE_DIR .* PRAGMODELS_DATA_DIR"):
+        datasets.load_drinq()
