@@ -32,8 +32,20 @@ __all__ = ["configure_host_devices", "enable_compilation_cache"]
 def configure_host_devices(n: int | None = None) -> int:
     """Ask XLA for ``n`` host (CPU) devices; effective only before JAX's first computation.
 
-    Returns the number requested, or 0 when it was left alone (``XLA_FLAGS`` already names a
-    device count, or JAX has already initialised its backends).
+    Appends ``--xla_force_host_platform_device_count=n`` to the ``XLA_FLAGS`` environment
+    variable.
+
+    Parameters
+    ----------
+    n : int, optional
+        Number of CPU devices. ``None`` reads ``PRAGMODELS_HOST_DEVICES`` and defaults to the
+        number of CPU cores; ``n <= 0`` leaves ``XLA_FLAGS`` untouched.
+
+    Returns
+    -------
+    int
+        The number requested, or 0 when it was left alone (``n <= 0``, ``XLA_FLAGS`` already
+        names a device count, or JAX has already initialised its backends).
     """
     if n is None:
         n = int(os.environ.get("PRAGMODELS_HOST_DEVICES", os.cpu_count() or 1))
@@ -56,13 +68,27 @@ def configure_host_devices(n: int | None = None) -> int:
 def enable_compilation_cache(path: str | os.PathLike | None = None) -> str | None:
     """Switch on JAX's persistent compilation cache in ``path``.
 
-    ``path=None`` reads ``PRAGMODELS_COMPILATION_CACHE``; returns the directory used, or None.
-    The value ``off`` disables it. Every compiled kernel is cached (no minimum compile time or
-    size). The ``pragmodels`` command switches it on by default in ``~/.cache/pragmodels/jax``
-    (and goes on without it, with a warning, where that folder cannot be written).
+    Every compiled kernel is cached (no minimum compile time or size). The ``pragmodels``
+    command switches it on by default in ``~/.cache/pragmodels/jax`` (and goes on without it,
+    with a warning, where that folder cannot be written).
 
-    Raises ``OSError`` naming the folder when it cannot be created or written to (checked with a
-    probe file, so that a read-only folder fails here rather than at the first compilation).
+    Parameters
+    ----------
+    path : str or path-like, optional
+        Cache directory (``~`` is expanded; created if missing). ``None`` (or ``""``) reads
+        ``PRAGMODELS_COMPILATION_CACHE``; the value ``off`` (any case), or neither set, leaves
+        the cache off.
+
+    Returns
+    -------
+    str or None
+        The directory used, or None when the cache was left off.
+
+    Raises
+    ------
+    OSError
+        Naming the folder when it cannot be created or written to (checked with a probe file,
+        so that a read-only folder fails here rather than at the first compilation).
     """
     path = path or os.environ.get("PRAGMODELS_COMPILATION_CACHE")
     if not path or str(path).lower() == "off":

@@ -280,9 +280,28 @@ def _problem(model: type[BaseModel], e: Mapping[str, Any], data: Any) -> tuple[l
 
 
 def format_validation_error(model: type[BaseModel], error: ValidationError, data: Any) -> list[tuple[str, str]]:
-    """``(key, message)`` per problem in a pydantic ``ValidationError`` of ``model`` on ``data``:
-    keys as written in the input (union tags left out), unknown keys with the nearest valid one,
-    wrong types naming the value and the expected type."""
+    """``(key, message)`` per problem in a pydantic ``ValidationError`` of ``model`` on ``data``.
+
+    Keys as written in the input (union tags left out), unknown keys with the nearest valid one,
+    wrong types naming the value and the expected type. A value that matched no member of a
+    union gives one message (the expected types joined by "or"), not one per member.
+
+    Parameters
+    ----------
+    model : type of pydantic.BaseModel
+        The model ``data`` was validated against (for the valid keys at each level).
+    error : pydantic.ValidationError
+        The error ``model.model_validate(data)`` raised.
+    data : object
+        The input that was validated (usually the config's parsed JSON).
+
+    Returns
+    -------
+    list of (str, str)
+        ``(key, message)`` in the order pydantic reports them; ``key`` dotted with ``[i]`` for
+        list items (``"sampler.full.num_chains"``, ``""`` for the whole config), ``message``
+        one line that starts with the key.
+    """
     raw = [_problem(model, e, data) for e in error.errors(include_url=False)]
     # a value that matched no member of a plain union (a number or a list): one line, not one per member
     out: dict[str, list[str]] = {}
@@ -306,8 +325,30 @@ def format_validation_error(model: type[BaseModel], error: ValidationError, data
 
 def validate_config[M: BaseModel](model: type[M], cfg: Any, path: str | os.PathLike[str] | None = None,
                                   what: str = "config") -> M:
-    """``cfg`` validated against ``model``, or a :class:`~pragmodels.errors.ConfigError` whose
-    one-line message names the file (``what`` names the kind of config) and every problem."""
+    """``cfg`` validated against ``model``, or a one-line :class:`~pragmodels.errors.ConfigError`.
+
+    Parameters
+    ----------
+    model : type of pydantic.BaseModel
+        The config model, e.g. :class:`StudyConfig` or :class:`pragmodels.runner.FitConfig`.
+    cfg : object
+        The config (usually a parsed JSON object).
+    path : str or path-like, optional
+        The config file, named in the message and kept as ``ConfigError.path``.
+    what : str
+        The kind of config, named in the message (``"fit config"``, ``"study config"``).
+
+    Returns
+    -------
+    model
+        The validated model instance.
+
+    Raises
+    ------
+    ConfigError
+        Its one-line message names the file and every problem (:func:`format_validation_error`,
+        joined by ``"; "``); ``problems`` holds them as ``(key, message)``.
+    """
     try:
         return model.model_validate(cfg)
     except ValidationError as e:
@@ -327,7 +368,18 @@ SCHEMA_FILES = {
 
 
 def json_schema(model: type[BaseModel]) -> dict[str, Any]:
-    """The JSON Schema (draft 2020-12) of a config model, as written to ``schemas/``."""
+    """The JSON Schema (draft 2020-12) of a config model, as written to ``schemas/``.
+
+    Parameters
+    ----------
+    model : type of pydantic.BaseModel
+        The config model.
+
+    Returns
+    -------
+    dict
+        ``model.model_json_schema(by_alias=True)`` with a leading ``"$schema"`` key.
+    """
     schema = model.model_json_schema(by_alias=True)
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema}
 
@@ -354,8 +406,24 @@ def schema_texts(fits: str | os.PathLike[str] | None = None) -> dict[str, str]:
 
 
 def write_schemas(folder: str | os.PathLike[str], fits: str | os.PathLike[str] | None = None) -> list[Path]:
-    """Write the JSON Schema files (:func:`schema_texts`) into ``folder`` (the repository's
-    ``schemas/``): ``python -m pragmodels.config_schema [SCHEMAS_FOLDER [FITS_FOLDER]]``."""
+    """Write the JSON Schema files (:func:`schema_texts`) into ``folder`` (the repository's ``schemas/``).
+
+    The command line is ``python -m pragmodels.config_schema [SCHEMAS_FOLDER [FITS_FOLDER]]``
+    (defaults ``schemas`` and ``fits``).
+
+    Parameters
+    ----------
+    folder : str or path-like
+        Where the files go (created if missing); existing files of the same name are overwritten.
+    fits : str or path-like, optional
+        A folder of study configs: each whose study defines its own ``Config`` also gets
+        ``<config name>.schema.json``.
+
+    Returns
+    -------
+    list of Path
+        The files written.
+    """
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     written = []

@@ -63,10 +63,33 @@ def contrast(tree_a: xr.DataTree, tree_b: xr.DataTree, var_name: str, *, prob: f
 
 def contrast_table(trees: Mapping[str, xr.DataTree], var_names: list[str], reference: str, *,
                    prob: float = 0.94, seed: int = 0) -> pd.DataFrame:
-    """Every fit in ``trees`` against ``reference`` (e.g. each LLM fit against the human fit), for
-    each of ``var_names``: one row per fit, variable and element, with columns ``fit``,
-    ``reference``, ``parameter``, the element's coords, ``p_greater`` (``P(fit > reference)``),
-    ``difference``, ``lower``, ``upper``. A variable a fit lacks is skipped for that fit.
+    """Every fit in ``trees`` against ``reference`` (e.g. each LLM fit against the human fit).
+
+    Shapes: each of ``var_names`` ``[chain, draw, *dims]`` -> one row per fit, variable and
+    element of ``dims``.
+
+    Parameters
+    ----------
+    trees : mapping of str to DataTree
+        Fits by label, as :func:`pragmodels.fit` returns them.
+    var_names : list of str
+        Posterior variables to contrast. A variable that a fit (or the reference) lacks is
+        skipped for that fit.
+    reference : str
+        The label in ``trees`` every other fit is compared with.
+    prob, seed
+        As :func:`contrast` (interval mass; the seed of the draw pairing, the same for every fit).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``fit``, ``reference``, ``parameter``, the element's coords, ``p_greater``
+        (``P(fit > reference)``), ``difference``, ``lower``, ``upper``.
+
+    Raises
+    ------
+    ValueError
+        When ``reference`` is not a key of ``trees``, or as :func:`contrast`.
     """
     if reference not in trees:
         raise ValueError(f"reference {reference!r} is not one of the fits {list(trees)}.")

@@ -327,6 +327,29 @@ def resolve_model(ref: str) -> Callable[..., Any]:
 
     A file is loaded once per process (later calls return the same objects, so compiled
     kernels are reused). ``attr`` may be dotted (``"module:Class.model"``).
+
+    Parameters
+    ----------
+    ref : str
+        ``"package.module:attr"`` (imported) or ``"path/to/file.py:attr"`` (a part before the
+        last ``:`` that ends in ``.py`` or holds a path separator; resolved against the working
+        directory and loaded as a module registered in ``sys.modules``).
+
+    Returns
+    -------
+    callable
+        The object ``attr`` names.
+
+    Raises
+    ------
+    ValueError
+        ``ref`` has no ``:`` or ``attr`` is not a dotted identifier.
+    FileNotFoundError, ImportError
+        The file does not exist or cannot be loaded as a module (or the module cannot be imported).
+    AttributeError
+        The module has no such attribute.
+    TypeError
+        The attribute is not callable.
     """
     module_part, attr = _split_ref(ref)
     if _is_path_ref(module_part):
@@ -378,14 +401,27 @@ def _worker_xla_flags(flags: str, threads: int) -> str:
 
 
 def configure_worker(threads: int | None = None, cache_dir: str | None = None) -> bool:
-    """Set a worker process's JAX up for one fit at a time: one CPU device, ``threads`` XLA
-    intra-op threads (default ``PRAGMODELS_WORKER_THREADS`` or 1), no GPU preallocation, and
-    JAX's persistent compilation cache in ``cache_dir`` (default ``PRAGMODELS_COMPILATION_CACHE``;
-    none when neither is set).
+    """Set a worker process's JAX up for one fit at a time.
 
-    The device and thread settings take effect only before JAX initialises its backends in this
-    process; returns whether they did. Called by :func:`run_fit` in process and Dask workers,
-    never in the calling process.
+    One CPU device, ``threads`` XLA intra-op threads, no GPU preallocation (unless
+    ``XLA_PYTHON_CLIENT_PREALLOCATE`` is set), and JAX's persistent compilation cache. The
+    device and thread settings (``XLA_FLAGS``, ``PRAGMODELS_HOST_DEVICES=1``) take effect only
+    before JAX initialises its backends in this process. Called by :func:`run_fit` in process
+    and Dask workers, never in the calling process.
+
+    Parameters
+    ----------
+    threads : int, optional
+        XLA intra-op threads (at least 1); default ``PRAGMODELS_WORKER_THREADS``, else 1.
+    cache_dir : str, optional
+        Compilation cache folder; default ``PRAGMODELS_COMPILATION_CACHE``, none when neither is
+        set. A folder that cannot be written warns (``RuntimeWarning``) instead of raising.
+
+    Returns
+    -------
+    bool
+        Whether the device and thread settings were applied (False when JAX had already
+        initialised its backends).
     """
     if threads is None:
         threads = int(os.environ.get("PRAGMODELS_WORKER_THREADS", 1))
@@ -452,6 +488,28 @@ def run_fit(name: str, spec: FitSpec | bytes, out_path: str | None = None, *, co
     after :func:`configure_worker` (``configure=True``) has set JAX up, since unpickling a
     model can import modules that start JAX. With ``out_path`` the tree is saved there
     atomically and only the path is returned.
+
+    Parameters
+    ----------
+    name : str
+        The fit's name (set as ``tree.attrs["fit_name"]`` and on the outcome).
+    spec : FitSpec or bytes
+        The fit, or a pickled :class:`FitSpec`; a string ``model`` is resolved with
+        :func:`resolve_model`, and ``sampler`` is passed to :func:`pragmodels.fit` over
+        ``fit_many``'s defaults.
+    out_path : str, optional
+        Save the tree there (:func:`~pragmodels.results_io.save_netcdf`).
+    configure : bool
+        Call :func:`configure_worker` first (``threads``, ``cache_dir``): in a worker process.
+    threads, cache_dir
+        Passed to :func:`configure_worker`.
+
+    Returns
+    -------
+    FitOutcome
+        ``status="ok"`` with the tree (or its path), diagnostics and ``FitWarning`` texts; or
+        ``status="error"`` with the exception as a :class:`FitError` (and the tree, when the
+        save failed or ``strict=True`` refused the fit). Other warnings are re-emitted here.
     """
     t0 = time.perf_counter()
     if configure:

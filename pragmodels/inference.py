@@ -202,6 +202,9 @@ def fit(
 ) -> xr.DataTree:
     """Fit ``model(**data)`` with NUTS and return an ArviZ ``DataTree``.
 
+    Shapes: ``data`` arrays with the model's axes -> ``posterior [chain, draw, *site dims]``,
+    ``log_likelihood`` and ``posterior_predictive [chain, draw, *obs dims]`` (see Returns).
+
     Parameters
     ----------
     rng_key : int or jax PRNG key

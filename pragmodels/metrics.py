@@ -51,7 +51,18 @@ class ValidRatings:
 
 
 def valid_ratings(df: pd.DataFrame) -> ValidRatings:
-    """Drop rows with ``valid`` false or a null rating, and count them (never silently)."""
+    """Drop rows with ``valid`` false or a null rating, and count them (never silently).
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        A ratings frame with ``rating`` and, optionally, ``valid``.
+
+    Returns
+    -------
+    ValidRatings
+        ``frame``: the kept rows (a copy), ``rating`` as float; ``n_invalid``: rows dropped.
+    """
     ok = df["rating"].notna()
     if "valid" in df:
         ok &= df["valid"].astype(bool)
@@ -61,12 +72,39 @@ def valid_ratings(df: pd.DataFrame) -> ValidRatings:
 
 
 def cell_means(df: pd.DataFrame) -> pd.Series:
-    """Mean rating per attribute x context x form (pooled over scenarios and samples)."""
+    """Mean rating per attribute x context x form (pooled over scenarios and samples).
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        Columns ``attribute``, ``context``, ``form``, ``rating`` (drop invalid rows first:
+        :func:`valid_ratings`).
+
+    Returns
+    -------
+    pandas.Series
+        Indexed by ``(attribute, context, form)`` (sorted), one value per cell present in ``df``.
+    """
     return df.groupby(_CELL)["rating"].mean()
 
 
 def effects(df: pd.DataFrame) -> pd.DataFrame:
-    """Per attribute: ``main`` (Δ pooled over contexts), ``delta_high``, ``delta_low``, ``interaction``."""
+    """Per attribute: ``main`` (Δ pooled over contexts), ``delta_high``, ``delta_low``, ``interaction``.
+
+    ``Δ = mean(precise) − mean(approx)`` over the attribute's rows (``main``) or those of one
+    context; ``interaction = delta_high − delta_low``.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        Columns ``attribute``, ``context`` (low/high), ``form`` (precise/approx), ``rating``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed by attribute; columns ``main``, ``delta_high``, ``delta_low``, ``interaction``
+        (NaN where a context or form has no rows).
+    """
     rows = {}
     for attr, g in df.groupby("attribute"):
         d = lambda x: x.loc[x.form == "precise", "rating"].mean() - x.loc[x.form == "approx", "rating"].mean()
@@ -98,7 +136,21 @@ def ccc_upstream(h: npt.ArrayLike, m: npt.ArrayLike) -> float:
 
 
 def esr_table(human: pd.DataFrame, model: pd.DataFrame) -> pd.DataFrame:
-    """ESR for each significant effect: rows ``(kind, attribute)``, columns ``delta_h, delta_m, esr``."""
+    """ESR for each significant effect: rows ``(kind, attribute)``, columns ``delta_h, delta_m, esr``.
+
+    Parameters
+    ----------
+    human, model : pandas.DataFrame
+        Ratings frames as :func:`effects` takes them (invalid rows dropped), with every
+        attribute of :data:`SIGNIFICANT_MAIN` and :data:`SIGNIFICANT_INTERACTION`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed by ``(kind, attribute)``, ``kind`` ``"main"`` (:data:`SIGNIFICANT_MAIN`) or
+        ``"interaction"`` (:data:`SIGNIFICANT_INTERACTION`); columns ``delta_h``, ``delta_m``,
+        ``esr = |delta_m| / |delta_h|`` (NaN where ``delta_h == 0``) and ``sign_agrees``.
+    """
     eh, em = effects(human), effects(model)
     rows = []
     for kind, attrs, col in (("main", SIGNIFICANT_MAIN, "main"), ("interaction", SIGNIFICANT_INTERACTION, "interaction")):
@@ -111,7 +163,27 @@ def esr_table(human: pd.DataFrame, model: pd.DataFrame) -> pd.DataFrame:
 
 
 def calibration_metrics(human: pd.DataFrame, model: pd.DataFrame) -> dict[str, float]:
-    """All Table 2-4 metrics for one model x prompt. Invalid model rows are excluded and counted."""
+    """All Table 2-4 metrics for one model x prompt. Invalid model rows are excluded and counted.
+
+    Parameters
+    ----------
+    human, model : pandas.DataFrame
+        Ratings frames (columns ``attribute``, ``context``, ``form``, ``rating``, optionally
+        ``valid``); rows with ``valid`` false or a null rating are dropped from both.
+
+    Returns
+    -------
+    dict of str to float
+        ``spearman``, ``ccc`` (:func:`ccc_upstream`), ``ccc_lin``, ``rmse`` (over the cell
+        means), ``rmse_individual``, ``cds_m``, ``cds_i``, ``cds``, ``das``, ``iss`` (as the
+        module docstring defines them), and ``n_valid`` / ``n_invalid``: the model's rows kept
+        and dropped.
+
+    Raises
+    ------
+    ValueError
+        When the human and model frames do not cover the same attribute x context x form cells.
+    """
     h = valid_ratings(human)
     m = valid_ratings(model)
     hc, mc = cell_means(h.frame), cell_means(m.frame)

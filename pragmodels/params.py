@@ -102,6 +102,9 @@ def param(name: str, prior: Prior | Mapping[str, Any] | float, *,
     jax.Array or float
         Shape ``tuple(dims.values())`` (times any enclosing plates); a fixed scalar is returned
         as a Python float.
+
+    Shapes: -> ``[*plates, *dims]`` (the axes named by ``dims``, outermost first; ``[]`` without
+    ``dims``).
     """
     names, sizes = _dims(name, dims)
     overrides = _OVERRIDES.get()
@@ -264,8 +267,21 @@ class with_priors:  # noqa: N801 - used like a handler
 
 
 def site_dims(site: Mapping[str, Any]) -> list[str | None]:
-    """Dim names of a trace site's value, outermost first (``None`` where nothing names an axis):
-    declared dims for the trailing (event) axes, plate names for the batch axes."""
+    """Dim names of a trace site's value, outermost first (``None`` where nothing names an axis).
+
+    Declared dims (:func:`param`, :func:`deterministic`) name the trailing axes, plate names the
+    batch axes.
+
+    Parameters
+    ----------
+    site : mapping
+        A NumPyro trace site (``handlers.trace(...).get_trace(...)[name]``).
+
+    Returns
+    -------
+    list of str or None
+        One entry per axis of ``site["value"]``.
+    """
     shape = tuple(jnp.shape(site["value"]))
     out: list[str | None] = [None] * len(shape)
     declared = site.get("infer", {}).get(INFER_KEY, {}).get("dims", ())
@@ -334,8 +350,28 @@ def inspect_model(model: Callable[..., Any], data: Mapping[str, Any], priors: Ma
                   ) -> ModelInfo:
     """Trace ``model(**data)`` once (eagerly, seed 0) and report its sites (:class:`ModelInfo`).
 
-    With ``priors``, the overrides are applied first, and a name that is not a declared parameter
-    raises a ``ValueError`` that names it, suggests the nearest parameter and lists them all.
+    Parameters
+    ----------
+    model : callable
+        A NumPyro model (possibly wrapped in :class:`with_priors`).
+    data : mapping
+        The model's keyword arguments.
+    priors : mapping, optional
+        Prior overrides ``{name: Prior | spec dict | float}``, applied first (as in
+        :func:`pragmodels.fit`).
+
+    Returns
+    -------
+    ModelInfo
+        The priors in force, fixed values, undeclared latent sites, observed and unobserved
+        observation sites, deterministic sites, and every site's dims (:func:`site_dims`).
+
+    Raises
+    ------
+    ValueError
+        A name in ``priors`` (or bound by :class:`with_priors`) that is not a parameter of the
+        model: the message names it, suggests the nearest parameter and lists them all. Errors
+        of the model itself (e.g. invalid data) propagate.
     """
     run = with_priors(model, priors) if priors else model
     tr = handlers.trace(handlers.seed(run, 0)).get_trace(**data)

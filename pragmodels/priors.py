@@ -183,8 +183,27 @@ def _rebuild(family: str, spec: dict[str, Any]) -> Prior:
 
 
 def as_prior(value: Any, where: str) -> Prior | float:
-    """A :class:`Prior`, a ``{"family": ...}`` mapping (-> Prior) or a finite number (a fixed
-    value); anything else raises a ``TypeError`` naming ``where`` and the value."""
+    """``value`` as a :class:`Prior` or a fixed value (a float).
+
+    Parameters
+    ----------
+    value : Prior, mapping or number
+        A :class:`Prior` (returned as it is), a ``{"family": ..., ...}`` spec
+        (:meth:`Prior.from_dict`) or a finite number other than a bool (a fixed value).
+    where : str
+        What ``value`` is (``"prior of parameter 'alpha'"``), named in the errors.
+
+    Returns
+    -------
+    Prior or float
+
+    Raises
+    ------
+    TypeError
+        ``value`` is none of these (or the spec has a wrong type), naming ``where`` and the value.
+    ValueError
+        An invalid spec (prefixed by ``where``), or a number that is not finite.
+    """
     if isinstance(value, Prior):
         return value
     if isinstance(value, Mapping):
@@ -201,7 +220,19 @@ def as_prior(value: Any, where: str) -> Prior | float:
 
 
 def priors_to_json(priors: Mapping[str, Any]) -> str:
-    """Serialise ``{parameter: Prior | dict | float}`` for provenance attributes."""
+    """Serialise ``{parameter: Prior | dict | float}`` for provenance attributes.
+
+    Parameters
+    ----------
+    priors : mapping of str to Prior, dict or float
+        Priors by parameter name; a :class:`Prior` is written as its :meth:`Prior.to_dict`,
+        other values as they are (they must be JSON-serialisable).
+
+    Returns
+    -------
+    str
+        A JSON object with the keys sorted.
+    """
     def enc(v: Any) -> Any:
         return v.to_dict() if isinstance(v, Prior) else v
     return json.dumps({k: enc(v) for k, v in sorted(priors.items())})

@@ -186,9 +186,22 @@ def _variable_hash(var: xr.Variable) -> str:
 
 
 def tree_checksums(tree: xr.DataTree) -> dict[str, str]:
-    """sha256 of every item of ``tree``: ``/group/variable`` (data variables and coordinates,
-    each once, at the group that holds it) and ``/group#attrs`` (the group's attributes; the root's
-    without the checksum attributes). Reads one variable at a time from a lazily opened tree."""
+    """sha256 of every item of ``tree``, as :func:`save_netcdf` records them.
+
+    Items are ``/group/variable`` (data variables and coordinates, each once, at the group that
+    holds it: name, dims, dtype, shape, attributes and values) and ``/group#attrs`` (the group's
+    attributes; the root's without the checksum attributes). Reads one variable at a time from
+    a lazily opened tree.
+
+    Parameters
+    ----------
+    tree : xarray.DataTree
+
+    Returns
+    -------
+    dict of str to str
+        Item -> sha256 hex digest.
+    """
     items: dict[str, str] = {}
     for node in tree.subtree:
         group = node.path.rstrip("/")
@@ -207,8 +220,23 @@ def _items_digest(items: Mapping[str, str]) -> str:
 def verify_checksum(tree: xr.DataTree, path: str | os.PathLike[str] | None = None) -> bool:
     """Check ``tree`` against the checksum recorded in its root attributes.
 
-    Returns True when it matches and False when the tree records no checksum; raises
-    :class:`ResultChecksumError` (naming ``path`` and the items that differ) when it does not match.
+    Parameters
+    ----------
+    tree : xarray.DataTree
+        A tree as loaded from a result file.
+    path : str or path-like, optional
+        The file it came from, named in the error (default "the result").
+
+    Returns
+    -------
+    bool
+        True when it matches, False when the tree records no checksum.
+
+    Raises
+    ------
+    ResultChecksumError
+        When the checksum record is damaged, or items changed, are missing or are not in it
+        (the message names ``path`` and the items).
     """
     where = "the result" if path is None else str(path)
     digest, raw = tree.attrs.get(CHECKSUM_ATTR), tree.attrs.get(CHECKSUM_ITEMS_ATTR)
@@ -303,14 +331,36 @@ def _fsync_dir(folder: Path) -> None:
 
 def atomic_write(path: str | os.PathLike[str], write: Callable[[str], object],
                  check: Callable[[str], object] | None = None) -> Path:
-    """Call ``write(tmp_path)`` (then ``check(tmp_path)``, if given) and move the result onto
-    ``path`` only if both succeeded; return the path written (a symlink's target).
+    """Call ``write(tmp_path)`` (then ``check(tmp_path)``, if given) and move the result onto ``path``.
 
     The temporary file lives in the target's directory, so ``os.replace`` is atomic: an
     interrupted or failed write leaves an earlier file at ``path`` untouched. A symlink at
     ``path`` is written through (its target is replaced; the link stays). The file gets mode
     ``0o666`` less the umask, like any new file; it is flushed to disk before the rename.
     Leftovers of killed writes into the same folder are removed first.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The file to write; missing parent folders are created.
+    write : callable
+        ``write(tmp_path)`` writes the whole file at ``tmp_path`` (a str); its return value is
+        ignored.
+    check : callable, optional
+        ``check(tmp_path)`` is called on the written file before the rename and raises to stop it.
+
+    Returns
+    -------
+    Path
+        The file written (for a symlink, its target).
+
+    Raises
+    ------
+    IsADirectoryError
+        When ``path`` (or its target) is a directory.
+    Exception
+        Whatever ``write`` or ``check`` (or the file system) raises; the temporary file is removed
+        and ``path`` is left as it was.
     """
     link = Path(path)
     target = Path(os.path.realpath(link))
@@ -362,12 +412,28 @@ def _check_written(tmp: str) -> None:
 
 
 def save_netcdf(tree: xr.DataTree, path: str | os.PathLike[str]) -> Path:
-    """Write a DataTree to netCDF-4 (h5netcdf) atomically, with a checksum, and return the path
-    written (a symlink's target).
+    """Write a DataTree to netCDF-4 (h5netcdf) atomically, with a checksum.
 
-    The written file is read back and verified before it replaces ``path``. On any failure
-    :class:`ResultSaveError` is raised (with the tree on ``.tree`` and the cause chained) and the
-    file at ``path``, if any, is left as it was. ``tree`` itself is not modified.
+    The written file is read back and verified before it replaces ``path``
+    (:func:`atomic_write`). ``tree`` itself is not modified.
+
+    Parameters
+    ----------
+    tree : xarray.DataTree
+        The result, e.g. as :func:`pragmodels.fit` returns it.
+    path : str or path-like
+        The file to write (a symlink is written through).
+
+    Returns
+    -------
+    Path
+        The file written (for a symlink, its target).
+
+    Raises
+    ------
+    ResultSaveError
+        On any failure, with the tree on ``.tree`` and the cause chained; the file at ``path``,
+        if any, is left as it was.
     """
     try:
         stamped = _with_checksum(tree)
@@ -381,11 +447,32 @@ def save_netcdf(tree: xr.DataTree, path: str | os.PathLike[str]) -> Path:
 def load_netcdf(path: str | os.PathLike[str], *, verify: bool = True) -> xr.DataTree:
     """Read a DataTree written by :func:`save_netcdf` fully into memory and verify its checksum.
 
-    Raises ``FileNotFoundError`` for a missing file, :class:`ResultFileError` (a ``ValueError``)
-    for a file that is not readable netCDF (e.g. truncated by a full disk or an interrupted copy)
-    and :class:`ResultChecksumError` when its contents differ from the checksum recorded at save
-    time; each names the path. A file with no checksum loads with a :class:`ResultFileWarning`.
-    ``verify=False`` skips the check (to salvage what a damaged file still holds).
+    Every error names the path.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The result file.
+    verify : bool
+        Check the recorded checksum (:func:`verify_checksum`). ``False`` skips the check (to
+        salvage what a damaged file still holds). A file with no checksum loads with a
+        :class:`ResultFileWarning`.
+
+    Returns
+    -------
+    xarray.DataTree
+        The whole tree, loaded (the file is closed).
+
+    Raises
+    ------
+    FileNotFoundError, IsADirectoryError
+        No file at ``path``, or a directory there.
+    PermissionError
+        The file cannot be read.
+    ResultFileError
+        A file that is not readable netCDF (e.g. truncated by a full disk or an interrupted copy).
+    ResultChecksumError
+        Its contents differ from the checksum recorded at save time.
     """
     p = Path(path)
     if not p.exists():

@@ -154,20 +154,76 @@ def _factory(fn: Callable[..., Any], kind: str, priors: Mapping[str, Any] | None
 def listener_model(*, depth: int = 1, prior_at: agents.PriorAt = "all",
                    cost_scaling: agents.CostScaling = "inside",
                    priors: Mapping[str, Any] | None = None) -> Callable[..., Any]:
-    """:func:`rsa_listener` with ``depth``, ``prior_at`` and ``cost_scaling`` bound, and optional
-    prior overrides."""
+    """:func:`rsa_listener` with its options bound, and optional prior overrides.
+
+    Parameters
+    ----------
+    depth : int
+        Recursion depth of the agents (as :mod:`pragmodels.agents`).
+    prior_at : {"all", "top"}
+        Where the state prior enters the recursion (as :mod:`pragmodels.agents`).
+    cost_scaling : {"inside", "outside"}
+        ``exp(alpha (log L - cost))`` or ``exp(alpha log L - cost)``.
+    priors : mapping, optional
+        Prior overrides ``{name: Prior | spec dict | float}`` bound with
+        :class:`~pragmodels.with_priors` (a number fixes the parameter).
+
+    Returns
+    -------
+    callable
+        A picklable model (a ``functools.partial``, or a :class:`~pragmodels.with_priors` around
+        one) taking the data of :func:`rsa_listener` as keyword arguments; its ``name`` records the bound
+        options, e.g. ``"rsa_listener(depth=1, prior_at=all, cost_scaling=inside)"``.
+    """
     return _factory(rsa_listener, "rsa_listener", priors, depth=depth, prior_at=prior_at, cost_scaling=cost_scaling)
 
 
 def speaker_model(*, depth: int = 1, prior_at: agents.PriorAt = "all",
                   cost_scaling: agents.CostScaling = "inside",
                   priors: Mapping[str, Any] | None = None) -> Callable[..., Any]:
-    """:func:`rsa_speaker` with ``depth``, ``prior_at`` and ``cost_scaling`` bound, and optional
-    prior overrides."""
+    """:func:`rsa_speaker` with its options bound, and optional prior overrides.
+
+    Parameters
+    ----------
+    depth : int
+        Recursion depth of the agents (as :mod:`pragmodels.agents`).
+    prior_at : {"all", "top"}
+        Where the state prior enters the recursion (as :mod:`pragmodels.agents`).
+    cost_scaling : {"inside", "outside"}
+        ``exp(alpha (log L - cost))`` or ``exp(alpha log L - cost)``.
+    priors : mapping, optional
+        Prior overrides ``{name: Prior | spec dict | float}`` bound with
+        :class:`~pragmodels.with_priors` (a number fixes the parameter).
+
+    Returns
+    -------
+    callable
+        A picklable model (a ``functools.partial``, or a :class:`~pragmodels.with_priors` around
+        one) taking the data of :func:`rsa_speaker` as keyword arguments; its ``name`` records the bound
+        options, e.g. ``"rsa_speaker(depth=1, prior_at=all, cost_scaling=inside)"``.
+    """
     return _factory(rsa_speaker, "rsa_speaker", priors, depth=depth, prior_at=prior_at, cost_scaling=cost_scaling)
 
 
 def hierarchical_listener_model(*, depth: int = 1, prior_at: agents.PriorAt = "all",
                                 priors: Mapping[str, Any] | None = None) -> Callable[..., Any]:
-    """:func:`rsa_listener_by_item` with ``depth`` and ``prior_at`` bound, and optional overrides."""
+    """:func:`rsa_listener_by_item` with ``depth`` and ``prior_at`` bound, and optional overrides.
+
+    Parameters
+    ----------
+    depth : int
+        Recursion depth of the agents (as :mod:`pragmodels.agents`).
+    prior_at : {"all", "top"}
+        Where the state prior enters the recursion (as :mod:`pragmodels.agents`).
+    priors : mapping, optional
+        Prior overrides ``{name: Prior | spec dict | float}`` bound with
+        :class:`~pragmodels.with_priors` (a number fixes the parameter).
+
+    Returns
+    -------
+    callable
+        A picklable model (a ``functools.partial``, or a :class:`~pragmodels.with_priors` around
+        one) taking the data of :func:`rsa_listener_by_item` as keyword arguments; its ``name`` records the bound
+        options, e.g. ``"rsa_listener_by_item(depth=1, prior_at=all)"``.
+    """
     return _factory(rsa_listener_by_item, "rsa_listener_by_item", priors, depth=depth, prior_at=prior_at)

@@ -144,8 +144,24 @@ class FitConfig(Strict):
 
 
 def load_config(path: str | Path) -> dict[str, Any]:
-    """The fit config at ``path``, validated against :class:`FitConfig` (a
-    :class:`~pragmodels.errors.ConfigError` names the file, the key and the value)."""
+    """The fit config at ``path``, validated against :class:`FitConfig`.
+
+    Parameters
+    ----------
+    path : str or Path
+        A fit config (JSON).
+
+    Returns
+    -------
+    dict
+        The config as read (not the validated model).
+
+    Raises
+    ------
+    ConfigError
+        The file cannot be read or the config does not validate; the one-line message names the
+        file, the key and the value.
+    """
     path = Path(path)
     cfg = read_config(path, "fit config")
     validate_config(FitConfig, cfg, path, "fit config")
@@ -186,8 +202,39 @@ def _check_model(cfg: dict[str, Any], model: Callable[..., Any], data: dict[str,
 
 def run_config(path: str | Path, out_dir: str | Path | None = None, *, quick: bool = False,
                progress_bar: bool = True) -> Path:
-    """Fit the config at ``path``; return the run folder (``out_dir``, else
-    ``<config without .json>/quick|full/``). ``quick`` shrinks the sampler run."""
+    """Fit the config at ``path`` into its run folder.
+
+    The config is validated, the run folder checked to be writable and the model traced once
+    (its ``priors`` and ``truth`` must name its parameters) before the fit. The run folder gets
+    ``posterior.nc``, ``summary.csv``, ``config.json``, ``run.json`` and ``report.md``
+    (:func:`render_report`, also printed).
+
+    Parameters
+    ----------
+    path : str or Path
+        The fit config.
+    out_dir : str or Path, optional
+        Run folder to use instead of ``<config without .json>/quick|full/``.
+    quick : bool
+        A smoke run into the ``quick`` folder: :data:`QUICK_SAMPLER` replaces the config's
+        ``num_warmup``, ``num_samples`` and ``num_chains`` (the whole config is still validated).
+    progress_bar : bool
+        Show the sampler's progress bar.
+
+    Returns
+    -------
+    Path
+        The run folder.
+
+    Raises
+    ------
+    ConfigError
+        An invalid config, data options the simulator rejects, or ``priors``/``truth`` naming
+        no parameter of the model.
+    RunError
+        The run folder cannot be written, is locked or holds a run of the other mode
+        (:func:`pragmodels.runs.open_run`).
+    """
     path = Path(path)
     cfg = load_config(path)  # the whole config, also in quick mode: --quick hides no invalid value
     mode = "quick" if quick else "full"
@@ -219,8 +266,21 @@ def run_config(path: str | Path, out_dir: str | Path | None = None, *, quick: bo
 
 
 def render_report(run_dir: str | Path) -> str:
-    """The markdown report of a single-fit run folder, from its ``run.json``, ``summary.csv`` and
-    ``posterior.nc`` (94% equal-tailed intervals from arviz-stats ``eti``)."""
+    """The markdown report of a single-fit run folder.
+
+    Parameters
+    ----------
+    run_dir : str or Path
+        A finished run folder of :func:`run_config`: its ``run.json``, ``summary.csv`` and
+        ``posterior.nc`` are read.
+
+    Returns
+    -------
+    str
+        Markdown: model, priors, sampler, seed, data hash, versions, diagnostics and wall time;
+        the posterior summary table; and, when the config has ``truth``, whether each value lies
+        in its 94% equal-tailed interval (arviz-stats ``eti``).
+    """
     import pandas as pd
     from arviz_stats import eti
 

@@ -125,18 +125,54 @@ class RunInterrupted(KeyboardInterrupt):
 
 # ------------------------------------------------------------------ folders and names
 def run_folder(config_path: str | os.PathLike, mode: str, out: str | os.PathLike | None = None) -> Path:
-    """The run folder of a config: ``out`` when given, else ``<config without .json>/<mode>/``."""
+    """The run folder of a config: ``out`` when given, else ``<config without .json>/<mode>/``.
+
+    Parameters
+    ----------
+    config_path : str or path-like
+        The config file, e.g. ``fits/x.json``.
+    mode : {"quick", "full"}
+    out : str or path-like, optional
+        An explicit run folder (``--out``); used as it is.
+
+    Returns
+    -------
+    Path
+        E.g. ``fits/x/full`` (not created, not made absolute).
+
+    Raises
+    ------
+    ValueError
+        ``mode`` is not one of :data:`MODES`.
+    """
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}; got {mode!r}.")
     return Path(out) if out else Path(config_path).with_suffix("") / mode
 
 
 def check_writable(final: str | os.PathLike) -> Path:
-    """Check, before any work, that a run can be written into the run folder ``final``: its parent
-    can be created and written to (a probe file is made and removed there: the lock file and the
-    staging folder live beside ``final``), and ``final``, if it exists, is a writable folder (the
-    previous run is removed from it after the swap). Raises :class:`RunError` naming the folder and
-    the reason; returns ``final`` as an absolute path."""
+    """Check, before any work, that a run can be written into the run folder ``final``.
+
+    Its parent can be created and written to (a probe file is made and removed there: the lock
+    file and the staging folder live beside ``final``), and ``final``, if it exists, is a
+    writable folder (the previous run is removed from it after the swap).
+
+    Parameters
+    ----------
+    final : str or path-like
+        The run folder (:func:`run_folder`); its parent is created if missing.
+
+    Returns
+    -------
+    Path
+        ``final`` as an absolute path.
+
+    Raises
+    ------
+    RunError
+        Naming the folder and the reason: the parent cannot be written, or ``final`` is not a
+        folder or not writable.
+    """
     import tempfile
 
     final = Path(final).absolute()
@@ -217,8 +253,21 @@ def _clean_leftovers(final: Path, log: Callable[[str], None]) -> None:
 # ------------------------------------------------------------------ lock
 @contextlib.contextmanager
 def lock_folder(final: str | os.PathLike) -> Iterator[None]:
-    """Hold the run folder's lock (``.<name>.lock`` beside it, ``fcntl.flock``) while open; raise
-    :class:`RunFolderLocked` at once, naming the folder and the holder's pid, if a run holds it."""
+    """Hold the run folder's lock (``.<name>.lock`` beside it, ``fcntl.flock``) while open.
+
+    A context manager; the lock file holds the holder's pid while the lock is held, and stays
+    (emptied) afterwards.
+
+    Parameters
+    ----------
+    final : str or path-like
+        The run folder; the lock file is created in its parent (which must exist).
+
+    Raises
+    ------
+    RunFolderLocked
+        At once (no waiting), naming the folder and the holder's pid, if another run holds it.
+    """
     import fcntl
 
     final = Path(final).absolute()
@@ -327,7 +376,23 @@ def _json_attr(attrs: Mapping[Any, Any], key: str, default: Any = None) -> Any:
 
 
 def read_manifest(run_dir: str | os.PathLike) -> dict:
-    """The ``run.json`` of a run folder (a clear error when the folder has none)."""
+    """The ``run.json`` of a run folder (a clear error when the folder has none).
+
+    Parameters
+    ----------
+    run_dir : str or path-like
+        A finished run folder.
+
+    Returns
+    -------
+    dict
+        The manifest (see the module docstring).
+
+    Raises
+    ------
+    FileNotFoundError
+        The folder has no ``run.json`` (the message says it is not a finished run folder).
+    """
     path = Path(run_dir) / MANIFEST
     try:
         return json.loads(path.read_text())
@@ -422,8 +487,37 @@ def open_run(final: str | os.PathLike, *, mode: str, entry_point: str, config: d
 
     On normal exit ``run.json`` is completed and the staging folder swapped in for ``final``; on
     any exception (including Ctrl-C and SIGTERM) it is removed and ``final`` is left as it was.
-    Raises :class:`RunFolderLocked` at once if another run holds ``final``, and :class:`RunError`
-    if ``final`` holds a run of the other mode.
+    The folder's lock is held throughout (:func:`lock_folder`), and stale leftovers of killed
+    runs are removed first.
+
+    Parameters
+    ----------
+    final : str or path-like
+        The run folder (checked with :func:`check_writable`).
+    mode : {"quick", "full"}
+    entry_point : str
+        What runs (``"path.py:function"`` of a study, or the single-fit runner), recorded.
+    config : dict, optional
+        The config as run, recorded (its ``name`` names the run; default: ``final``'s parent's name).
+    config_path : str or path-like, optional
+        The config file, recorded with the sha256 of its bytes.
+    sampler, seed : optional
+        Recorded in the manifest as given (JSON-serialisable).
+    log : callable, optional
+        ``log(message)`` for housekeeping messages (default: print).
+
+    Yields
+    ------
+    Run
+
+    Raises
+    ------
+    ValueError
+        ``mode`` is not one of :data:`MODES`.
+    RunFolderLocked
+        At once, if another run holds ``final``.
+    RunError
+        ``final`` cannot be written, or holds a run of the other mode.
     """
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}; got {mode!r}.")
@@ -474,8 +568,19 @@ def open_run(final: str | os.PathLike, *, mode: str, entry_point: str, config: d
 
 # ------------------------------------------------------------------ entry points
 def search_path(start: str | os.PathLike) -> list[Path]:
-    """The directories a config's relative paths resolve against: ``start``, then each parent,
-    up to and including the first that holds ``pyproject.toml`` or ``.git``."""
+    """The directories a config's relative paths resolve against, nearest first.
+
+    Parameters
+    ----------
+    start : str or path-like
+        Usually the config's folder.
+
+    Returns
+    -------
+    list of Path
+        ``start`` (absolute), then each parent, up to and including the first that holds
+        ``pyproject.toml`` or ``.git`` (to the file system root if none does).
+    """
     d = Path(start).absolute()
     out = []
     for p in (d, *d.parents):
@@ -486,9 +591,32 @@ def search_path(start: str | os.PathLike) -> list[Path]:
 
 
 def load_entry_point(value: str, config_path: str | os.PathLike, key: str = "study") -> Callable[..., Any]:
-    """Resolve ``"path/to/module.py:function"`` from a config (see the module docstring for the
-    rule) and return the function. Errors (:class:`~pragmodels.errors.ConfigError`) name the
-    config, the key and the value."""
+    """Resolve ``"path/to/module.py:function"`` from a config and return the function.
+
+    A relative path is looked up in each folder of :func:`search_path` (from the config's
+    folder); an absolute one is used as it is. The folder it resolved against is put on
+    ``sys.path``. A path through packages (every folder with an ``__init__.py``) is imported by
+    its dotted name; any other file is loaded once per process under a private module name.
+
+    Parameters
+    ----------
+    value : str
+        ``"path/to/module.py:function"``, as written in the config.
+    config_path : str or path-like
+        The config file ``value`` comes from.
+    key : str
+        The config key (``"study"``, ``"tables"``), named in the errors.
+
+    Returns
+    -------
+    callable
+
+    Raises
+    ------
+    ConfigError
+        Naming the config, the key and the value: malformed ``value``, no such file, the import
+        failed (or found another module of that name first), or no such function.
+    """
     config_path = Path(config_path)
     where = f"{config_path}: {key} = {value!r}"
     if not isinstance(value, str) or value.count(":") != 1:
@@ -545,9 +673,25 @@ def _no_constant(name: str) -> Any:
 
 
 def read_config(path: str | os.PathLike, what: str = "config") -> dict[str, Any]:
-    """The JSON object in the config file ``path``. A missing file, a folder, invalid JSON (or
-    ``NaN``/``Infinity``) or a value that is not an object is a
-    :class:`~pragmodels.errors.ConfigError` naming the file (``what`` names the kind of config)."""
+    """The JSON object in the config file ``path`` (read, not validated).
+
+    Parameters
+    ----------
+    path : str or path-like
+        A UTF-8 JSON file.
+    what : str
+        The kind of config, named in the errors (``"fit config"``, ``"study config"``).
+
+    Returns
+    -------
+    dict
+
+    Raises
+    ------
+    ConfigError
+        Naming the file: it is missing, a folder, unreadable or not UTF-8, not valid JSON (``NaN``
+        and ``Infinity`` included), or not a JSON object.
+    """
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -574,8 +718,24 @@ def read_config(path: str | os.PathLike, what: str = "config") -> dict[str, Any]
 
 
 def study_config_model(entry: Callable[..., Any]) -> type[StudyConfig]:
-    """The config model of a study: ``Config`` in its entry point's module (a subclass of
-    :class:`pragmodels.config_schema.StudyConfig`), else ``StudyConfig`` itself."""
+    """The config model of a study: ``Config`` in its entry point's module, else ``StudyConfig``.
+
+    Parameters
+    ----------
+    entry : callable
+        The study's entry point (:func:`load_entry_point`).
+
+    Returns
+    -------
+    type of StudyConfig
+        ``Config`` (a subclass of :class:`pragmodels.config_schema.StudyConfig`) when the module
+        defines one, else ``StudyConfig`` itself.
+
+    Raises
+    ------
+    ConfigError
+        The module's ``Config`` is not a subclass of ``StudyConfig``.
+    """
     from pragmodels.config_schema import StudyConfig
 
     module = sys.modules.get(getattr(entry, "__module__", "") or "")
@@ -589,9 +749,27 @@ def study_config_model(entry: Callable[..., Any]) -> type[StudyConfig]:
 
 
 def load_study_config(path: str | os.PathLike) -> tuple[dict[str, Any], Callable[..., Any]]:
-    """The study config at ``path`` and its entry point, validated before anything runs: the
-    ``study`` entry point is resolved, then the whole config is checked against the study's
-    schema (:func:`study_config_model`). Errors are :class:`~pragmodels.errors.ConfigError`."""
+    """The study config at ``path`` and its entry point, validated before anything runs.
+
+    The ``study`` entry point is resolved (:func:`load_entry_point`), then the whole config is
+    checked against the study's schema (:func:`study_config_model`).
+
+    Parameters
+    ----------
+    path : str or path-like
+        The study config file.
+
+    Returns
+    -------
+    (dict, callable)
+        The config as read (not the validated model) and the entry point.
+
+    Raises
+    ------
+    ConfigError
+        The file cannot be read, has no ``study`` key, the entry point cannot be resolved, or the
+        config does not validate (one line naming the file, the keys and the values).
+    """
     from pragmodels.config_schema import validate_config
 
     path = Path(path)
@@ -610,7 +788,35 @@ def run_study(config_path: str | os.PathLike, *, mode: str = "full", out: str | 
 
     The config is validated and the entry point resolved (:func:`load_study_config`), and the run
     folder checked to be writable (:func:`check_writable`), before anything is written; see the
-    module docstring for the entry point's signature. Returns the run folder.
+    module docstring for the entry point's signature. Whatever the entry point raises
+    propagates, the previous run folder left as it was.
+
+    Parameters
+    ----------
+    config_path : str or path-like
+        The study config.
+    mode : {"quick", "full"}
+        Which of the config's ``sampler`` settings to use; also names the run folder.
+    out : str or path-like, optional
+        Run folder to use instead of ``<config without .json>/<mode>/``.
+    progress : bool
+        Passed to the entry point (show progress bars).
+    log : callable, optional
+        As :func:`open_run`.
+
+    Returns
+    -------
+    Path
+        The run folder (absolute).
+
+    Raises
+    ------
+    ValueError
+        ``mode`` is not one of :data:`MODES`.
+    ConfigError
+        As :func:`load_study_config`.
+    RunError, RunFolderLocked
+        As :func:`check_writable` and :func:`open_run`.
     """
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}; got {mode!r}.")

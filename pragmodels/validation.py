@@ -17,14 +17,34 @@ __all__ = ["concrete", "check_values", "check_shape", "check_int", "check_index"
 
 
 def concrete(x: object) -> np.ndarray | None:
-    """``x`` as a NumPy array, or None when it is a tracer (inside ``jit``/``grad``/``vmap``) or None."""
+    """``x`` as a NumPy array, or None when it is a tracer (inside ``jit``/``grad``/``vmap``) or None.
+
+    Shapes: ``x [...]`` -> ``[...]`` (the same shape; ``np.asarray(x)``), or None.
+    """
     if x is None or isinstance(x, jax.core.Tracer):
         return None
     return np.asarray(x)
 
 
 def check_values(fn: str, name: str, x: object, *, neg_inf: bool = False, pos_inf: bool = False) -> None:
-    """Reject NaN (always) and infinities (unless allowed) in a concrete ``x``."""
+    """Reject NaN (always) and infinities (unless allowed) in a concrete ``x``.
+
+    Tracers and non-float (integer, bool) arrays pass unchecked.
+
+    Parameters
+    ----------
+    fn, name : str
+        The calling function and the argument, named in the error message.
+    x : array_like
+        The values to check; any shape.
+    neg_inf, pos_inf : bool
+        Allow ``-inf`` (e.g. log-probabilities of impossible events) / ``+inf``.
+
+    Raises
+    ------
+    ValueError
+        Naming ``fn``, ``name``, the first offending index and its value.
+    """
     arr = concrete(x)
     if arr is None or arr.dtype.kind not in "fc":
         return
@@ -41,7 +61,26 @@ def check_values(fn: str, name: str, x: object, *, neg_inf: bool = False, pos_in
 
 
 def check_shape(fn: str, name: str, x: object, expected: Sequence[int | None], axes: str) -> None:
-    """``x`` must have exactly the shape ``expected`` (``None``: any size), named by ``axes``."""
+    """``x`` must have exactly the shape ``expected`` (``None``: any size), named by ``axes``.
+
+    Checked on tracers too (only the shape is read).
+
+    Parameters
+    ----------
+    fn, name : str
+        The calling function and the argument, named in the error message.
+    x : array_like
+        Its ``.shape`` (or that of ``np.asarray(x)``) is compared.
+    expected : sequence of int or None
+        One entry per axis: the required size, or ``None`` for any size.
+    axes : str
+        The axes as the message shows them, e.g. ``"[utterance, state]"``.
+
+    Raises
+    ------
+    ValueError
+        When the number of axes or a given size differs.
+    """
     shape = tuple(x.shape) if hasattr(x, "shape") else np.asarray(x).shape
     ok = len(shape) == len(expected) and all(e is None or e == s for e, s in zip(expected, shape))
     if not ok:
@@ -51,13 +90,45 @@ def check_shape(fn: str, name: str, x: object, expected: Sequence[int | None], a
 
 
 def check_int(fn: str, name: str, x: object, minimum: int) -> None:
-    """``x`` must be a Python (or NumPy) integer >= ``minimum``, not a bool."""
+    """``x`` must be a Python (or NumPy) integer >= ``minimum``, not a bool.
+
+    Parameters
+    ----------
+    fn, name : str
+        The calling function and the argument, named in the error message.
+    x : object
+        The value to check (a scalar, not an array).
+    minimum : int
+        The smallest allowed value.
+
+    Raises
+    ------
+    ValueError
+        When ``x`` is a bool, not an integer, or below ``minimum``.
+    """
     if isinstance(x, bool) or not isinstance(x, (int, np.integer)) or x < minimum:
         raise ValueError(f"{fn}: {name} must be an int >= {minimum}; got {x!r}.")
 
 
 def check_index(fn: str, name: str, x: object, size: int) -> None:
-    """A concrete ``x`` must hold integers in ``0 .. size - 1`` (e.g. item or utterance indices)."""
+    """A concrete ``x`` must hold integers in ``0 .. size - 1`` (e.g. item or utterance indices).
+
+    Tracers pass unchecked. Integer-valued floats are accepted.
+
+    Parameters
+    ----------
+    fn, name : str
+        The calling function and the argument, named in the error message.
+    x : array_like
+        The indices; any shape.
+    size : int
+        The length of the axis they index.
+
+    Raises
+    ------
+    ValueError
+        Naming the first offending index and value (negative, ``>= size``, non-integer or NaN).
+    """
     arr = concrete(x)
     if arr is None:
         return

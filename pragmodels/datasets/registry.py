@@ -77,6 +77,23 @@ REGISTRY: dict[str, DataFile] = {
 
 
 def get(key: str) -> DataFile:
+    """The registry entry of data set ``key``.
+
+    Parameters
+    ----------
+    key : str
+        A key of :data:`REGISTRY` (``"social_human"``, ``"social_llm_MIN"``, ``"wavelength"``, ...).
+
+    Returns
+    -------
+    DataFile
+        Its pinned URL, sha256, path in the mirror and cache, licence and citation.
+
+    Raises
+    ------
+    KeyError
+        Naming ``key`` and the registered keys.
+    """
     try:
         return REGISTRY[key]
     except KeyError:
