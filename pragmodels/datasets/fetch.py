@@ -54,7 +54,17 @@ def repository_root(start: str | os.PathLike | None = None) -> Path | None:
     """The pragmodels repository root: the first folder, from ``start`` (default: the working
     directory) upwards, that holds a ``pyproject.toml`` naming project ``pragmodels``; failing
     that, the one above the imported package (a source checkout or editable install). None
-    when neither lies inside a checkout (e.g. a wheel installed into site-packages)."""
+    when neither lies inside a checkout (e.g. a wheel installed into site-packages).
+
+    Parameters
+    ----------
+    start : path-like, optional
+        Where to start looking (default: the working directory).
+
+    Returns
+    -------
+    pathlib.Path or None
+    """
     here = Path(start if start is not None else os.getcwd()).absolute()
     package = Path(__file__).resolve().parent.parent  # pragmodels/datasets/fetch.py -> pragmodels/
     for base in (here, package):
@@ -67,7 +77,16 @@ def repository_root(start: str | os.PathLike | None = None) -> Path | None:
 def data_dir() -> Path | None:
     """The offline mirror named by ``PRAGMODELS_DATA_DIR``, as an absolute path (None when the
     variable is unset or empty). A relative value is resolved against :func:`repository_root`,
-    and against the working directory only when there is no checkout to anchor it."""
+    and against the working directory only when there is no checkout to anchor it.
+
+    Parameters
+    ----------
+    None; reads the environment variable ``PRAGMODELS_DATA_DIR``.
+
+    Returns
+    -------
+    pathlib.Path or None
+    """
     value = os.environ.get("PRAGMODELS_DATA_DIR")
     if not value:
         return None
@@ -78,7 +97,17 @@ def data_dir() -> Path | None:
 
 
 def sha256_of(path: str | os.PathLike) -> str:
-    """The sha256 hex digest of a file's bytes (read in 1 MiB chunks)."""
+    """The sha256 hex digest of a file's bytes (read in 1 MiB chunks).
+
+    Parameters
+    ----------
+    path : path-like
+
+    Returns
+    -------
+    str
+        64 hexadecimal characters.
+    """
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):
@@ -87,6 +116,24 @@ def sha256_of(path: str | os.PathLike) -> str:
 
 
 def verify(path: Path, entry: DataFile) -> Path:
+    """Check a file against its registered sha256.
+
+    Parameters
+    ----------
+    path : pathlib.Path
+    entry : DataFile
+        The registry entry (:data:`pragmodels.datasets.REGISTRY`).
+
+    Returns
+    -------
+    pathlib.Path
+        ``path``, when it matches.
+
+    Raises
+    ------
+    DataIntegrityError
+        Naming the file, both hashes and the data set's URL.
+    """
     actual = sha256_of(path)
     if actual != entry.sha256:
         raise DataIntegrityError(
@@ -124,7 +171,28 @@ def _download(entry: DataFile, dest: Path) -> None:
 
 
 def locate(key: str, *, verify_hash: bool = True) -> Path:
-    """Path of a verified copy of registered file ``key`` (mirror first, else download)."""
+    """Path of a verified copy of registered file ``key`` (mirror first, else download).
+
+    Parameters
+    ----------
+    key : str
+        A key of :data:`pragmodels.datasets.REGISTRY`.
+    verify_hash : bool
+        Check the file's sha256 (default).
+
+    Returns
+    -------
+    pathlib.Path
+        In the offline mirror (``PRAGMODELS_DATA_DIR``), else in the download cache
+        (``PRAGMODELS_CACHE_DIR``, default ``~/.cache/pragmodels``).
+
+    Raises
+    ------
+    DataIntegrityError
+        The mirror lacks the file, or its hash does not match.
+    DataDownloadError
+        No mirror, no cached copy and no download (or an unwritable cache).
+    """
     entry = get(key)
     mirror = data_dir()
     if mirror is not None:
