@@ -435,7 +435,8 @@ def main():
         hier_rows(args, baseline, row)
     from benchmarks._results import write_results
 
-    stem = ("fit_overhead_quick" if args.quick else "fit_overhead") + ("" if cases == {"bda", "hier"} else "_partial")
+    stem = ("fit_overhead_quick" if args.quick else "fit_overhead") + \
+        ("" if cases == {"bda", "hier"} else "_" + "_".join(sorted(cases)))
     write_results(rows, stem, "Fit overhead: MCMC-based fit (old) vs the cached sampler (new)",
                   f"Old: pragmodels/inference.py at {baseline[:10]} (numpyro MCMC); new: the working tree's pm.fit "
                   "on pragmodels.sampler. Each implementation in its own fresh process, 2 CPU devices, no persistent "
