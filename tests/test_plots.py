@@ -164,3 +164,32 @@ def test_importing_the_plots_selects_no_backend():
             "print(matplotlib.get_backend())")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "svg"
+
+
+def test_forest_keeps_the_interactive_mode_its_first_figure_switched_on(monkeypatch):
+    """Jupyter's inline backend switches interactive mode on when the first figure is made; the
+    forest plot made it inside an rc_context, whose exit switched it off again, and every later
+    figure of the notebook stayed hidden."""
+    real = plt.figure
+
+    def figure(*args, **kwargs):  # as the inline backend does on its first figure
+        plt.ion()
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(plt, "figure", figure)
+    was = plt.isinteractive()
+    plt.ioff()
+    try:
+        plots.forest({"a": _tree(50, 0.0, 0), "b": _tree(50, 1.0, 1)}, ["alpha"])
+        assert plt.isinteractive()
+    finally:
+        plt.interactive(was)
+
+
+def test_esr_heatmap_shows_only_the_prompts_with_data():
+    """One LLM condition (the notebook's gemini MIN) was one coloured column squeezed between three
+    of n/a."""
+    df = _esr_frame([1.5])
+    fig = plots.esr_heatmap(df[(df.model == "gemini") & (df.prompt == "MIN")], title="Model-implied ESR")
+    assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["MIN"]
+    assert "n/a" not in [t.get_text() for t in fig.axes[0].texts]

@@ -44,7 +44,12 @@ def esr_heatmap(esr: pd.DataFrame, vmax: float = 8.0, prompts: Sequence[str] = (
     models = list(dict.fromkeys(esr["model"]))
     if not models:
         raise ValueError("esr has no rows to plot.")
-    fig, axes = new_figure(len(models), width=3.0, height=5.0, layout="constrained")
+    present = set(esr["prompt"])  # columns: the prompts with data, in ``prompts``' order, then any others
+    prompts = [p for p in prompts if p in present] + [p for p in dict.fromkeys(esr["prompt"]) if p not in prompts]
+    n_rows = max(len(set(zip(g["kind"], g["attribute"]))) for _, g in esr.groupby("model"))
+    fig, axes = new_figure(len(models), width=0.55 * len(prompts) + 0.1, height=1.4 + 0.36 * n_rows,
+                           layout="constrained")
+    fig.set_figwidth(fig.get_figwidth() + 2.6)  # the first panel's row labels and the colour bar
     lo = 1.0 / vmax
     norm = LogNorm(vmin=lo, vmax=vmax)  # log-symmetric limits put ESR = 1 at the map's centre
     cmap = plt.get_cmap("RdBu_r").with_extremes(bad="0.85")

@@ -58,25 +58,24 @@ def forest(trees: Mapping[str, xr.DataTree], var_names: Sequence[str], figsize: 
     a parameter with ``dims`` gets one panel per element).
     """
     import arviz_plots as azp
-    import matplotlib
     import matplotlib.pyplot as plt
-    from cycler import cycler
 
     data = _common_draws(trees, var_names)
     panels = list(next(iter(data.values()))["posterior"].data_vars)
     fits = list(trees)
     if figsize is None:
-        figsize = (1.4 + 2.4 * len(panels), 1.0 + 0.28 * len(fits))
-    # one colour per fit: the default cycle has 10, the study compares 13 fits
+        figsize = (1.4 + 2.4 * len(panels), 1.5 + 0.3 * len(fits))
+    # one colour per fit: the default cycle has 10, the study compares 13 fits. Passed as the colour
+    # aesthetic's values, not through rc_context: leaving an rc_context restores rcParams["interactive"],
+    # which Jupyter's inline backend switches on with the first figure, and later figures stayed hidden
     cmap = plt.get_cmap("tab20" if len(trees) > 10 else "tab10")
     colours = [cmap(i) for i in range(cmap.N)]  # a qualitative map's N entries are its listed colours
-    with matplotlib.rc_context({"axes.prop_cycle": cycler(color=colours)}):
-        pc = azp.plot_forest(data, var_names=panels, combined=True, point_estimate="median", ci_kind="eti",
-                             ci_probs=(0.5, 0.94), backend="matplotlib", labels=[],
-                             cols=["__variable__"], aes={"y": ["model"], "overlay": ["model"], "color": ["model"]},
-                             visuals={"ticklabels": False, "remove_axis": False},
-                             figure_kwargs={"figsize": figsize, "sharey": True, "sharex": False,
-                                            "width_ratios": [1.0] * len(panels)})
+    pc = azp.plot_forest(data, var_names=panels, combined=True, point_estimate="median", ci_kind="eti",
+                         ci_probs=(0.5, 0.94), backend="matplotlib", labels=[],
+                         cols=["__variable__"], aes={"y": ["model"], "overlay": ["model"], "color": ["model"]},
+                         color=colours, visuals={"ticklabels": False, "remove_axis": False},
+                         figure_kwargs={"figsize": figsize, "sharey": True, "sharex": False,
+                                        "width_ratios": [1.0] * len(panels)})
     fig = pc.viz["figure"].item() if hasattr(pc.viz["figure"], "item") else pc.viz["figure"]
     y = pc.get_aes_as_dataset("y")["mapping"]  # the row of each fit, the same in every panel
     rows = [float(y.sel(model=f)) for f in fits]
