@@ -1,9 +1,10 @@
-# Set-up and entry points. `make run` runs the main job; `make test` type-checks (mypy) and runs the tests.
+# Set-up and entry points. `make test` installs, type-checks (mypy) and runs the tests; `make run` runs the main job;
+# `make notebook` adds JupyterLab (the notebooks extra) and opens notebooks/.
 PYTHON_BOOT := $(shell scripts/find_python.sh)
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: run run-quick test test-all bench install
+.PHONY: run run-quick test test-all bench install notebook
 
 $(VENV)/.installed: pyproject.toml
 	@test -n "$(PYTHON_BOOT)" || { scripts/find_python.sh; exit 1; }
@@ -13,6 +14,17 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 install: $(VENV)/.installed
+
+$(VENV)/.notebooks: $(VENV)/.installed
+	$(PY) -m pip install --quiet -e ".[dev,benchmarks,notebooks]"
+	touch $@
+
+# JupyterLab on notebooks/ (kernels start there; a relative PRAGMODELS_DATA_DIR is resolved against the
+# repository root, so ../shared/data works from any folder of the checkout)
+notebook: $(VENV)/.notebooks
+	PRAGMODELS_DATA_DIR=$${PRAGMODELS_DATA_DIR:-../shared/data} \
+	PRAGMODELS_COMPILATION_CACHE=$${PRAGMODELS_COMPILATION_CACHE:-$$HOME/.cache/pragmodels/jax} \
+	$(VENV)/bin/jupyter lab --notebook-dir=notebooks
 
 run: install
 	PRAGMODELS_DATA_DIR=$${PRAGMODELS_DATA_DIR:-../shared/data} $(VENV)/bin/pragmodels run fits/social_meaning.json

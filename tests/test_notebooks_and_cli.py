@@ -1,6 +1,10 @@
-"""The quick-start notebook executes, and the CLI main job writes a complete run folder."""
+"""The notebooks execute and show their figures, and the CLI main job writes a complete run folder."""
 
 import json
+import os
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import nbformat
@@ -15,12 +19,52 @@ from pragmodels.cli import main
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.mark.parametrize("name", ["quickstart.ipynb", "social_meaning.ipynb"])
-def test_notebooks_run(name):
+#: a cell draws when it calls a pragmodels plot, an arviz-plots plot or pyplot
+DRAWS = re.compile(r"\bplots\.\w+\(|\bazp\.plot_\w+\(|\bplt\.(plot|subplots|figure|imshow|scatter)\(")
+WIDGET = "application/vnd.jupyter.widget-view+json"
+
+
+def _files(folder: Path) -> set[str]:
+    return {p.name for p in folder.iterdir()}
+
+
+@pytest.mark.parametrize("name, kernel_dir", [("quickstart.ipynb", "."), ("social_meaning.ipynb", "notebooks")])
+def test_notebooks_run_and_show_their_figures(name, kernel_dir, mirror, monkeypatch):
+    """Each notebook runs headless, one kernel started in the repository root and one in notebooks/
+    (where Jupyter starts it), with the relative PRAGMODELS_DATA_DIR that make sets. Every cell
+    that draws shows its figure inline (image/png: pragmodels.plots once selected Agg on import
+    and no figure appeared), progress bars are widgets without the "IProgress not found" warning,
+    and nothing is written into the repository root or notebooks/."""
+    monkeypatch.setenv("PRAGMODELS_DATA_DIR", os.path.relpath(mirror, ROOT))  # e.g. ../shared/data
+    monkeypatch.delenv("MPLBACKEND", raising=False)  # the kernel picks its inline backend, as in Jupyter
+    # the notebooks call pm.enable_compilation_cache(): with the tests' cache a second run takes a
+    # third of the time (their fits' compilation dominates)
+    monkeypatch.setenv("PRAGMODELS_COMPILATION_CACHE",
+                       os.environ.get("PRAGMODELS_COMPILATION_CACHE", str(ROOT / ".pytest_cache" / "jax")))
+    before = (_files(ROOT), _files(ROOT / "notebooks"))
     nb = nbformat.read(ROOT / "notebooks" / name, as_version=4)
-    NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(ROOT)}}).execute()
-    errors = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []) if o.output_type == "error"]
-    assert not errors
+    NotebookClient(nb, timeout=600, kernel_name="python3",
+                   resources={"metadata": {"path": str(ROOT / kernel_dir)}}).execute()
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    errors = [o for c in code for o in c.outputs if o.output_type == "error"]
+    assert not errors, errors
+    drawing = [c for c in code if DRAWS.search(c.source)]
+    assert drawing
+    for c in drawing:
+        assert any("image/png" in o.get("data", {}) for o in c.outputs), f"no figure shown by:\n{c.source}"
+    stderr = "".join(o.get("text", "") for c in code for o in c.outputs if o.get("name") == "stderr")
+    assert "IProgress not found" not in stderr
+    if name == "quickstart.ipynb":  # its fit shows a progress bar: a widget
+        fit = next(c for c in code if "progress_bar=True" in c.source)
+        assert any(WIDGET in o.get("data", {}) for o in fit.outputs)
+    assert (_files(ROOT), _files(ROOT / "notebooks")) == before
+
+
+def test_progress_bars_are_text_in_a_terminal():
+    """tqdm.auto (the sampler's and fit_many's bars) outside a notebook: plain text, no warning."""
+    code = "from tqdm.auto import tqdm\nfor _ in tqdm(range(3), desc='NUTS'): pass"
+    err = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stderr
+    assert "NUTS: 100%|" in err and "IProgress" not in err and "Warning" not in err
 
 
 def test_cli_run_quick_writes_run_folder(tmp_path, capsys):
@@ -100,6 +144,8 @@ def test_social_meaning_main_job_quick(tmp_path):
     assert chains.loc[chains.fit == "human baseline", "alpha"].isna().all() and chains.alpha.notna().sum() == 26
     report = (out / "report.md").read_text()
     assert "Quick mode is a smoke test" in report and "## Diagnostics" in report
+    assert "no multi-start optimisation" in report and "16 random starts" not in report  # quick mode has none
+    assert "is ahead of" in report  # the LOO comparison: which model is ahead, by how much (loo_sentence)
     assert "## Posterior contrasts with the human fit" in report and "| claude MIN" in report
     assert "Not converged" in report and "Chain by chain" in report  # quick chains never converge; the report says so
     from models.social_meaning_study import rebuild_report
