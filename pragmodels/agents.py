@@ -358,8 +358,9 @@ def pragmatic_listener_batch(
 
     Equal to ``jax.vmap`` of :func:`pragmatic_listener` over the batch, moved to the last axis, but
     laid out so that the normalisations over utterances and states are vector operations across
-    the batch: on a CPU its gradient is 2-3x faster than the vmapped form at 100 x 5 x 21
-    (``benchmarks/fit_overhead.py --profile-gradient``). :func:`pragmodels.rsa_models.rsa_listener_by_item`
+    the batch: on a CPU its gradient is about 2.8x faster than the vmapped form at 100 x 5 x 21
+    (125 vs 351 us with the count-table likelihood, ``benchmarks/fit_overhead.py --profile-gradient``),
+    and the per-item listener's fit 3x faster (``benchmarks/results/fit_overhead_hier.md``). :func:`pragmodels.rsa_models.rsa_listener_by_item`
     is built on it.
 
     Shapes: ``log_semantics [utterance, state]`` (shared) or ``[utterance, state, batch]``;
