@@ -27,6 +27,7 @@ from numpyro.distributions import constraints
 from numpyro.primitives import Messenger
 
 from pragmodels.logmath import log_mix_uniform, log_normalize
+from pragmodels.validation import concrete as _concrete
 
 __all__ = [
     "choices",
@@ -45,12 +46,6 @@ Rows = ArrayLike | tuple[ArrayLike, ...]
 
 #: marks an observation site, so that it is recognised as one (and predicted) even without data
 _OBSERVATION = {"pragmodels": {"observation": True}}
-
-
-def _concrete(x: object) -> np.ndarray | None:
-    if x is None or isinstance(x, jax.core.Tracer):
-        return None
-    return np.asarray(x)
 
 
 def _check_index(name: str, obs: ArrayLike | None, n_options: int, what: str) -> None:
