@@ -27,6 +27,7 @@ from numpyro.distributions import constraints
 from numpyro.primitives import Messenger
 
 from pragmodels.logmath import log_mix_uniform, log_normalize
+from pragmodels.validation import bad_index
 from pragmodels.validation import concrete as _concrete
 
 __all__ = [
@@ -52,7 +53,7 @@ def _check_index(name: str, obs: ArrayLike | None, n_options: int, what: str) ->
     arr = _concrete(obs)
     if arr is None:
         return
-    bad = ~((arr >= 0) & (arr < n_options) & (arr == np.round(arr)))
+    bad = bad_index(arr, n_options)
     if bad.any():
         i = tuple(int(k) for k in np.argwhere(bad)[0])
         raise ValueError(
@@ -273,7 +274,7 @@ def choices(name: str, log_probs: ArrayLike, obs: ArrayLike | None = None, *, la
             size = log_probs.shape[ax]
             if arr is None:
                 continue
-            bad = ~((arr >= 0) & (arr < size) & (arr == np.round(arr)))
+            bad = bad_index(arr, size)
             if bad.any():
                 i = int(np.argwhere(bad)[0][0])
                 where = f"rows[{k}][{i}]" if isinstance(rows, tuple) else f"rows[{i}]"

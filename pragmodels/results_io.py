@@ -47,6 +47,7 @@ import numpy as np
 import xarray as xr
 
 from pragmodels.errors import PragmodelsError
+from pragmodels.runs import _pid_alive  # one liveness check for run-folder locks and save temp files
 
 __all__ = [
     "data_hash", "atomic_write", "save_netcdf", "load_netcdf", "tree_checksums", "verify_checksum",
@@ -267,18 +268,6 @@ def verify_checksum(tree: xr.DataTree, path: str | os.PathLike[str] | None = Non
 
 
 # ------------------------------------------------------------------ writing
-def _pid_alive(pid: int) -> bool:
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # exists, owned by someone else
-        return True
-    return True
-
-
 def _host_tag() -> str:
     return hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
 

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import jax
 import numpy as np
 
-__all__ = ["concrete", "check_values", "check_shape", "check_int", "check_index"]
+__all__ = ["concrete", "check_values", "check_shape", "check_int", "check_index", "bad_index"]
 
 
 def concrete(x: object) -> np.ndarray | None:
@@ -110,6 +110,14 @@ def check_int(fn: str, name: str, x: object, minimum: int) -> None:
         raise ValueError(f"{fn}: {name} must be an int >= {minimum}; got {x!r}.")
 
 
+def bad_index(arr: np.ndarray, size: int) -> np.ndarray:
+    """Mask of the entries of ``arr`` that are not integers in ``0 .. size - 1``.
+
+    Shapes: ``arr [...]`` -> bool ``[...]``.
+    """
+    return ~((arr >= 0) & (arr < size) & (arr == np.round(arr)))
+
+
 def check_index(fn: str, name: str, x: object, size: int) -> None:
     """A concrete ``x`` must hold integers in ``0 .. size - 1`` (e.g. item or utterance indices).
 
@@ -132,7 +140,7 @@ def check_index(fn: str, name: str, x: object, size: int) -> None:
     arr = concrete(x)
     if arr is None:
         return
-    bad = ~((arr >= 0) & (arr < size) & (arr == np.round(arr)))
+    bad = bad_index(arr, size)
     if bad.any():
         i = tuple(int(k) for k in np.argwhere(bad)[0]) if arr.ndim else ()
         raise ValueError(f"{fn}: {name}{list(i) if arr.ndim else ''} = {arr[i].item()!r}; expected an integer "
