@@ -25,6 +25,7 @@ its parameters: :func:`fit_fold` fits one fold and returns the held-out items' d
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -214,6 +215,7 @@ def heldout_log_density(rng_key: int | jax.Array, model: Callable[..., Any],
     Shapes: ``posterior[site] [chain, draw, ...]``, ``data[item_index] [trial]`` -> ``([item],
     [item])``.
     """
+    from pragmodels import sampler as _s
     from pragmodels.sampler import split_data
 
     key = jax.random.key(rng_key) if isinstance(rng_key, (int, np.integer)) else rng_key
@@ -228,12 +230,41 @@ def heldout_log_density(rng_key: int | jax.Array, model: Callable[..., Any],
     if m < 1:
         raise ValueError(f"heldout_log_density: n_mc must be >= 1; got {n_mc!r}.")
     static, arrays = split_data(data)
-    trial_item = jnp.asarray(data[item_index], jnp.int32)
-    observed = list(info.observed)
+    if item_index not in arrays:
+        raise ValueError(f"heldout_log_density: data has no array {item_index!r} (the trial's item).")
+    observed = tuple(info.observed)
+    keys = jax.random.split(key, n_draw)
+    jdraws = {k: jnp.asarray(v) for k, v in draws.items()}
+    b = max(1, min(int(batch_size), n_draw))
+    # compiled once per model structure, static values, shapes and settings (reused across folds
+    # of equal size and across calls), like pragmodels.sampler's programs
+    cache_key = ("heldout", _s.structure_key(model), _s._static_items(static), _s._signature(arrays),
+                 _s._signature(jdraws), observed, int(n_items), m, b, item_index, jax.default_backend())
+    entry = _s._lookup(cache_key)
+    if entry is None:
+        t0 = time.perf_counter()
+        run = _scorer(_s.bound_model(model, static), observed, int(n_items), m, b, item_index)
+        compiled = jax.jit(run).lower(keys, jdraws, arrays).compile()
+        entry = _s._Entry("heldout", f"heldout {_s._model_label(model)} {_s._signature(arrays)}", compiled, None,
+                          time.perf_counter() - t0)
+        _s._store(cache_key, entry)
+    ll = entry.compiled(keys, jdraws, arrays)
+    ll = np.asarray(ll, np.float64).reshape(n_draw * m, n_items)  # [draw x mc, item]
+    top = ll.max(0)
+    w = np.exp(ll - top)
+    mean = w.mean(0)
+    elpd = np.log(mean) + top
+    se = w.std(0, ddof=1) / np.sqrt(w.shape[0]) / mean if w.shape[0] > 1 else np.full(n_items, np.nan)
+    return elpd, se
 
-    def one(k: jax.Array, draw: dict[str, jax.Array]) -> jax.Array:
-        run = handlers.substitute(handlers.seed(lambda **kw: model(**static, **kw), k), data=draw)
-        tr = handlers.trace(run).get_trace(**arrays)
+
+def _scorer(bound: Callable[..., Any], observed: tuple[str, ...], n_items: int, m: int, b: int,
+            item_index: str) -> Callable[..., jax.Array]:
+    """``(keys [draw], draws {site: [draw, ...]}, arrays) -> [draw, mc, item]`` summed log-likelihoods."""
+
+    def one(k: jax.Array, draw: dict[str, jax.Array], arrays: dict[str, jax.Array]) -> jax.Array:
+        tr = handlers.trace(handlers.substitute(handlers.seed(bound, k), data=draw)).get_trace(**arrays)
+        trial_item = arrays[item_index].astype(jnp.int32)
         total = jnp.zeros(n_items)
         for name in observed:
             lp = tr[name]["fn"].log_prob(tr[name]["value"])
@@ -243,20 +274,14 @@ def heldout_log_density(rng_key: int | jax.Array, model: Callable[..., Any],
             total = total + jax.ops.segment_sum(lp, trial_item, num_segments=n_items)
         return total
 
-    def per_draw(args: tuple[jax.Array, dict[str, jax.Array]]) -> jax.Array:
-        k, draw = args
-        return jax.vmap(lambda kk: one(kk, draw))(jax.random.split(k, m))  # [mc, item]
+    def run(keys: jax.Array, draws: dict[str, jax.Array], arrays: dict[str, jax.Array]) -> jax.Array:
+        def per_draw(args: tuple[jax.Array, dict[str, jax.Array]]) -> jax.Array:
+            k, draw = args
+            return jax.vmap(lambda kk: one(kk, draw, arrays))(jax.random.split(k, m))  # [mc, item]
 
-    keys = jax.random.split(key, n_draw)
-    jdraws = {k: jnp.asarray(v) for k, v in draws.items()}
-    ll = jax.jit(lambda ks, ds: lax.map(per_draw, (ks, ds), batch_size=max(1, min(batch_size, n_draw))))(keys, jdraws)
-    ll = np.asarray(ll, np.float64).reshape(n_draw * m, n_items)  # [draw x mc, item]
-    top = ll.max(0)
-    w = np.exp(ll - top)
-    mean = w.mean(0)
-    elpd = np.log(mean) + top
-    se = w.std(0, ddof=1) / np.sqrt(w.shape[0]) / mean if w.shape[0] > 1 else np.full(n_items, np.nan)
-    return elpd, se
+        return lax.map(per_draw, (keys, draws), batch_size=b)
+
+    return run
 
 
 @dataclass
