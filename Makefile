@@ -1,16 +1,19 @@
-# Set-up and entry points. `make test` installs, type-checks (mypy) and runs the tests; `make run` runs the main job;
+# Set-up and entry points. `make test` installs (with the `lm` extra: llama-cpp-python builds from source, 6-11 min
+# the first time), type-checks (mypy) and runs the tests; `make run` runs the main job;
 # `make notebook` adds JupyterLab (the notebooks extra) and opens notebooks/.
 PYTHON_BOOT := $(shell scripts/find_python.sh)
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: run run-quick test test-all bench install notebook
+.PHONY: run run-quick test test-all bench install notebook test-hf
 
 $(VENV)/.installed: pyproject.toml
 	@test -n "$(PYTHON_BOOT)" || { scripts/find_python.sh; exit 1; }
 	$(PYTHON_BOOT) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e ".[dev,benchmarks]"
+	scripts/install_lm.sh $(PY)
+	$(PY) -m pip install --quiet -e ".[dev,benchmarks,lm]"
 	touch $@
 
 install: $(VENV)/.installed
@@ -39,6 +42,12 @@ test: install
 test-all: install
 	$(VENV)/bin/mypy pragmodels
 	PRAGMODELS_DATA_DIR=$${PRAGMODELS_DATA_DIR:-../shared/data} $(PY) -m pytest -q tests
+
+# the transformers backend (pragmodels.lm.hf) on SmolLM2 against llama.cpp: adds the `hf` extra (torch, CUDA build
+# from PyPI, about 5.7 GB; a few minutes the first time) and runs its tests
+test-hf: install
+	$(PY) -m pip install --quiet -e ".[hf]"
+	PRAGMODELS_TEST_HF=1 PRAGMODELS_DATA_DIR=$${PRAGMODELS_DATA_DIR:-../shared/data} $(PY) -m pytest -q tests/lm/test_hf.py
 
 bench: install
 	$(PY) benchmarks/listener_table.py

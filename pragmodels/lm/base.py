@@ -1,0 +1,257 @@
+"""The language-model interface: a :class:`LanguageModel` protocol, the prompt format, errors.
+
+Layering: the standard library, NumPy and :mod:`pragmodels.errors`; no backend is imported here.
+
+A language model in pragmodels does two things::
+
+    score(prompt, continuations)  -> log P(continuation | prompt), one float per continuation
+    sample(prompt, n, ...)        -> n texts
+
+``prompt`` is what the user says and a continuation what the model answers. A backend wraps
+them in the model's prompt format (:class:`PromptFormat`): for an instruction-tuned model, its
+chat template, with the answer scored *through the end-of-turn token* (so that ``"7"`` and
+``"75"`` are not prefixes of one another once closed); for a base model, plain text. Every
+backend applies the same format to the same strings, so the in-process llama.cpp backend, an
+OpenAI-compatible server and transformers give the same numbers for the same model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from pragmodels.errors import PragmodelsError
+
+__all__ = [
+    "LanguageModel",
+    "PromptFormat",
+    "LMError",
+    "ModelFileError",
+    "ContextLengthError",
+    "ServerError",
+    "check_continuations",
+]
+
+
+class LMError(PragmodelsError, RuntimeError):
+    """A language model could not give a correct answer (base of the errors below)."""
+
+
+class ModelFileError(LMError, FileNotFoundError):
+    """A model file is missing or is not a GGUF file."""
+
+
+class ContextLengthError(LMError, ValueError):
+    """A prompt (with a continuation) does not fit the model's context window."""
+
+
+class ServerError(LMError, ConnectionError):
+    """A server is down, answers garbage, or cannot give correct log-probabilities."""
+
+
+_SENTINEL = "\x00PRAGMODELS-ANSWER\x00"
+
+
+@dataclass(frozen=True)
+class PromptFormat:
+    """How a (user prompt, answer) pair becomes one text.
+
+    ``text = before + prompt + between + answer + end``: ``before`` and ``between`` hold the chat
+    template's markup around the user turn and up to the start of the assistant's answer, ``end``
+    closes the answer (the end-of-turn token, e.g. ``"<|im_end|>"``; empty for plain text).
+
+    Parameters
+    ----------
+    name : str
+        A label recorded in cache keys and run manifests (``"chat"`` or ``"plain"``).
+    before, between, end : str
+        The markup, as above.
+
+    Examples
+    --------
+    >>> fmt = PromptFormat.plain()
+    >>> fmt.prefix("Q?") + "A" + fmt.end
+    'Q?\\nA'
+    """
+
+    name: str
+    before: str
+    between: str
+    end: str
+
+    @classmethod
+    def plain(cls) -> PromptFormat:
+        """Plain text (a base model): the prompt, a newline, the answer, nothing after it.
+
+        Returns
+        -------
+        PromptFormat
+        """
+        return cls("plain", "", "\n", "")
+
+    @classmethod
+    def from_chat_template(cls, template: str, *, bos_token: str = "", eos_token: str = "",
+                           strip_bos: bool = True) -> PromptFormat:
+        """The format a Jinja chat template (a GGUF's ``tokenizer.chat_template``) renders.
+
+        The template is rendered once for ``[user: prompt, assistant: answer]`` with placeholder
+        strings and split at them. The answer is closed by the template's text after it up to and
+        including its first end-of-turn marker (trailing newlines are not scored). With
+        ``strip_bos``, a leading BOS token the template writes is dropped (for a model whose
+        tokenizer adds it; SmolLM2's BOS ``<|im_start|>`` is not added, and must stay).
+
+        Parameters
+        ----------
+        template : str
+            The Jinja template.
+        bos_token, eos_token : str
+            The tokens the template may refer to.
+        strip_bos : bool
+            Drop a leading ``bos_token`` from the rendered text.
+
+        Returns
+        -------
+        PromptFormat
+
+        Raises
+        ------
+        LMError
+            The template does not render, or does not place the user text before the answer.
+        """
+        import jinja2
+
+        env = jinja2.Environment(loader=jinja2.BaseLoader(), trim_blocks=True, lstrip_blocks=True)
+        user = "\x00PRAGMODELS-PROMPT\x00"
+        try:
+            text = env.from_string(template).render(
+                messages=[{"role": "user", "content": user}, {"role": "assistant", "content": _SENTINEL}],
+                bos_token=bos_token, eos_token=eos_token, add_generation_prompt=False)
+        except jinja2.TemplateError as e:
+            raise LMError(f"the chat template does not render ({e}).") from e
+        if text.count(user) != 1 or text.count(_SENTINEL) != 1 or text.index(user) > text.index(_SENTINEL):
+            raise LMError("the chat template does not render a user turn followed by an assistant answer.")
+        before, rest = text.split(user)
+        between, after = rest.split(_SENTINEL)
+        if strip_bos and bos_token and before.startswith(bos_token):
+            before = before[len(bos_token):]
+        end = after.rstrip("\n")
+        return cls("chat", before, between, end)
+
+    def prefix(self, prompt: str) -> str:
+        """The text before the answer.
+
+        Parameters
+        ----------
+        prompt : str
+            The user's prompt.
+
+        Returns
+        -------
+        str
+        """
+        return self.before + prompt + self.between
+
+    def key(self) -> str:
+        """A string that identifies the format (for cache keys).
+
+        Returns
+        -------
+        str
+        """
+        return f"{self.name}|{self.before!r}|{self.between!r}|{self.end!r}"
+
+
+def check_continuations(continuations: Sequence[str]) -> list[str]:
+    """The continuations as a list of non-empty strings, or an error naming the bad one.
+
+    Parameters
+    ----------
+    continuations : sequence of str
+        The candidates to score.
+
+    Returns
+    -------
+    list of str
+
+    Raises
+    ------
+    ValueError
+        The list is empty, or an entry is not a string or is empty.
+    """
+    if isinstance(continuations, str):
+        raise ValueError(f"continuations must be a list of strings; got the string {continuations!r}.")
+    out = list(continuations)
+    if not out:
+        raise ValueError("continuations is empty; expected at least one candidate to score.")
+    for i, c in enumerate(out):
+        if not isinstance(c, str) or not c:
+            raise ValueError(f"continuations[{i}] = {c!r}; expected a non-empty string.")
+    return out
+
+
+@runtime_checkable
+class LanguageModel(Protocol):
+    """What pragmodels needs of a language model.
+
+    ``identity`` names the model for caches and manifests (a GGUF file's sha256, or a server's URL
+    and model name), ``prompt_format`` is how prompts and answers are joined.
+    """
+
+    @property
+    def identity(self) -> str:
+        """The model's identity (for cache keys and provenance)."""
+        ...
+
+    @property
+    def prompt_format(self) -> PromptFormat:
+        """How prompts and answers are joined."""
+        ...
+
+    def score(self, prompt: str, continuations: Sequence[str], *, length_normalize: bool = False) -> np.ndarray:
+        """Log-probability of each whole continuation given the prompt.
+
+        Shapes: ``continuations [candidate]`` -> float64 ``[candidate]``.
+
+        Parameters
+        ----------
+        prompt : str
+            The user's prompt.
+        continuations : sequence of str
+            Candidate answers; each is scored through the format's end-of-turn marker.
+        length_normalize : bool
+            Divide each sum of token log-probabilities by its number of tokens.
+
+        Returns
+        -------
+        numpy.ndarray
+        """
+        ...
+
+    def sample(self, prompt: str, n: int, *, temperature: float = 1.0, max_tokens: int = 32,
+               stop: Sequence[str] = (), seed: int = 0) -> list[str]:
+        """``n`` sampled answers to the prompt (sample ``i`` uses seed ``seed + i``).
+
+        Parameters
+        ----------
+        prompt : str
+            The user's prompt.
+        n : int
+            Number of samples.
+        temperature : float
+            Sampling temperature.
+        max_tokens : int
+            Most tokens per answer.
+        stop : sequence of str
+            Strings that end an answer (not included in it).
+        seed : int
+            Seed of the first sample.
+
+        Returns
+        -------
+        list of str
+        """
+        ...
+

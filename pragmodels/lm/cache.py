@@ -1,0 +1,279 @@
+"""A score cache on disk (SQLite, standard library), and a model wrapper that uses it.
+
+Layering: the standard library, NumPy, :mod:`pragmodels.lm.base`.
+
+Each entry is one continuation's score, or one sample, keyed by the sha256 of a canonical JSON
+of everything the value depends on: the model's identity (a GGUF file's sha256, or a server's
+URL and model name), the prompt format, the prompt, the continuation and the settings. A re-run
+computes nothing twice, and a run cut short resumes where it stopped.
+
+An entry carries the sha256 of its own value: an entry whose checksum does not match, that does
+not parse, or whose key is not the key asked for, is *not trusted*: it is recomputed and
+overwritten (counted in :attr:`ScoreCache.stats`). SQLite in WAL mode with a busy timeout lets
+several processes read and write at once; each batch of writes is one transaction, so a process
+killed mid-write leaves whole entries or none.
+
+Scores are data: a fit never calls a language model. Score first (``pragmodels lm score``, or a
+study's scoring step), then fit the saved tables.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pragmodels.lm.base import LanguageModel, PromptFormat, check_continuations
+
+__all__ = ["ScoreCache", "CachedLM", "default_cache_path"]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS entries (
+    key TEXT PRIMARY KEY,
+    kind TEXT NOT NULL,
+    value TEXT NOT NULL,
+    checksum TEXT NOT NULL
+)
+"""
+
+
+def default_cache_path() -> Path:
+    """``$PRAGMODELS_LM_CACHE``, else ``~/.cache/pragmodels/lm_scores.sqlite``.
+
+    Returns
+    -------
+    Path
+    """
+    env = os.environ.get("PRAGMODELS_LM_CACHE")
+    return Path(env).expanduser() if env else Path.home() / ".cache" / "pragmodels" / "lm_scores.sqlite"
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _key(parts: dict[str, Any]) -> str:
+    return _sha(json.dumps(parts, sort_keys=True, ensure_ascii=False, separators=(",", ":")))
+
+
+@dataclass
+class CacheStats:
+    """Counters of one :class:`ScoreCache` object (this process only)."""
+
+    hits: int = 0
+    misses: int = 0
+    corrupt: int = 0
+    written: int = 0
+
+
+@dataclass
+class ScoreCache:
+    """Scores and samples in one SQLite file.
+
+    Parameters
+    ----------
+    path : str or path-like, optional
+        The database file (created with its folder); default :func:`default_cache_path`.
+    timeout_s : float
+        How long a writer waits for another process's lock.
+    """
+
+    path: Path | str | None = None
+    timeout_s: float = 60.0
+    stats: CacheStats = field(default_factory=CacheStats)
+
+    def __post_init__(self) -> None:
+        self.path = Path(self.path) if self.path is not None else default_cache_path()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._local = threading.local()
+        with self._conn() as con:
+            con.execute(_SCHEMA)
+
+    def _conn(self) -> sqlite3.Connection:
+        con = getattr(self._local, "con", None)
+        if con is None:
+            con = sqlite3.connect(str(self.path), timeout=self.timeout_s, isolation_level=None)
+            con.execute("PRAGMA journal_mode=WAL")
+            con.execute("PRAGMA synchronous=NORMAL")
+            con.execute(f"PRAGMA busy_timeout={int(self.timeout_s * 1000)}")
+            self._local.con = con
+        return con
+
+    def get_many(self, keys: Sequence[str], kind: str) -> dict[str, Any]:
+        """The trusted values of those keys that are cached (corrupted entries are left out).
+
+        Parameters
+        ----------
+        keys : sequence of str
+            Entry keys.
+        kind : str
+            ``"score"`` or ``"sample"`` (an entry of another kind under the same key is corrupt).
+
+        Returns
+        -------
+        dict
+            ``{key: value}`` for the entries found and trusted.
+        """
+        out: dict[str, Any] = {}
+        con = self._conn()
+        for start in range(0, len(keys), 500):
+            chunk = list(keys[start:start + 500])
+            rows = con.execute(f"SELECT key, kind, value, checksum FROM entries WHERE key IN "
+                               f"({','.join('?' * len(chunk))})", chunk).fetchall()
+            for key, k, value, checksum in rows:
+                try:
+                    ok = k == kind and _sha(key + value) == checksum
+                    parsed = json.loads(value) if ok else None
+                    ok = ok and isinstance(parsed, dict) and parsed.get("key") == key
+                except (ValueError, TypeError):
+                    ok = False
+                if ok:
+                    out[key] = parsed["value"]  # type: ignore[index]
+                else:
+                    self.stats.corrupt += 1
+        self.stats.hits += len(out)
+        self.stats.misses += len(keys) - len(out)
+        return out
+
+    def put_many(self, items: Iterable[tuple[str, Any]], kind: str) -> None:
+        """Store values (one transaction; an existing entry under a key is replaced).
+
+        Parameters
+        ----------
+        items : iterable of (str, value)
+            Keys and JSON-serialisable values.
+        kind : str
+            ``"score"`` or ``"sample"``.
+        """
+        rows = []
+        for key, value in items:
+            text = json.dumps({"key": key, "value": value}, ensure_ascii=False, allow_nan=True)
+            rows.append((key, kind, text, _sha(key + text)))
+        if not rows:
+            return
+        con = self._conn()
+        con.execute("BEGIN IMMEDIATE")
+        try:
+            con.executemany("INSERT OR REPLACE INTO entries (key, kind, value, checksum) VALUES (?, ?, ?, ?)", rows)
+            con.execute("COMMIT")
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+        self.stats.written += len(rows)
+
+    def __len__(self) -> int:
+        return int(self._conn().execute("SELECT COUNT(*) FROM entries").fetchone()[0])
+
+
+class CachedLM:
+    """A :class:`~pragmodels.lm.base.LanguageModel` whose scores and samples go through a cache.
+
+    Only what the cache lacks (or holds corrupted) reaches the model, in one call per prompt.
+
+    Parameters
+    ----------
+    model : LanguageModel
+        The model to wrap.
+    cache : ScoreCache, optional
+        Default: a cache at :func:`default_cache_path`.
+
+    Examples
+    --------
+    >>> lm = CachedLM(LlamaCppLM(smollm2_path()))            # doctest: +SKIP
+    >>> lm.score("2 + 2 =", ["4", "5"])                      # doctest: +SKIP
+    """
+
+    def __init__(self, model: LanguageModel, cache: ScoreCache | None = None):
+        self.model = model
+        self.cache = cache if cache is not None else ScoreCache()
+
+    @property
+    def identity(self) -> str:
+        """The wrapped model's identity."""
+        return self.model.identity
+
+    @property
+    def prompt_format(self) -> PromptFormat:
+        """The wrapped model's prompt format."""
+        return self.model.prompt_format
+
+    def _base(self) -> dict[str, Any]:
+        settings = getattr(self.model, "settings", None)
+        return {"model": self.identity, "format": self.prompt_format.key(),
+                "settings": settings() if callable(settings) else None}
+
+    def score(self, prompt: str, continuations: Sequence[str], *, length_normalize: bool = False) -> np.ndarray:
+        """As :meth:`LanguageModel.score`, from the cache where it can.
+
+        Shapes: ``continuations [candidate]`` -> float64 ``[candidate]``.
+
+        Parameters
+        ----------
+        prompt : str
+            The user's prompt.
+        continuations : sequence of str
+            Candidate answers.
+        length_normalize : bool
+            Mean instead of sum of token log-probabilities.
+
+        Returns
+        -------
+        numpy.ndarray
+        """
+        conts = check_continuations(continuations)
+        base = self._base() | {"op": "score", "prompt": prompt, "length_normalize": bool(length_normalize)}
+        keys = [_key(base | {"continuation": c}) for c in conts]
+        found = self.cache.get_many(keys, "score")
+        todo = [i for i, k in enumerate(keys) if k not in found]
+        if todo:
+            fresh = self.model.score(prompt, [conts[i] for i in todo], length_normalize=length_normalize)
+            self.cache.put_many(((keys[i], float(v)) for i, v in zip(todo, fresh)), "score")
+            found.update({keys[i]: float(v) for i, v in zip(todo, fresh)})
+        return np.array([found[k] for k in keys], dtype=np.float64)
+
+    def sample(self, prompt: str, n: int, *, temperature: float = 1.0, max_tokens: int = 32,
+               stop: Sequence[str] = (), seed: int = 0) -> list[str]:
+        """As :meth:`LanguageModel.sample`, from the cache where it can (per sample and seed).
+
+        Parameters
+        ----------
+        prompt : str
+            The user's prompt.
+        n : int
+            Number of samples.
+        temperature : float
+            Sampling temperature.
+        max_tokens : int
+            Most tokens per answer.
+        stop : sequence of str
+            Strings that end an answer.
+        seed : int
+            Seed of the first sample (sample ``i`` uses ``seed + i``).
+
+        Returns
+        -------
+        list of str
+        """
+        base = self._base() | {"op": "sample", "prompt": prompt, "temperature": float(temperature),
+                               "max_tokens": int(max_tokens), "stop": list(stop)}
+        keys = [_key(base | {"seed": int(seed) + i}) for i in range(int(n))]
+        found = self.cache.get_many(keys, "sample")
+        out: dict[int, str] = {}
+        for i, k in enumerate(keys):
+            if k in found and isinstance(found[k], str):
+                out[i] = found[k]
+        for i in range(int(n)):  # each missing sample with its own seed, so a sample never depends on n
+            if i not in out:
+                text = self.model.sample(prompt, 1, temperature=temperature, max_tokens=max_tokens, stop=stop,
+                                         seed=int(seed) + i)[0]
+                self.cache.put_many([(keys[i], text)], "sample")
+                out[i] = text
+        return [out[i] for i in range(int(n))]

@@ -1,0 +1,116 @@
+"""The score cache: nothing scored twice, corrupted entries recomputed, safe across processes."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import sqlite3
+from collections.abc import Sequence
+
+import numpy as np
+import pytest
+
+from pragmodels.lm import CachedLM, PromptFormat, ScoreCache
+
+
+class CountingLM:
+    """A deterministic stand-in that counts what reaches it (the cache, not a model, is tested)."""
+
+    identity = "fake:counting"
+    prompt_format = PromptFormat.plain()
+
+    def __init__(self) -> None:
+        self.scored: list[str] = []
+        self.sampled = 0
+
+    def score(self, prompt: str, continuations: Sequence[str], *, length_normalize: bool = False) -> np.ndarray:
+        self.scored += list(continuations)
+        return np.array([-(len(prompt) + len(c)) / (len(c) if length_normalize else 1.0) for c in continuations])
+
+    def sample(self, prompt: str, n: int, *, temperature: float = 1.0, max_tokens: int = 32,
+               stop: Sequence[str] = (), seed: int = 0) -> list[str]:
+        self.sampled += n
+        return [f"s{seed + i}" for i in range(n)]
+
+
+def test_a_rerun_scores_nothing_twice(tmp_path):
+    lm = CountingLM()
+    c = CachedLM(lm, ScoreCache(tmp_path / "c.sqlite"))
+    a = c.score("p", ["x", "yy"])
+    b = c.score("p", ["yy", "x", "zzz"])
+    assert lm.scored == ["x", "yy", "zzz"]
+    np.testing.assert_array_equal(b[:2], a[::-1])
+    # a new process (a new cache object on the same file) reads them back
+    lm2 = CountingLM()
+    again = CachedLM(lm2, ScoreCache(tmp_path / "c.sqlite")).score("p", ["x", "yy", "zzz"])
+    assert lm2.scored == [] and again.tolist() == [-2.0, -3.0, -4.0]
+
+
+def test_keys_separate_prompt_settings_and_models(tmp_path):
+    cache = ScoreCache(tmp_path / "c.sqlite")
+    lm = CountingLM()
+    c = CachedLM(lm, cache)
+    c.score("p", ["x"])
+    c.score("q", ["x"])
+    c.score("p", ["x"], length_normalize=True)
+    other = CountingLM()
+    other.identity = "fake:other"
+    CachedLM(other, cache).score("p", ["x"])
+    assert lm.scored == ["x", "x", "x"] and other.scored == ["x"]
+
+
+def test_corrupted_or_truncated_entries_are_recomputed(tmp_path):
+    path = tmp_path / "c.sqlite"
+    lm = CountingLM()
+    CachedLM(lm, ScoreCache(path)).score("p", ["a", "b", "c"])
+    con = sqlite3.connect(path)
+    rows = con.execute("SELECT key, value FROM entries ORDER BY key").fetchall()
+    con.execute("UPDATE entries SET value = ? WHERE key = ?", (rows[0][1].replace("-", "-9"), rows[0][0]))  # altered
+    con.execute("UPDATE entries SET value = ? WHERE key = ?", (rows[1][1][:5], rows[1][0]))  # truncated
+    con.commit()
+    con.close()
+    lm2 = CountingLM()
+    cache = ScoreCache(path)
+    out = CachedLM(lm2, cache).score("p", ["a", "b", "c"])
+    assert sorted(lm2.scored) != [] and len(lm2.scored) == 2
+    assert out.tolist() == [-2.0, -2.0, -2.0] and cache.stats.corrupt == 2
+    lm3 = CountingLM()
+    CachedLM(lm3, ScoreCache(path)).score("p", ["a", "b", "c"])
+    assert lm3.scored == []  # the recomputed entries replaced the bad ones
+
+
+def test_samples_are_cached_per_seed(tmp_path):
+    lm = CountingLM()
+    c = CachedLM(lm, ScoreCache(tmp_path / "c.sqlite"))
+    assert c.sample("p", 3, seed=10) == ["s10", "s11", "s12"]
+    assert c.sample("p", 5, seed=10) == ["s10", "s11", "s12", "s13", "s14"]
+    assert lm.sampled == 5
+
+
+def _writer(path: str, worker: int) -> None:
+    c = CachedLM(CountingLM(), ScoreCache(path))
+    for k in range(30):
+        c.score(f"prompt {k % 7}", [f"w{worker}-{k}", "shared"])
+
+
+def test_two_processes_writing_at_once_do_not_corrupt_it(tmp_path):
+    path = str(tmp_path / "c.sqlite")
+    ctx = mp.get_context("spawn")
+    procs = [ctx.Process(target=_writer, args=(path, w)) for w in range(2)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(120)
+        assert p.exitcode == 0
+    cache = ScoreCache(path)
+    assert len(cache) == 2 * 30 + 7
+    lm = CountingLM()
+    c = CachedLM(lm, cache)
+    for w in range(2):
+        for k in range(30):
+            c.score(f"prompt {k % 7}", [f"w{w}-{k}", "shared"])
+    assert lm.scored == [] and cache.stats.corrupt == 0
+
+
+def test_empty_candidates_are_an_error(tmp_path):
+    with pytest.raises(ValueError, match="continuations is empty"):
+        CachedLM(CountingLM(), ScoreCache(tmp_path / "c.sqlite")).score("p", [])
