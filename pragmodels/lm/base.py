@@ -231,8 +231,11 @@ class LanguageModel(Protocol):
         ...
 
     def sample(self, prompt: str, n: int, *, temperature: float = 1.0, max_tokens: int = 32,
-               stop: Sequence[str] = (), seed: int = 0) -> list[str]:
+               stop: Sequence[str] = (), seed: int = 0, answer_prefix: str = "") -> list[str]:
         """``n`` sampled answers to the prompt (sample ``i`` uses seed ``seed + i``).
+
+        With ``answer_prefix`` (e.g. ``"<answer>"``), the answer is made to start with it and the
+        model writes the rest; the texts returned start with the prefix.
 
         Parameters
         ----------
@@ -248,6 +251,8 @@ class LanguageModel(Protocol):
             Strings that end an answer (not included in it).
         seed : int
             Seed of the first sample.
+        answer_prefix : str
+            Text the answer starts with.
 
         Returns
         -------

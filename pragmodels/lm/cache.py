@@ -240,7 +240,7 @@ class CachedLM:
         return np.array([found[k] for k in keys], dtype=np.float64)
 
     def sample(self, prompt: str, n: int, *, temperature: float = 1.0, max_tokens: int = 32,
-               stop: Sequence[str] = (), seed: int = 0) -> list[str]:
+               stop: Sequence[str] = (), seed: int = 0, answer_prefix: str = "") -> list[str]:
         """As :meth:`LanguageModel.sample`, from the cache where it can (per sample and seed).
 
         Parameters
@@ -257,6 +257,8 @@ class CachedLM:
             Strings that end an answer.
         seed : int
             Seed of the first sample (sample ``i`` uses ``seed + i``).
+        answer_prefix : str
+            Text the answer starts with.
 
         Returns
         -------
@@ -264,6 +266,8 @@ class CachedLM:
         """
         base = self._base() | {"op": "sample", "prompt": prompt, "temperature": float(temperature),
                                "max_tokens": int(max_tokens), "stop": list(stop)}
+        if answer_prefix:  # (absent from older keys, so those stay valid)
+            base["answer_prefix"] = answer_prefix
         keys = [_key(base | {"seed": int(seed) + i}) for i in range(int(n))]
         found = self.cache.get_many(keys, "sample")
         out: dict[int, str] = {}
@@ -272,8 +276,9 @@ class CachedLM:
                 out[i] = found[k]
         for i in range(int(n)):  # each missing sample with its own seed, so a sample never depends on n
             if i not in out:
+                kw = {"answer_prefix": answer_prefix} if answer_prefix else {}
                 text = self.model.sample(prompt, 1, temperature=temperature, max_tokens=max_tokens, stop=stop,
-                                         seed=int(seed) + i)[0]
+                                         seed=int(seed) + i, **kw)[0]
                 self.cache.put_many([(keys[i], text)], "sample")
                 out[i] = text
         return [out[i] for i in range(int(n))]

@@ -133,7 +133,8 @@ class LlamaCppLM:
     n_ctx : int
         Context window in tokens (default 1024; prompt and continuation must fit).
     n_threads : int
-        CPU threads (default 2).
+        CPU threads for batches (prompts and scoring; default 2). Sampling decodes one token at a
+        time on one thread, which is faster than two on a loaded machine.
     n_batch : int
         Tokens per llama.cpp batch.
     seed : int
@@ -160,8 +161,11 @@ class LlamaCppLM:
             raise LMError("llama-cpp-python is not installed: pip install 'pragmodels[lm]' "
                           "(it builds from source, about 6-11 minutes on 2 cores).") from e
         try:
-            self._llm: Any = Llama(model_path=str(self.path), n_ctx=n_ctx, n_threads=n_threads, n_batch=n_batch,
-                                   seed=seed, verbose=False)
+            # generation decodes one token at a time: one thread (n_threads_batch for prompts). With
+            # two threads, each token waits on ~300 OpenMP barriers, and on a loaded machine a
+            # descheduled thread stalls every one of them: 2-4 s per token measured on 2 busy cores
+            self._llm: Any = Llama(model_path=str(self.path), n_ctx=n_ctx, n_threads=1, n_threads_batch=n_threads,
+                                   n_batch=n_batch, seed=seed, verbose=False)
         except (ValueError, RuntimeError) as e:
             raise ModelFileError(f"model file {self.path} could not be loaded by llama.cpp ({e}).") from e
         self.n_ctx = n_ctx
@@ -291,7 +295,7 @@ class LlamaCppLM:
         return self._scorer.tokens_evaluated
 
     def sample(self, prompt: str, n: int, *, temperature: float = 1.0, max_tokens: int = 32,
-               stop: Sequence[str] = (), seed: int = 0) -> list[str]:
+               stop: Sequence[str] = (), seed: int = 0, answer_prefix: str = "") -> list[str]:
         """``n`` answers sampled from the model's distribution at ``temperature``.
 
         Pure temperature sampling (top-k, top-p and min-p off, no repetition penalty), so that
@@ -312,6 +316,8 @@ class LlamaCppLM:
             Strings that end an answer.
         seed : int
             Seed of the first sample.
+        answer_prefix : str
+            Text the answer is made to start with (the texts returned start with it).
 
         Returns
         -------
@@ -330,7 +336,7 @@ class LlamaCppLM:
             raise ValueError(f"max_tokens = {max_tokens!r}; expected an int >= 1 (llama.cpp reads 0 as 'until n_ctx').")
         if not np.isfinite(temperature) or temperature <= 0:
             raise ValueError(f"temperature = {temperature!r}; expected a positive number.")
-        ids = self.tokenize(self._format.prefix(prompt), bos=True)
+        ids = self.tokenize(self._format.prefix(prompt) + answer_prefix, bos=True)
         if len(ids) + max_tokens > self.n_ctx:
             raise ContextLengthError(f"the prompt ({len(ids)} tokens) and max_tokens = {max_tokens} do not fit "
                                      f"n_ctx = {self.n_ctx}.")
@@ -340,7 +346,7 @@ class LlamaCppLM:
             out = self._llm.create_completion(prompt=ids, max_tokens=max_tokens, temperature=float(temperature),
                                               top_k=0, top_p=1.0, min_p=0.0, typical_p=1.0, repeat_penalty=1.0,
                                               stop=stops, seed=int(seed) + i)
-            texts.append(str(out["choices"][0]["text"]))
+            texts.append(answer_prefix + str(out["choices"][0]["text"]))
         return texts
 
 
@@ -361,7 +367,7 @@ class _BatchScorer:
         params.n_ubatch = min(n_ctx, 512)
         params.n_seq_max = n_seq
         params.kv_unified = False  # one KV stream per sequence: exact (a unified cache gave results that depended on the batch)
-        params.n_threads = n_threads
+        params.n_threads = 1  # (never used: the scorer decodes two tokens or more)
         params.n_threads_batch = n_threads
         self._ctx = internals.LlamaContext(model=llm._model, params=params, verbose=False)
         self._n_seq = int(params.n_seq_max)

@@ -316,7 +316,7 @@ class OpenAICompatibleLM:
         return out
 
     def sample(self, prompt: str, n: int, *, temperature: float = 1.0, max_tokens: int = 32,
-               stop: Sequence[str] = (), seed: int = 0) -> list[str]:
+               stop: Sequence[str] = (), seed: int = 0, answer_prefix: str = "") -> list[str]:
         """``n`` answers sampled by the server (sample ``i`` is one request with seed ``seed + i``).
 
         Parameters
@@ -333,6 +333,9 @@ class OpenAICompatibleLM:
             Strings that end an answer (the format's end marker is added).
         seed : int
             Seed of the first sample.
+        answer_prefix : str
+            Text the answer is made to start with (completions only: a chat API cannot be made
+            to continue an answer; the texts returned start with it).
 
         Returns
         -------
@@ -341,7 +344,7 @@ class OpenAICompatibleLM:
         Raises
         ------
         ValueError
-            ``n``, ``temperature`` or ``max_tokens`` out of range.
+            ``n``, ``temperature`` or ``max_tokens`` out of range, or ``answer_prefix`` with the chat API.
         ServerError
             The server is down or answers garbage.
         ContextLengthError
@@ -361,9 +364,11 @@ class OpenAICompatibleLM:
         if stops:
             body["stop"] = stops
         if self.sample_api == "chat":
+            if answer_prefix:
+                raise ValueError("answer_prefix needs sample_api='completions' (a chat API cannot continue an answer).")
             path, body["messages"] = "/chat/completions", [{"role": "user", "content": prompt}]
         else:
-            path, body["prompt"] = "/completions", self._format.prefix(prompt)
+            path, body["prompt"] = "/completions", self._format.prefix(prompt) + answer_prefix
         texts = []
         for i in range(n):
             data = self._request("POST", path, body | {"seed": int(seed) + i})
@@ -376,7 +381,7 @@ class OpenAICompatibleLM:
             if not isinstance(text, str):
                 where = "choices[0].message.content" if self.sample_api == "chat" else "choices[0].text"
                 raise ServerError(f"{self.base_url}{path} answered without a string {where} (got {text!r}).")
-            texts.append(text)
+            texts.append(answer_prefix + text)
         return texts
 
     def close(self) -> None:

@@ -114,3 +114,16 @@ def test_two_processes_writing_at_once_do_not_corrupt_it(tmp_path):
 def test_empty_candidates_are_an_error(tmp_path):
     with pytest.raises(ValueError, match="continuations is empty"):
         CachedLM(CountingLM(), ScoreCache(tmp_path / "c.sqlite")).score("p", [])
+
+
+def test_answer_prefix_is_part_of_the_sample_key(tmp_path):
+    class PrefixLM(CountingLM):
+        def sample(self, prompt, n, *, temperature=1.0, max_tokens=32, stop=(), seed=0, answer_prefix=""):
+            self.sampled += n
+            return [f"{answer_prefix}s{seed + i}" for i in range(n)]
+
+    lm = PrefixLM()
+    c = CachedLM(lm, ScoreCache(tmp_path / "c.sqlite"))
+    assert c.sample("p", 1, seed=1) == ["s1"]
+    assert c.sample("p", 1, seed=1, answer_prefix="<a>") == ["<a>s1"]
+    assert lm.sampled == 2

@@ -132,3 +132,8 @@ def test_bad_candidates_and_settings(smollm2):
 def test_plain_format():
     fmt = PromptFormat.plain()
     assert fmt.prefix("Q") == "Q\n" and fmt.end == ""
+
+
+def test_answer_prefix_begins_every_sample(smollm2):
+    texts = smollm2.sample(PROMPT, 2, max_tokens=4, stop=["</answer>"], seed=3, answer_prefix="<answer>")
+    assert all(t.startswith("<answer>") for t in texts)
