@@ -9,14 +9,19 @@
   ``"tables"`` entry point its config names; ``STUDY`` is a config path or a study's name, the
   stem of ``fits/<name>.json`` looked up from the current directory up to the repository root,
   e.g. ``pragmodels tables social_meaning`` (``social-meaning`` is accepted as an alias).
+- ``pragmodels lm score PROMPTS.jsonl --model smollm2 --out scores.csv``: score a prompt file
+  against a language model (in process, or an OpenAI-compatible server) through the score cache,
+  and write a table with a provenance sidecar (:mod:`pragmodels.lm.score_file`).
 
 Every config is validated before any work starts (:mod:`pragmodels.config_schema`). Every
 failure is one line on stderr, ``pragmodels: error: ...``, naming the file, the key or the value;
 ``--debug`` prints the traceback as well. Exit status: 0 done, 1 the run itself failed, 2 a config,
 an input, the data or the run folder cannot be used, 128+N stopped by signal N.
 
-Layering: imports :mod:`pragmodels.errors`; :mod:`pragmodels.runner` and :mod:`pragmodels.runs`
-lazily; never a study (studies are loaded from the file their config names).
+Layering: imports :mod:`pragmodels.errors`, and :mod:`pragmodels.lm.llamacpp` for its defaults when
+the parser is built (``llama_cpp`` is not imported); :mod:`pragmodels.runner`, :mod:`pragmodels.runs`
+and :mod:`pragmodels.lm.score_file` lazily; never a study (studies are loaded from the file their
+config names).
 """
 
 from __future__ import annotations
@@ -44,6 +49,22 @@ Configs are validated against a schema before any work starts (docs/configs.md; 
 files in schemas/). Every failure is one line, 'pragmodels: error: ...'; --debug adds the
 traceback. Exit status: 0 done, 1 the run failed, 2 a config, input, data set or run folder
 cannot be used, 128+N stopped by signal N."""
+
+LM_ENVIRONMENT = """\
+environment variables:
+  PRAGMODELS_LM_CACHE     the score cache's SQLite file (default ~/.cache/pragmodels/lm_scores.sqlite)
+  PRAGMODELS_LM_BASE_URL  the server's URL when neither --model nor --base-url is given
+  PRAGMODELS_LM_MODEL     the model name sent to the server when --server-model is not given
+                          (else the only model the server lists)
+  OPENAI_API_KEY          sent to the server as 'Authorization: Bearer' (none if unset)
+
+Input: one JSON object per line, {"id": "...", "prompt": "...", "continuations": ["...", ...]},
+optionally "length_normalize": true; blank lines are skipped, ids must be unique. Output: one row
+per continuation (id, continuation_index, continuation, logprob, length_normalize, model,
+prompt_format), and OUT.json beside it, e.g. scores.csv.json: model identity, prompt format,
+settings, pragmodels version, the input's sha256, time. Both are renamed into place once every
+prompt is scored. Every failure is one line, 'pragmodels: error: ...'; --debug adds the traceback.
+Exit status: 0 done, 2 an input, a model or a server cannot be used, 1 anything else."""
 
 #: errors that say an input cannot be used (exit status 2); anything else is a failed run (1)
 _INPUT_ERRORS = (PragmodelsError, ValueError, OSError)
@@ -114,7 +135,7 @@ def _parser() -> argparse.ArgumentParser:
     fmt = argparse.RawDescriptionHelpFormatter
     ap = _Parser(prog="pragmodels", formatter_class=fmt, epilog=ENVIRONMENT,
                  description="Bayesian cognitive models of pragmatics: run a fit or a study from its "
-                             "config, or reproduce a study's tables.")
+                             "config, reproduce a study's tables, or score prompts against a language model.")
     ap.add_argument("--debug", action="store_true", help="on failure, print the traceback too")
     sub = ap.add_subparsers(dest="command", required=True, metavar="COMMAND")
     run = sub.add_parser(
@@ -141,7 +162,71 @@ def _parser() -> argparse.ArgumentParser:
     tab.add_argument("--out", required=True, metavar="FILE.csv", help="CSV file to write")
     tab.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                      help="on failure, print the traceback too")
+    _lm_parser(sub.add_parser("lm", formatter_class=fmt, help="language models: score a prompt file",
+                              description="Language models as literal semantics."))
     return ap
+
+
+def _lm_parser(lm: argparse.ArgumentParser) -> None:
+    from pragmodels.lm.llamacpp import DEFAULT_N_CTX, DEFAULT_N_THREADS  # (llama_cpp is imported at first use)
+
+    fmt = argparse.RawDescriptionHelpFormatter
+    lm.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                    help="on failure, print the traceback too")
+    sub = lm.add_subparsers(dest="lm_command", required=True, metavar="COMMAND")
+    sc = sub.add_parser(
+        "score", formatter_class=fmt, epilog=LM_ENVIRONMENT,
+        help="score a JSONL prompt file against a model and write a table",
+        description="Score every continuation of every prompt in a JSONL file, log P(continuation | prompt)\n"
+                    "through the prompt format's end-of-turn marker, and write a CSV (or Parquet) table.\n"
+                    "Scores go through the score cache, so a rerun computes nothing twice and a run cut\n"
+                    "short resumes. The model is a GGUF file in this process (--model) or an\n"
+                    "OpenAI-compatible server (--base-url).")
+    sc.add_argument("prompts", metavar="PROMPTS.jsonl", help="the prompt file, one JSON object per line")
+    sc.add_argument("--out", required=True, metavar="FILE",
+                    help="table to write: FILE.csv, or FILE.parquet (needs pyarrow); the provenance goes to "
+                         "FILE.json beside it (e.g. scores.csv.json)")
+    sc.add_argument("--model", metavar="PATH.gguf|smollm2|gemma3",
+                    help="a GGUF file, or a bundled model (smollm2: SmolLM2-135M-Instruct, gemma3: Gemma 3 270M "
+                         "base); with --base-url, read for its chat template only")
+    sc.add_argument("--prompt-format", choices=("chat", "plain"), default="chat",
+                    help="chat: the model file's own chat template (default); plain: prompt, newline, answer "
+                         "(for a base model such as gemma3)")
+    sc.add_argument("--n-ctx", type=int, metavar="N",
+                    help=f"context window in tokens of the in-process model (default {DEFAULT_N_CTX}); prompt "
+                         "and continuation must fit")
+    sc.add_argument("--threads", type=int, metavar="N",
+                    help=f"CPU threads of the in-process model (default {DEFAULT_N_THREADS})")
+    sc.add_argument("--base-url", metavar="URL",
+                    help="score through an OpenAI-compatible server instead, e.g. http://127.0.0.1:8080/v1 "
+                         "(default $PRAGMODELS_LM_BASE_URL when --model is not given)")
+    sc.add_argument("--server-model", metavar="NAME",
+                    help="the model name sent to the server (default $PRAGMODELS_LM_MODEL, else the only one "
+                         "it lists)")
+    sc.add_argument("--cache", metavar="PATH",
+                    help="the score cache's SQLite file (default $PRAGMODELS_LM_CACHE, else "
+                         "~/.cache/pragmodels/lm_scores.sqlite)")
+    sc.add_argument("--no-cache", action="store_true", help="score everything afresh and store nothing")
+    sc.add_argument("--no-progress", action="store_true", help="no progress bar (shown on a terminal, on stderr)")
+    sc.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                    help="on failure, print the traceback too")
+
+
+def _lm_score(args: argparse.Namespace) -> str:
+    from pragmodels.lm.cache import ScoreCache
+    from pragmodels.lm.score_file import check_table_path, open_model, read_prompts, score_file
+
+    if args.no_cache and args.cache:
+        raise ValueError("--cache and --no-cache contradict each other; pass one.")
+    read_prompts(args.prompts)  # a malformed file or output name fails before a model is loaded
+    check_table_path(args.out)
+    lm = open_model(args.model, prompt_format=args.prompt_format, n_ctx=args.n_ctx, threads=args.threads,
+                    base_url=args.base_url, server_model=args.server_model)
+    cache = None if args.no_cache else ScoreCache(args.cache)
+    r = score_file(args.prompts, args.out, lm, cache=cache, progress=not args.no_progress)
+    cached = f"{r.from_cache} from the cache" if cache is not None else "no cache"
+    return (f"scored {r.n_rows} continuations of {r.n_prompts} prompts in {r.seconds:.1f} s ({cached}); "
+            f"wrote {r.table} and {r.sidecar}")
 
 
 def _one_line(e: BaseException) -> str:
@@ -169,6 +254,9 @@ def main(argv: list[str] | None = None) -> int:
 
     t0 = time.perf_counter()
     try:
+        if args.command == "lm":  # no JAX, no figures
+            print(_lm_score(args))
+            return 0
         configure_host_devices()  # one CPU device per core for parallel chains (before JAX starts)
         import matplotlib
 
@@ -181,7 +269,9 @@ def main(argv: list[str] | None = None) -> int:
         else:
             _tables(args)
     except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM/SIGHUP during a run (pragmodels.runs)
-        print(f"pragmodels: {str(e) or 'interrupted'}; the run folder was left as it was.", file=sys.stderr)
+        left = ("no table was written (the scores computed are in the cache)" if args.command == "lm"
+                else "the run folder was left as it was")
+        print(f"pragmodels: {str(e) or 'interrupted'}; {left}.", file=sys.stderr)
         return 128 + getattr(e, "signum", 2)
     except Exception as e:  # noqa: BLE001 - every failure is one line; --debug shows where
         if args.debug:

@@ -1,0 +1,178 @@
+"""``pragmodels lm score``: a prompt file scored against SmolLM2 into a table, through the cache.
+
+References: :meth:`LlamaCppLM.score` on the same prompts (the table must hold its numbers), the
+input file's own sha256, and a model whose ``score`` raises (a rerun must not reach it).
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import socket
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pragmodels.cli import main
+from pragmodels.lm import LlamaCppLM
+from pragmodels.lm.score_file import COLUMNS, read_prompts
+
+PROMPTS = [
+    {"id": "sum", "prompt": "2 + 2 =", "continuations": ["4", "5", "<answer>4</answer>"]},
+    {"id": "sky", "prompt": "The sky is", "continuations": ["blue", "green"], "length_normalize": True},
+]
+
+
+def _write(path: Path, lines: list[str]) -> Path:
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _prompt_file(tmp_path: Path) -> Path:
+    return _write(tmp_path / "prompts.jsonl", [json.dumps(p) for p in PROMPTS])
+
+
+def _read(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def _error_line(capsys) -> str:
+    err = capsys.readouterr().err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("pragmodels: error: "), err
+    return lines[0]
+
+
+def test_table_equals_llamacpp_scores_and_a_rerun_computes_nothing(smollm2, tmp_path, capsys, monkeypatch):
+    src = _prompt_file(tmp_path)
+    out, cache = tmp_path / "out" / "scores.csv", tmp_path / "cache.sqlite"
+    args = ["lm", "score", str(src), "--model", "smollm2", "--n-ctx", "512", "--out", str(out),
+            "--cache", str(cache), "--no-progress"]
+    assert main(args) == 0
+    assert "scored 5 continuations of 2 prompts" in capsys.readouterr().out
+    rows = _read(out)
+    assert list(rows[0]) == list(COLUMNS)
+    assert [(r["id"], int(r["continuation_index"]), r["continuation"]) for r in rows] == [
+        (p["id"], j, c) for p in PROMPTS for j, c in enumerate(p["continuations"])]
+    expected = np.concatenate([smollm2.score(p["prompt"], p["continuations"],
+                                             length_normalize=p.get("length_normalize", False)) for p in PROMPTS])
+    np.testing.assert_allclose([float(r["logprob"]) for r in rows], expected, rtol=0, atol=1e-6)
+    assert {r["model"] for r in rows} == {smollm2.identity} and {r["prompt_format"] for r in rows} == {"chat"}
+    assert [r["length_normalize"] for r in rows] == ["False"] * 3 + ["True"] * 2
+    side = json.loads((out.parent / "scores.csv.json").read_text())
+    assert side["model"]["identity"] == smollm2.identity and side["model"]["n_ctx"] == 512
+    assert side["prompt_format"]["end"] == smollm2.prompt_format.end == "<|im_end|>"
+    assert side["input"]["sha256"] == hashlib.sha256(src.read_bytes()).hexdigest()
+    assert side["cache"]["computed"] == 5 and side["cache"]["from_cache"] == 0 and side["pragmodels_version"]
+    assert sorted(p.name for p in out.parent.iterdir()) == ["scores.csv", "scores.csv.json"]  # no temp files
+    table = out.read_bytes()
+
+    # the rerun reads every score from the cache: the model is loaded but never asked to score
+    def refuse(*a, **k):
+        raise AssertionError("the model was asked to score on a rerun")
+
+    monkeypatch.setattr(LlamaCppLM, "score", refuse)
+    assert main(args) == 0
+    assert "(5 from the cache)" in capsys.readouterr().out
+    assert out.read_bytes() == table
+    assert json.loads((out.parent / "scores.csv.json").read_text())["cache"] | {"path": ""} == {
+        "path": "", "from_cache": 5, "computed": 0}
+
+
+def test_a_failed_run_leaves_the_earlier_table(tmp_path, capsys):
+    """A prompt longer than the context, after a good one: one line, exit 2, the old table kept."""
+    src = _write(tmp_path / "p.jsonl", [json.dumps(PROMPTS[0]),
+                                        json.dumps({"id": "long", "prompt": "word " * 600, "continuations": ["a"]})])
+    out = tmp_path / "scores.csv"
+    out.write_text("earlier table\n")
+    assert main(["lm", "score", str(src), "--model", "smollm2", "--n-ctx", "512", "--out", str(out), "--no-cache",
+                 "--no-progress"]) == 2
+    line = _error_line(capsys)
+    assert "prompt 'long' (line 2):" in line and "do not fit the context window n_ctx = 512" in line
+    assert out.read_text() == "earlier table\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["p.jsonl", "scores.csv"]
+
+
+@pytest.mark.parametrize("lines, where, problem", [
+    (['{"id": "a", "prompt": "x", "continuations": ["y"]}', '{"id": "b", "prompt": "x" "continuations": []}'],
+     "line 2", "not valid JSON"),
+    (['{"id": "a", "continuations": ["y"]}'], "line 1", "required key 'prompt' missing"),
+    (['', '{"id": "a", "prompt": "x", "continuations": []}'], "line 2", "continuations is empty"),
+    (['{"id": "a", "prompt": "x", "continuations": ["y", 3]}'], "line 1", "continuations[1] = 3; expected a non-empty string"),
+    (['{"id": "a", "prompt": "x", "continuations": "y"}'], "line 1", "expected a list of strings"),
+    (['{"id": "a", "prompt": "x", "continuations": ["y"], "length_normalise": true}'], "line 1",
+     "unknown key 'length_normalise'"),
+    (['{"id": "a", "prompt": "x", "continuations": ["y"]}', '{"id": "a", "prompt": "z", "continuations": ["y"]}'],
+     "line 2", "id 'a' is already used on line 1"),
+])
+def test_malformed_lines_are_one_line_errors(lines, where, problem, tmp_path, capsys):
+    src = _write(tmp_path / "bad.jsonl", lines)
+    assert main(["lm", "score", str(src), "--model", "smollm2", "--out", str(tmp_path / "s.csv")]) == 2
+    line = _error_line(capsys)
+    assert f"{src}, {where}: " in line and problem in line
+    assert not (tmp_path / "s.csv").exists()
+
+
+@pytest.mark.parametrize("model, problem", [
+    ("missing.gguf", "does not exist (--model takes a .gguf path or a bundled model: smollm2, gemma3)"),
+    ("prompts.jsonl", "is not a GGUF file"),
+])
+def test_a_missing_or_non_gguf_model_is_a_one_line_error(model, problem, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    _prompt_file(tmp_path)
+    assert main(["lm", "score", "prompts.jsonl", "--model", model, "--out", "s.csv", "--no-cache"]) == 2
+    assert problem in _error_line(capsys)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["prompts.jsonl"]
+
+
+def test_a_server_that_is_down_is_a_one_line_error(tmp_path, capsys, monkeypatch):
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    monkeypatch.setattr("pragmodels.lm.openai_http.time.sleep", lambda s: None)  # no retry back-off
+    src = _prompt_file(tmp_path)
+    assert main(["lm", "score", str(src), "--base-url", f"http://127.0.0.1:{port}", "--server-model", "m",
+                 "--prompt-format", "plain", "--out", str(tmp_path / "s.csv"), "--no-cache", "--no-progress"]) == 2
+    assert "cannot connect" in _error_line(capsys)
+    # chat with a server needs the GGUF file's template; in-process settings are refused
+    assert main(["lm", "score", str(src), "--base-url", "http://x", "--out", str(tmp_path / "s.csv")]) == 2
+    assert "--prompt-format chat with a server needs the model's GGUF file" in _error_line(capsys)
+    assert main(["lm", "score", str(src), "--base-url", "http://x", "--prompt-format", "plain", "--n-ctx", "64",
+                 "--out", str(tmp_path / "s.csv")]) == 2
+    assert "--n-ctx sets the in-process model" in _error_line(capsys)
+
+
+def test_output_names_are_checked_before_a_model_is_loaded(tmp_path, capsys):
+    src = _prompt_file(tmp_path)
+    assert main(["lm", "score", str(src), "--model", "missing.gguf", "--out", str(tmp_path / "s.txt")]) == 2
+    assert "expected a .csv or .parquet file name" in _error_line(capsys)
+    try:
+        import pyarrow  # noqa: F401
+    except ImportError:
+        assert main(["lm", "score", str(src), "--model", "missing.gguf", "--out", str(tmp_path / "s.parquet")]) == 2
+        assert "writing Parquet needs pyarrow" in _error_line(capsys)
+
+
+def test_read_prompts_ids_blank_lines_and_defaults(tmp_path):
+    src = _write(tmp_path / "p.jsonl", ['{"id": 7, "prompt": "", "continuations": ["a"]}', "", "  ",
+                                        '{"id": "x", "prompt": "q", "continuations": ["b", "c"], "length_normalize": true}'])
+    items = read_prompts(src)
+    assert [(i.id, i.prompt, i.continuations, i.length_normalize, i.line) for i in items] == [
+        ("7", "", ("a",), False, 1), ("x", "q", ("b", "c"), True, 4)]
+    with pytest.raises(ValueError, match="holds no prompts"):
+        read_prompts(_write(tmp_path / "empty.jsonl", [""]))
+
+
+def test_help_describes_every_argument_and_environment_variable(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["lm", "score", "--help"])
+    assert e.value.code == 0
+    text = capsys.readouterr().out
+    for flag in ("--out", "--model", "--prompt-format", "--n-ctx", "--threads", "--base-url", "--server-model",
+                 "--cache", "--no-cache", "--no-progress", "--debug", "PROMPTS.jsonl"):
+        assert flag in text
+    for var in ("PRAGMODELS_LM_CACHE", "PRAGMODELS_LM_BASE_URL", "PRAGMODELS_LM_MODEL", "OPENAI_API_KEY"):
+        assert var in text
