@@ -28,10 +28,10 @@ Numbers (``benchmarks/results/hf_backend.md``): with the default ``dtype="float3
 SmolLM2's Q4_1 GGUF equal those of an independent float64 NumPy forward pass of the file to
 7e-5 nats; llama.cpp's differ from them by up to 1.1 nats per answer, usually lower (it
 multiplies the quantised weights with 8-bit-quantised activations and keeps its KV cache in
-float16), mostly by an offset the answers share: over 21 answers the two distributions are 0.02-0.10 apart in total variation,
-rank-correlated at 0.98 or more, with the same best answer. :attr:`TransformersLM.identity`
-therefore names the backend and dtype as well as the file, so a score cache never mixes the two
-backends' numbers.
+float16), mostly by an offset the answers share: over 21 answers the two distributions are
+0.02-0.10 apart in total variation, rank-correlated at 0.98 or more, with the same best answer.
+:attr:`TransformersLM.identity` therefore names the backend and dtype as well as the file, so a
+score cache never mixes the two backends' numbers.
 
 Load time: a GGUF file is parsed and dequantised by ``transformers`` and ``gguf`` on every load
 (SmolLM2-135M: 20-45 s on 2 shared cores, mostly ``gguf``'s reader parsing the vocabulary and
@@ -215,9 +215,9 @@ class TransformersLM:
         bos = self._tok.bos_token_id
         if bos is None:
             return []
-        with_special = self._tok.encode("a", add_special_tokens=True)
-        return [int(bos)] if with_special[:1] == [bos] and self._tok.encode("a", add_special_tokens=False)[:1] != [bos] \
-            else []
+        added = self._tok.encode("a", add_special_tokens=True)[:1] == [bos]
+        plain = self._tok.encode("a", add_special_tokens=False)[:1] == [bos]
+        return [int(bos)] if added and not plain else []
 
     def _eos_ids(self) -> list[int]:
         """Token ids that end a sample: the tokenizer's, config's and generation config's EOS."""
@@ -402,7 +402,7 @@ class TransformersLM:
         return out
 
     def sample(self, prompt: str, n: int, *, temperature: float = 1.0, max_tokens: int = 32,
-               stop: Sequence[str] = (), seed: int = 0) -> list[str]:
+               stop: Sequence[str] = (), seed: int = 0, answer_prefix: str = "") -> list[str]:
         """``n`` answers sampled from the model's distribution at ``temperature``.
 
         Pure temperature sampling (no top-k, top-p or repetition penalty), so that the samples
@@ -411,7 +411,10 @@ class TransformersLM:
         ``batch_size`` at a time, so a sample's text can depend on ``n`` only through float
         rounding of a batched evaluation). An answer ends at an end-of-sequence or end-of-turn
         token, a ``stop`` string or ``max_tokens``; the end marker and stop strings are not in it.
-        The draws are not llama.cpp's: the two backends give different samples for one seed.
+        With ``answer_prefix``, the prompt's text is followed by it (tokenized as one string, as
+        :class:`~pragmodels.lm.llamacpp.LlamaCppLM` does), the model writes the rest, and each text
+        returned starts with the prefix (stop strings are looked for after it). The draws are not
+        llama.cpp's: the two backends give different samples for one seed.
 
         Parameters
         ----------
@@ -427,6 +430,8 @@ class TransformersLM:
             Strings that end an answer.
         seed : int
             Seed of the first sample.
+        answer_prefix : str
+            Text the answer is made to start with (the texts returned start with it).
 
         Returns
         -------
@@ -445,7 +450,7 @@ class TransformersLM:
             raise ValueError(f"max_tokens = {max_tokens!r}; expected an int >= 1.")
         if not np.isfinite(temperature) or temperature <= 0:
             raise ValueError(f"temperature = {temperature!r}; expected a positive number.")
-        p = self.tokenize(self._format.prefix(prompt), bos=True)
+        p = self.tokenize(self._format.prefix(prompt) + answer_prefix, bos=True)
         if len(p) + max_tokens > self.n_ctx:
             raise ContextLengthError(f"the prompt ({len(p)} tokens) and max_tokens = {max_tokens} do not fit "
                                      f"n_ctx = {self.n_ctx}.")
@@ -453,7 +458,8 @@ class TransformersLM:
         texts: list[str] = []
         for start in range(0, n, self.batch_size):
             seeds = [int(seed) + i for i in range(start, min(n, start + self.batch_size))]
-            texts.extend(self._sample_batch(p, seeds, float(temperature), max_tokens, stops))
+            batch = self._sample_batch(p, seeds, float(temperature), max_tokens, stops)
+            texts.extend(answer_prefix + t for t in batch)
         return texts
 
     def _cut(self, ids: list[int], stops: list[str]) -> tuple[str, bool]:

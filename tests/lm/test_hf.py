@@ -229,6 +229,14 @@ class TestOnSmolLM2:
         assert a[1:] == c[:3]  # sample i uses seed + i
         assert all("<|im_end|>" not in t for t in a)
 
+    def test_answer_prefix_starts_every_sample(self, hf):
+        a = hf.sample(PROMPT, 3, temperature=1.0, max_tokens=6, seed=3, answer_prefix="<answer>")
+        assert a == hf.sample(PROMPT, 3, temperature=1.0, max_tokens=6, seed=3, answer_prefix="<answer>")
+        assert all(t.startswith("<answer>") for t in a)
+        greedy, = hf.sample(PROMPT, 1, temperature=1e-4, max_tokens=4, answer_prefix="<answer>")
+        _, last = hf._prompt(hf.tokenize(hf.prompt_format.prefix(PROMPT) + "<answer>", bos=True))
+        assert hf.tokenize(greedy[len("<answer>"):])[:1] == [int(last.argmax())]
+
     def test_greedy_sample_is_the_best_first_token_and_stops(self, hf):
         text, = hf.sample(PROMPT, 1, temperature=1e-4, max_tokens=8, seed=1)
         assert len(text) >= 4
