@@ -28,7 +28,8 @@ def _files(folder: Path) -> set[str]:
     return {p.name for p in folder.iterdir()}
 
 
-@pytest.mark.parametrize("name, kernel_dir", [("quickstart.ipynb", "."), ("social_meaning.ipynb", "notebooks")])
+@pytest.mark.parametrize("name, kernel_dir", [("quickstart.ipynb", "."), ("social_meaning.ipynb", "notebooks"),
+                                             ("wavelength.ipynb", "notebooks")])
 def test_notebooks_run_and_show_their_figures(name, kernel_dir, mirror, monkeypatch):
     """Each notebook runs headless, one kernel started in the repository root and one in notebooks/
     (where Jupyter starts it), with the relative PRAGMODELS_DATA_DIR that make sets. Every cell

@@ -1,0 +1,379 @@
+"""Study 2: the Wavelength game (Qiu et al. 2025), LM-RSA listeners fitted to 4,000 human guesses.
+
+Entry point ``"study": "models/wavelength_study.py:run"`` (``fits/wavelength.json``), run by
+``pragmodels run fits/wavelength.json``. The LM scores are data: they are made beforehand by
+``models/wavelength_score.py`` (through the score cache) and committed in
+``fits/wavelength/lm_scores/``; this study never calls a language model.
+
+For each LM the study
+
+1. takes the items its listener pass has scored (the scoring runs in a fixed random order, so a
+   partial run is a random subset, named in the report);
+2. fits, with NUTS through :func:`pragmodels.fit_many`, on the raw guesses (slider kernel +
+   lapse, :mod:`pragmodels.slider`): the semantics-free baseline, the LM literal listener, LM-RSA
+   (with and without a clue-length cost), the Appendix C listener where the speaker pass has
+   scored those items, and LM-RSA with a rationality per item (non-centred);
+3. compares the flat models by PSIS-LOO over guesses, and (full mode) the LM-as-prior model
+   against the others by K-fold cross-validation over items (its per-item semantics learn from
+   the guesses they are scored on, so pointwise LOO would flatter it);
+4. computes the paper's metrics (absolute error of the mean, W1 to the raw human guesses, entropy,
+   Pearson r of means) for the humans, the LM at the paper's fixed settings (L0; LM-RSA at
+   alpha = beta = 1) and each fitted model (posterior mean listener);
+5. checks the posterior predictive against each item's 40 guesses (mean and SD inside the 94%
+   interval of replicated data) and against the LM's own distribution;
+6. draws the item grid and the forest plot, writes tables and the report.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pandas as pd
+import xarray as xr
+from pydantic import Field
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import wavelength as wm  # noqa: E402
+import wavelength_lm as wl  # noqa: E402
+import wavelength_prompts as wp  # noqa: E402
+
+import pragmodels as pm  # noqa: E402
+from pragmodels import distribution_metrics as dm  # noqa: E402
+from pragmodels.config_schema import Strict, StudyConfig, validate_config  # noqa: E402
+from pragmodels.datasets import REGISTRY, load_wavelength  # noqa: E402
+from pragmodels.results_io import save_netcdf  # noqa: E402
+from pragmodels.runs import Run  # noqa: E402
+
+SCORES = HERE.parent / "fits" / "wavelength" / "lm_scores"
+FLAT = ("uniform", "literal", "lm_rsa", "lm_rsa_cost", "appendix_c")
+
+
+class LMEntry(Strict):
+    """One LM whose committed scores the study fits (``models/wavelength_score.py`` makes them).
+
+    ``backend`` says how they were (or would be) scored: a bundled GGUF in-process, or an
+    OpenAI-compatible server (``base_url``, ``model``) for a larger LM on a GPU machine."""
+
+    backend: str = Field("llamacpp", description="'llamacpp' (a GGUF file) or 'openai' (a server)")
+    model: str = Field(description="'smollm2', 'gemma3', a .gguf path, or the server's model name")
+    base_url: str | None = Field(None, description="the server's base URL (backend 'openai')")
+    scores: str | None = Field(None, description="the scores file (default fits/wavelength/lm_scores/<name>.nc)")
+
+
+class Config(StudyConfig):
+    """``fits/wavelength.json``: the generic study keys and this study's own."""
+
+    lms: dict[str, LMEntry] = Field(description="the LMs to fit, by name")
+    quick_items: int = Field(12, ge=2, description="items fitted in quick mode (the first scored ones)")
+    cv_folds: int = Field(5, ge=2, description="folds of the item cross-validation (full mode)")
+    cv: bool = Field(True, description="run the item cross-validation with the LM-prior model (full mode)")
+    n_draws: int = Field(400, ge=10, description="posterior draws for the metrics and checks")
+    grid_items: int = Field(12, ge=1, description="items in the figure's grid")
+    executor: str = Field("sequential", description="pragmodels.fit_many executor: 'sequential' or 'process'")
+
+
+def _data(ds: xr.Dataset, long: pd.DataFrame) -> dict[str, np.ndarray]:
+    """Model data for the items of ``ds`` (renumbered 0..n-1 in ds order)."""
+    ids = ds["item"].to_numpy()
+    index = {int(i): k for k, i in enumerate(ids)}
+    trials = long[long["item"].isin(ids)]
+    mask = ds["utt_mask"].to_numpy().astype(bool)
+    log_lm = np.where(mask[..., None], np.nan_to_num(ds["log_lm"].to_numpy(), nan=0.0), 0.0)
+    data = {"log_lm": log_lm.astype(np.float32), "utt_mask": mask,
+            "item": trials["item"].map(index).to_numpy(np.int32), "guess": trials["guess"].to_numpy(np.int32)}
+    if bool(ds["done_speaker"].to_numpy().all()):
+        s0 = np.where(mask[..., None], np.nan_to_num(ds["log_s0"].to_numpy(), nan=0.0), 0.0)
+        data["log_s0"] = s0.astype(np.float32)
+    return data
+
+
+def _specs(lm: str, data: dict[str, np.ndarray], sampler: dict[str, Any], seed: int) -> list[pm.FitSpec]:
+    base = {k: v for k, v in data.items() if k not in ("log_s0", "clue_length")}
+    specs = [
+        pm.FitSpec(f"{lm}-uniform", wm.uniform_model, base, sampler=sampler, seed=seed),
+        pm.FitSpec(f"{lm}-literal", wm.literal_model, base, sampler=sampler, seed=seed + 1),
+        pm.FitSpec(f"{lm}-lm_rsa", wm.lm_rsa_model, base, sampler=sampler, seed=seed + 2),
+        pm.FitSpec(f"{lm}-lm_rsa_cost", wm.lm_rsa_model, base | {"clue_length": data["clue_length"]},
+                   sampler=sampler, seed=seed + 3),
+        pm.FitSpec(f"{lm}-lm_rsa_by_item", wm.lm_rsa_by_item_model, base, sampler=sampler, seed=seed + 5),
+    ]
+    if "log_s0" in data:
+        specs.append(pm.FitSpec(f"{lm}-appendix_c", wm.appendix_c_model, data, sampler=sampler, seed=seed + 4))
+    return specs
+
+
+def _draws(tree: xr.DataTree, n: int, names: list[str]) -> dict[str, np.ndarray]:
+    post = tree["posterior"].to_dataset()
+    flat = post.stack(sample=("chain", "draw"))
+    take = np.linspace(0, flat.sizes["sample"] - 1, min(n, flat.sizes["sample"])).astype(int)
+    out = {}
+    for v in names:
+        if v in flat:
+            out[v] = np.moveaxis(flat[v].to_numpy(), -1, 0)[take]
+    return out
+
+
+def _listener_draws(name: str, tree: xr.DataTree, data: dict[str, Any], n: int) -> np.ndarray:
+    """``[draw, item, state]`` probabilities of the fitted listener for each item's real clue."""
+    names = ["alpha", "beta", "cost_weight", "tau", "z"]
+    draws = _draws(tree, n, names)
+    key = "lm_rsa" if name in ("lm_rsa_cost",) else name
+    d = {k: jnp.asarray(v) for k, v in data.items() if k in ("log_lm", "utt_mask", "clue_length", "log_s0")}
+    if name != "lm_rsa_cost":
+        d.pop("clue_length", None)
+    if not draws:
+        return np.exp(np.asarray(wm.listener_for(key, {}, d)))[None]
+    f = jax.jit(jax.vmap(lambda p: wm.listener_for(key, p, d)))
+    return np.exp(np.asarray(f({k: jnp.asarray(v) for k, v in draws.items()})))
+
+
+def _metrics(probs: np.ndarray, items: pd.DataFrame) -> dict[str, float]:
+    """Mean over items of the paper's metrics for a ``[item, state]`` distribution."""
+    target = items["target"].to_numpy(float)
+    human = [np.asarray(r, float) for r in items["responses"]]
+    mae = dm.mean_absolute_error(probs, target)
+    w1 = np.array([dm.wasserstein_to_sample(p, h) for p, h in zip(probs, human)])
+    ent = dm.entropy(probs)
+    r = dm.pearson_of_means(dm.distribution_mean(probs), np.array([h.mean() for h in human]))
+    return {"abs_error_of_mean": float(np.mean(mae)), "w1_to_humans": float(np.mean(w1)),
+            "entropy": float(np.mean(ent)), "pearson_r_means": float(r)}
+
+
+def _human_metrics(items: pd.DataFrame) -> dict[str, float]:
+    """The humans' own: their mean's error, binned entropy, and W1 between two halves (a ceiling)."""
+    target = items["target"].to_numpy(float)
+    human = [np.asarray(r, float) for r in items["responses"]]
+    half = []
+    for h in human:
+        a, b = h[: len(h) // 2], h[len(h) // 2:]
+        pa = np.bincount(dm.bin_to_grid(a), minlength=len(wp.STATES)) / len(a)
+        half.append(dm.wasserstein_to_sample(pa, b))
+    binned = np.stack([np.bincount(dm.bin_to_grid(h), minlength=len(wp.STATES)) / len(h) for h in human])
+    return {"abs_error_of_mean": float(np.mean(np.abs([h.mean() for h in human] - target))),
+            "w1_to_humans": float(np.mean(half)), "entropy": float(np.mean(dm.entropy(binned))),
+            "pearson_r_means": 1.0}
+
+
+def _fixed(ds_data: dict[str, Any]) -> dict[str, np.ndarray]:
+    """The LM at the paper's fixed settings: L0, LM-RSA at alpha = beta = 1, Appendix C at alpha = 1."""
+    d = {k: jnp.asarray(v) for k, v in ds_data.items() if k in ("log_lm", "utt_mask", "log_s0")}
+    out = {"LM direct (L0)": np.exp(np.asarray(wm.listener_for("literal", {"beta": 1.0}, d))),
+           "LM-RSA, alpha = 1": np.exp(np.asarray(wm.listener_for("lm_rsa", {"alpha": 1.0, "beta": 1.0}, d)))}
+    if "log_s0" in d:
+        out["Appendix C, alpha = 1"] = np.exp(np.asarray(
+            wm.listener_for("appendix_c", {"alpha": 1.0, "beta": 1.0}, d)))
+    return out
+
+
+def _ppc(tree: xr.DataTree, data: dict[str, Any], n_items: int) -> pd.DataFrame:
+    """Per item: observed mean and SD of the guesses and their 94% posterior predictive intervals."""
+    rep = tree["posterior_predictive"].to_dataset()
+    var = next(iter(rep.data_vars))
+    y = rep[var].stack(sample=("chain", "draw")).transpose("sample", ...).to_numpy()
+    rows = []
+    for i in range(n_items):
+        sel = data["item"] == i
+        obs, r = data["guess"][sel].astype(float), y[:, sel].astype(float)
+        m, s = r.mean(1), r.std(1)
+        lo_m, hi_m = np.quantile(m, [0.03, 0.97])
+        lo_s, hi_s = np.quantile(s, [0.03, 0.97])
+        rows.append({"item_index": i, "obs_mean": obs.mean(), "pp_mean_lo": lo_m, "pp_mean_hi": hi_m,
+                     "obs_sd": obs.std(), "pp_sd_lo": lo_s, "pp_sd_hi": hi_s,
+                     "mean_inside": bool(lo_m <= obs.mean() <= hi_m), "sd_inside": bool(lo_s <= obs.std() <= hi_s)})
+    return pd.DataFrame(rows)
+
+
+def run(config: dict, out_dir: Path, mode: str, progress: bool, record: Run) -> None:
+    """The study's entry point (:func:`pragmodels.runs.run_study` calls it; see the module docstring).
+
+    Parameters
+    ----------
+    config : dict
+        ``fits/wavelength.json`` (keys of :class:`Config`).
+    out_dir : Path
+        The staging run folder.
+    mode : {"quick", "full"}
+        Which sampler settings; quick also fits only ``quick_items`` items and skips the CV.
+    progress : bool
+        Progress bars.
+    record : Run
+        The open run (fits and inputs are recorded in its manifest).
+    """
+    cfg = validate_config(Config, config, what="study config")
+    t0 = time.perf_counter()
+    log = lambda msg: print(f"[{time.perf_counter() - t0:7.1f} s] {msg}", flush=True)  # noqa: E731
+    out_dir = Path(out_dir)
+    tables, figures, posts = out_dir / "tables", out_dir / "figures", out_dir / "posteriors"
+    for d in (tables, figures, posts):
+        d.mkdir(parents=True, exist_ok=True)
+    items_all = load_wavelength()
+    long = load_wavelength(long=True)
+    record.data("wavelength", REGISTRY["wavelength"].sha256)
+    sampler = dict(config["sampler"][mode])
+    seed = int(cfg.seed)
+    report: dict[str, Any] = {"mode": mode, "lms": {}, "prompt_version": wp.PROMPT_VERSION}
+    metric_rows, loo_rows, forest_rows, ppc_rows = [], [], [], []
+    grid: dict[str, Any] = {}
+    for lm_name, entry in cfg.lms.items():
+        path = Path(entry.scores) if entry.scores else SCORES / f"{lm_name}.nc"
+        if not path.is_absolute():
+            path = HERE.parent / path
+        ds = wl.load_scores(path, need=["listener"])
+        record.data(f"lm_scores_{lm_name}", _sha256(path))
+        if mode == "quick":
+            ds = ds.isel(item=slice(0, cfg.quick_items))
+        ids = ds["item"].to_numpy()
+        items = items_all.set_index("item").loc[ids].reset_index()
+        data = _data(ds, long)
+        data["clue_length"] = ds["clue_tokens"].to_numpy().astype(np.float32)
+        log(f"{lm_name}: {len(ids)} items, {len(data['guess'])} guesses; fitting")
+        specs = _specs(lm_name, data, sampler, seed)
+        result = pm.fit_many(specs, executor=cfg.executor, progress=progress)
+        result.raise_on_error()
+        trees = {s.name.split("-", 1)[1]: result[s.name].tree for s in specs}
+        for name, tree in trees.items():
+            f = posts / f"{lm_name}_{name}.nc"
+            save_netcdf(tree, f)
+            record.fit(f"{lm_name}/{name}", tree, f.relative_to(out_dir))
+        flat = {k: v for k, v in trees.items() if k in FLAT}
+        cmp = pm.compare(flat)
+        cmp.insert(0, "lm", lm_name)
+        loo_rows.append(cmp.reset_index().rename(columns={"index": "model"}))
+        fixed = _fixed(data)
+        metric_rows.append({"lm": lm_name, "method": "Humans", **_human_metrics(items)})
+        for label, probs in fixed.items():
+            metric_rows.append({"lm": lm_name, "method": label, **_metrics(probs, items)})
+        fitted = {}
+        for name, tree in trees.items():
+            probs = _listener_draws(name, tree, data, cfg.n_draws).mean(0)
+            fitted[name] = probs
+            metric_rows.append({"lm": lm_name, "method": f"fitted {name}", **_metrics(probs, items)})
+            post = tree["posterior"].to_dataset()
+            for v in ("alpha", "beta", "width", "lapse", "cost_weight"):
+                if v in post and post[v].ndim == 2:
+                    x = post[v].to_numpy().ravel()
+                    forest_rows.append({"lm": lm_name, "model": name, "parameter": v, "mean": x.mean(),
+                                        "lo": np.quantile(x, 0.03), "hi": np.quantile(x, 0.97)})
+            p = _ppc(tree, data, len(ids))
+            ppc_rows.append({"lm": lm_name, "model": name, "items": len(ids),
+                             "mean_inside_94": float(p["mean_inside"].mean()),
+                             "sd_inside_94": float(p["sd_inside"].mean()),
+                             "w1_fitted_vs_lm_l0": float(np.mean(_w1_grid(probs, fixed["LM direct (L0)"])))})
+        grid[lm_name] = {"items": items, "lm": fixed["LM direct (L0)"], "fitted": fitted["lm_rsa"],
+                         "trees": {f"{lm_name} {k}": trees[k] for k in ("lm_rsa", "lm_rsa_cost", "appendix_c")
+                                   if k in trees}}
+        report["lms"][lm_name] = {"n_items": int(len(ids)), "items": [int(i) for i in ids],
+                                  "n_alternatives_mean": float(ds["utt_mask"].sum("utterance").mean() - 1),
+                                  "alt_failed_total": int(ds["alt_failed"].sum()),
+                                  "appendix_c": "log_s0" in data, "lm_identity": ds.attrs.get("lm_identity"),
+                                  "backend": entry.backend, "model": entry.model}
+    pd.DataFrame(metric_rows).to_csv(tables / "metrics.csv", index=False)
+    pd.concat(loo_rows).to_csv(tables / "loo.csv", index=False)
+    pd.DataFrame(forest_rows).to_csv(tables / "parameters.csv", index=False)
+    pd.DataFrame(ppc_rows).to_csv(tables / "ppc.csv", index=False)
+    (out_dir / "summary.json").write_text(json.dumps(report, indent=1))
+    _figures(grid, figures, cfg.grid_items)
+    (out_dir / "report.md").write_text(render_report(out_dir, mode))
+    log("done")
+
+
+def _figures(grid: dict[str, Any], figures: Path, n: int) -> None:
+    import matplotlib.pyplot as plt
+
+    from pragmodels.plots import distribution_grid, forest
+
+    for lm_name, g in grid.items():
+        items = g["items"]
+        panels = [{"title": f"item {int(r.item)} (target {int(r.target)})", "human": list(r.responses),
+                   "target": float(r.target),
+                   "series": {f"{lm_name} literal listener (L0, beta = 1)": g["lm"][k],
+                              "LM-RSA fitted to humans (posterior mean)": g["fitted"][k]}}
+                  for k, r in enumerate(items.head(n).itertuples())]
+        fig = distribution_grid(panels, wp.STATES, xlabel="scale value (0-100)", ylabel="probability")
+        fig.savefig(figures / f"items_{lm_name}.png", dpi=110)
+        plt.close(fig)
+    trees = {k: v for g in grid.values() for k, v in g["trees"].items()}
+    fig = forest(trees, ["alpha", "beta", "width", "lapse"], figsize=(13.0, 1.9 + 0.4 * len(trees)),
+                 labels={"alpha": "alpha (rationality)", "beta": "beta (semantic temperature)",
+                         "width": "kernel width (scale units)", "lapse": "lapse"})
+    fig.savefig(figures / "forest_alpha_beta.png", dpi=110, bbox_inches="tight")
+    plt.close(fig)
+
+
+def _md(df: pd.DataFrame, floatfmt: str = ".3g") -> str:
+    return df.to_markdown(index=False, floatfmt=floatfmt)
+
+
+def render_report(run_dir: str | Path, mode: str) -> str:
+    """The run's ``report.md``, from its tables and ``summary.json``.
+
+    Parameters
+    ----------
+    run_dir : str or Path
+        The run folder.
+    mode : str
+        ``quick`` or ``full``.
+
+    Returns
+    -------
+    str
+    """
+    run_dir = Path(run_dir)
+    t = run_dir / "tables"
+    summary = json.loads((run_dir / "summary.json").read_text())
+    metrics, loo = pd.read_csv(t / "metrics.csv"), pd.read_csv(t / "loo.csv")
+    params, ppc = pd.read_csv(t / "parameters.csv"), pd.read_csv(t / "ppc.csv")
+    out = ["# Wavelength (Qiu et al. 2025): LM-RSA listeners fitted to human guesses", ""]
+    if mode == "quick":
+        out += ["**Quick run**: a smoke test on a few items with short chains; no number here is an estimate.", ""]
+    out += [f"Prompts: version `{summary['prompt_version']}` (models/wavelength_prompts.py, this project's own words).", ""]
+    for lm, info in summary["lms"].items():
+        out += [f"## {lm} ({info['backend']}: {info['model']}, `{info['lm_identity']}`)", "",
+                f"- Items: {info['n_items']} of 100 (the first ones of a fixed random order that the scoring run "
+                f"finished; ids in summary.json), {info['n_items'] * 40} guesses.",
+                f"- Alternatives per item: {info['n_alternatives_mean']:.1f} on average (of 21 samples, one per state, "
+                f"deduplicated); {info['alt_failed_total']} samples did not parse (empty, markup, or over five words).",
+                f"- Appendix C listener: {'fitted' if info['appendix_c'] else 'not fitted (the speaker pass has not scored these items)'}.",
+                ""]
+        m = metrics[metrics["lm"] == lm].drop(columns="lm")
+        out += ["### The paper's metrics (mean over items)", "",
+                "abs_error_of_mean: |E[listener] - target|; w1_to_humans: W1 between the 21-point distribution and "
+                "the 40 raw human guesses (for humans: between one half's binned guesses and the other half's raw "
+                "guesses, a noise ceiling); entropy: nats over the 21 states (human guesses binned to the nearest "
+                "state); pearson_r_means: Pearson r between the listener's mean and the humans' mean over items.", "",
+                _md(m), ""]
+        lo = loo[loo["lm"] == lm]
+        cols = [c for c in ("model", "rank", "elpd", "p", "elpd_diff", "dse", "weight") if c in lo.columns]
+        out += ["### PSIS-LOO over guesses (flat models)", "", _md(lo[cols]), ""]
+        if len(lo) > 1:
+            best, second = lo.iloc[0], lo.iloc[1]
+            out += [f"{best['model']} is ahead of {second['model']} by {abs(second['elpd_diff']):.1f} ± "
+                    f"{second['dse']:.1f} elpd (LOO over guesses).", ""]
+        p = params[params["lm"] == lm].drop(columns="lm")
+        out += ["### Parameters (posterior mean, 94% interval)", "", _md(p), "",
+                "### Posterior predictive checks (share of items whose observed value lies in the 94% interval of "
+                "replicated data; W1 between the fitted listener and the LM's own L0)", "",
+                _md(ppc[ppc["lm"] == lm].drop(columns="lm")), ""]
+    out += ["## Figures", "", "![items](figures/" + f"items_{next(iter(summary['lms']))}.png)", "",
+            "![forest](figures/forest_alpha_beta.png)", ""]
+    return "\n".join(out)
+
+
+def _w1_grid(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """W1 between two distributions on the 21-point grid (step 5): sum of |F_a - F_b| x 5."""
+    return np.abs(np.cumsum(a - b, axis=-1))[..., :-1].sum(-1) * 5.0
+
+
+def _sha256(path: Path) -> str:
+    import hashlib
+
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
