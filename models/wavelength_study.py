@@ -221,7 +221,7 @@ def run(config: dict, out_dir: Path, mode: str, progress: bool, record: Run) -> 
     sampler = dict(config["sampler"][mode])
     seed = int(cfg.seed)
     report: dict[str, Any] = {"mode": mode, "lms": {}, "prompt_version": wp.PROMPT_VERSION}
-    metric_rows, loo_rows, forest_rows, ppc_rows = [], [], [], []
+    metric_rows, loo_rows, forest_rows, ppc_rows, cv_rows = [], [], [], [], []
     grid: dict[str, Any] = {}
     for lm_name, entry in cfg.lms.items():
         path = Path(entry.scores) if entry.scores else SCORES / f"{lm_name}.nc"
@@ -268,6 +268,10 @@ def run(config: dict, out_dir: Path, mode: str, progress: bool, record: Run) -> 
                              "mean_inside_94": float(p["mean_inside"].mean()),
                              "sd_inside_94": float(p["sd_inside"].mean()),
                              "w1_fitted_vs_lm_l0": float(np.mean(_w1_grid(probs, fixed["LM direct (L0)"])))})
+        if mode == "full" and cfg.cv:
+            report["lms"].setdefault(lm_name, {})
+            cv_rows.append(_lm_prior_analysis(lm_name, data, ids, sampler, seed, cfg.cv_folds, posts, record,
+                                              out_dir, tables, log))
         grid[lm_name] = {"items": items, "lm": fixed["LM direct (L0)"], "fitted": fitted["lm_rsa"],
                          "trees": {f"{lm_name} {k}": trees[k] for k in ("lm_rsa", "lm_rsa_cost", "appendix_c")
                                    if k in trees}}
@@ -280,10 +284,42 @@ def run(config: dict, out_dir: Path, mode: str, progress: bool, record: Run) -> 
     pd.concat(loo_rows).to_csv(tables / "loo.csv", index=False)
     pd.DataFrame(forest_rows).to_csv(tables / "parameters.csv", index=False)
     pd.DataFrame(ppc_rows).to_csv(tables / "ppc.csv", index=False)
+    if cv_rows:
+        pd.concat(cv_rows).to_csv(tables / "cv.csv", index=False)
     (out_dir / "summary.json").write_text(json.dumps(report, indent=1))
     _figures(grid, figures, cfg.grid_items)
     (out_dir / "report.md").write_text(render_report(out_dir, mode))
     log("done")
+
+
+def _lm_prior_analysis(lm_name: str, data: dict[str, Any], ids: np.ndarray, sampler: dict[str, Any], seed: int,
+                       k: int, posts: Path, record: Run, out_dir: Path, tables: Path, log: Any) -> pd.DataFrame:
+    """The LM as a Bayesian prior on each real clue's semantics: a full-data fit (where do the
+    posterior semantics move away from the LM?) and K-fold cross-validation over items against
+    LM-RSA, the literal listener and the baseline, on the same folds (held-out items' per-item
+    semantics drawn from their prior)."""
+    base = {k2: v for k2, v in data.items() if k2 not in ("log_s0", "clue_length")}
+    tree = pm.fit(seed + 7, wm.lm_prior_model, base, progress_bar=False, **sampler)
+    f = posts / f"{lm_name}_lm_prior.nc"
+    save_netcdf(tree, f)
+    record.fit(f"{lm_name}/lm_prior", tree, f.relative_to(out_dir))
+    lm_l0 = np.exp(np.asarray(wm.listener_for("literal", {"beta": 1.0}, {"log_lm": jnp.asarray(data["log_lm"])})))
+    post = _listener_draws("lm_prior", tree, data, 400)
+    mean_post = (post * wp.STATES).sum(-1)
+    mean_lm = (lm_l0 * np.asarray(wp.STATES)).sum(-1)
+    shift = pd.DataFrame({"item": ids, "lm_mean": mean_lm, "posterior_mean": mean_post.mean(0),
+                          "shift": mean_post.mean(0) - mean_lm,
+                          "shift_lo": np.quantile(mean_post - mean_lm, 0.03, axis=0),
+                          "shift_hi": np.quantile(mean_post - mean_lm, 0.97, axis=0)})
+    shift.sort_values("shift", key=np.abs, ascending=False).to_csv(tables / f"semantic_shift_{lm_name}.csv",
+                                                                   index=False)
+    log(f"{lm_name}: {k}-fold cross-validation over items")
+    cv = wm.cross_validate(seed + 11, {"uniform": wm.uniform_model, "literal": wm.literal_model,
+                                       "lm_rsa": wm.lm_rsa_model, "lm_prior": wm.lm_prior_model},
+                           base, k=k, seed=seed, fit_kwargs=dict(sampler))
+    rows = [{"lm": lm_name, "model": m, "elpd_cv": cv["total"][m], "diff_se_vs_best": cv["diff_se"][m],
+             "best": cv["best"]} for m in cv["total"]]
+    return pd.DataFrame(rows)
 
 
 def _figures(grid: dict[str, Any], figures: Path, n: int) -> None:
@@ -363,6 +399,18 @@ def render_report(run_dir: str | Path, mode: str) -> str:
                 "### Posterior predictive checks (share of items whose observed value lies in the 94% interval of "
                 "replicated data; W1 between the fitted listener and the LM's own L0)", "",
                 _md(ppc[ppc["lm"] == lm].drop(columns="lm")), ""]
+    if (t / "cv.csv").exists():
+        cv = pd.read_csv(t / "cv.csv")
+        out += ["## The LM as a Bayesian prior: item cross-validation", "",
+                f"{len(cv['model'].unique())} models on the same folds; held-out items' own semantics drawn from "
+                "their prior (the LM); elpd summed over held-out items.", "", _md(cv), ""]
+        for lm in summary["lms"]:
+            f = t / f"semantic_shift_{lm}.csv"
+            if f.exists():
+                sh = pd.read_csv(f).head(8)
+                out += [f"Where the posterior semantics of the real clue move away from {lm}'s literal listener "
+                        "(posterior mean of the listener minus the LM's L0 mean, in scale units, 94% interval; "
+                        "largest first; item ids, texts not republished):", "", _md(sh), ""]
     out += ["## Figures", "", "![items](figures/" + f"items_{next(iter(summary['lms']))}.png)", "",
             "![forest](figures/forest_alpha_beta.png)", ""]
     return "\n".join(out)
