@@ -76,6 +76,7 @@ class Config(StudyConfig):
     quick_items: int = Field(12, ge=2, description="items fitted in quick mode (the first scored ones)")
     cv_folds: int = Field(5, ge=2, description="folds of the item cross-validation (full mode)")
     cv: bool = Field(True, description="run the item cross-validation with the LM-prior model (full mode)")
+    cv_lms: list[str] | None = Field(None, description="the LMs to cross-validate (default: all of lms)")
     n_draws: int = Field(400, ge=10, description="posterior draws for the metrics and checks")
     grid_items: int = Field(12, ge=1, description="items in the figure's grid")
     executor: str = Field("sequential", description="pragmodels.fit_many executor: 'sequential' or 'process'")
@@ -268,7 +269,7 @@ def run(config: dict, out_dir: Path, mode: str, progress: bool, record: Run) -> 
                              "mean_inside_94": float(p["mean_inside"].mean()),
                              "sd_inside_94": float(p["sd_inside"].mean()),
                              "w1_fitted_vs_lm_l0": float(np.mean(_w1_grid(probs, fixed["LM direct (L0)"])))})
-        if mode == "full" and cfg.cv:
+        if mode == "full" and cfg.cv and (cfg.cv_lms is None or lm_name in cfg.cv_lms):
             report["lms"].setdefault(lm_name, {})
             cv_rows.append(_lm_prior_analysis(lm_name, data, ids, sampler, seed, cfg.cv_folds, posts, record,
                                               out_dir, tables, log))
@@ -316,7 +317,7 @@ def _lm_prior_analysis(lm_name: str, data: dict[str, Any], ids: np.ndarray, samp
     log(f"{lm_name}: {k}-fold cross-validation over items")
     cv = wm.cross_validate(seed + 11, {"uniform": wm.uniform_model, "literal": wm.literal_model,
                                        "lm_rsa": wm.lm_rsa_model, "lm_prior": wm.lm_prior_model},
-                           base, k=k, seed=seed, fit_kwargs=dict(sampler))
+                           base, k=k, seed=seed, fit_kwargs=dict(sampler, num_chains=min(2, sampler.get("num_chains", 2))))
     rows = [{"lm": lm_name, "model": m, "elpd_cv": cv["total"][m], "diff_se_vs_best": cv["diff_se"][m],
              "best": cv["best"]} for m in cv["total"]]
     return pd.DataFrame(rows)
