@@ -173,7 +173,8 @@ def _lm_parser(lm: argparse.ArgumentParser) -> None:
     fmt = argparse.RawDescriptionHelpFormatter
     lm.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                     help="on failure, print the traceback too")
-    sub = lm.add_subparsers(dest="lm_command", required=True, metavar="COMMAND")
+    sub = lm.add_subparsers(dest="lm_command", required=True, metavar="COMMAND",
+                            help="score: score a JSONL prompt file against a model")
     sc = sub.add_parser(
         "score", formatter_class=fmt, epilog=LM_ENVIRONMENT,
         help="score a JSONL prompt file against a model and write a table",
