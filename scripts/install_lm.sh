@@ -33,6 +33,8 @@ else
   echo "building llama-cpp-python $VERSION from source (about 6-11 minutes on 2 cores) ..."
   CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)} \
   CMAKE_ARGS=${PRAGMODELS_LLAMA_CMAKE_ARGS:-"-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON"} \
-    "$PY" -m pip install --quiet --no-cache-dir --force-reinstall "llama-cpp-python[server]==$VERSION"
+    "$PY" -m pip install --quiet --no-cache-dir --force-reinstall --no-deps "llama-cpp-python==$VERSION"
+  # its dependencies (and the server's) as a normal install: the versions already pinned stay
+  "$PY" -m pip install --quiet "llama-cpp-python[server]==$VERSION"
   smoke || { echo "install_lm.sh: llama-cpp-python $VERSION was built but cannot score a token with SmolLM2" >&2; exit 1; }
 fi
