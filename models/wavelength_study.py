@@ -288,6 +288,7 @@ def run(config: dict, out_dir: Path, mode: str, progress: bool, record: Run) -> 
     if cv_rows:
         pd.concat(cv_rows).to_csv(tables / "cv.csv", index=False)
     (out_dir / "summary.json").write_text(json.dumps(report, indent=1))
+    convergence_table(record.manifest.get("fits", {})).to_csv(tables / "convergence.csv", index=False)
     _figures(grid, figures, cfg.grid_items)
     (out_dir / "report.md").write_text(render_report(out_dir, mode))
     log("done")
@@ -344,6 +345,28 @@ def _figures(grid: dict[str, Any], figures: Path, n: int) -> None:
                          "width": "kernel width (scale units)", "lapse": "lapse"})
     fig.savefig(figures / "forest_alpha_beta.png", dpi=110, bbox_inches="tight")
     plt.close(fig)
+
+
+def convergence_table(fits: dict[str, Any]) -> pd.DataFrame:
+    """One row per fit from a run manifest's ``fits``: divergences, max r_hat, min bulk and tail
+    ESS, whether the diagnostics pass, wall time.
+
+    Parameters
+    ----------
+    fits : dict
+        ``run.json``'s ``fits`` (or the open run's).
+
+    Returns
+    -------
+    pandas.DataFrame
+    """
+    rows = []
+    for label, f in fits.items():
+        d = f.get("diagnostics") or {}
+        rows.append({"fit": label, "divergences": d.get("divergences"), "max_rhat": d.get("max_rhat"),
+                     "min_ess_bulk": d.get("min_ess_bulk"), "min_ess_tail": d.get("min_ess_tail"),
+                     "converged": f.get("diagnostics_ok"), "wall_s": f.get("wall_time_s")})
+    return pd.DataFrame(rows)
 
 
 def _md(df: pd.DataFrame, floatfmt: str = ".3g") -> str:
@@ -412,6 +435,28 @@ def render_report(run_dir: str | Path, mode: str) -> str:
                 out += [f"Where the posterior semantics of the real clue move away from {lm}'s literal listener "
                         "(posterior mean of the listener minus the LM's L0 mean, in scale units, 94% interval; "
                         "largest first; item ids, texts not republished):", "", _md(sh), ""]
+    if (t / "convergence.csv").exists():
+        conv = pd.read_csv(t / "convergence.csv")
+        bad = conv[conv["converged"] != True]  # noqa: E712 (a CSV boolean)
+        out += ["## Convergence", "",
+                "Thresholds: r_hat <= 1.01, bulk and tail ESS >= 400, no divergences. "
+                + (f"**{len(bad)} of {len(conv)} fits do not pass: "
+                   f"{', '.join(bad['fit'])}; their numbers above are not to be relied on.**" if len(bad)
+                   else "Every fit passes."), "", _md(conv), ""]
+    out += ["## What this run can and cannot show", "",
+            "- The LMs are tiny (135M and 270M parameters). SmolLM2's literal listener barely depends on the clue "
+            "(see the figure: its distributions are ragged and similar across clues) and its own clues at temperature "
+            "1 are mostly noise, so its alternatives are not the informative competitors RSA needs. These fits test "
+            "the machinery and say how much of the human guesses such an LM's semantics explain; they say little "
+            "about pragmatic reasoning in capable LMs, which the paper finds only in large models.",
+            "- Only the listener pass was scored: the Appendix C listener (which needs the speaker pass's S0) and the "
+            "production comparison (direct vs Inverse-RSA clues, which needs the production pass) are not in this "
+            "run. `python models/wavelength_score.py --lm smollm2 --passes speaker production` adds them; the study "
+            "fits Appendix C as soon as the speaker pass covers the items.",
+            "- Items: a random subset (summary.json lists them); a later scoring run continues the same order.",
+            "- A larger LM on a GPU server: score it with `models/wavelength_score.py --base-url ...` and add one entry to "
+            "`lms` in fits/wavelength.json, e.g. `\"qwen\": {\"backend\": \"openai\", \"base_url\": "
+            "\"http://gpu-host:8000/v1\", \"model\": \"Qwen/Qwen3-32B\"}`.", ""]
     out += ["## Figures", "", "![items](figures/" + f"items_{next(iter(summary['lms']))}.png)", "",
             "![forest](figures/forest_alpha_beta.png)", ""]
     return "\n".join(out)
