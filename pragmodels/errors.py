@@ -10,6 +10,8 @@ keeps working::
     ├── RunError(RuntimeError)            a run folder cannot be used (pragmodels.runs)
     │   └── RunFolderLocked               another run holds the folder
     ├── FitDiagnosticsError(RuntimeError) fit(strict=True) refused a fit (pragmodels.diagnostics)
+    ├── FitManyError(RuntimeError)        FitManyResult.raise_on_error: some fits failed (pragmodels.fit_many)
+    ├── LMError(RuntimeError)             a language model gave no correct answer (pragmodels.lm.base)
     │   └── FitPostprocessingError        a step after sampling failed (pragmodels.inference)
     ├── ResultFileError(ValueError)       a result file is truncated, damaged or not netCDF (pragmodels.results_io)
     │   └── ResultChecksumError           its contents differ from the checksum recorded at save time

@@ -111,6 +111,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Literal, Ma
 
 from pragmodels import inference
 from pragmodels.diagnostics import FitWarning
+from pragmodels.errors import PragmodelsError
 from pragmodels.results_io import ResultSaveError, load_netcdf, save_netcdf
 
 if TYPE_CHECKING:
@@ -215,7 +216,7 @@ class FitOutcome:
         return self.status == "ok"
 
 
-class FitManyError(RuntimeError):
+class FitManyError(PragmodelsError, RuntimeError):
     """Raised by :meth:`FitManyResult.raise_on_error` when at least one fit failed."""
 
 
