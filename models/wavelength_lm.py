@@ -16,10 +16,10 @@ Per item (one scale, one target, its real clue):
    in state order, deduplicated after stripping whitespace and case-folding (upstream dedups exact
    strings; "Snow" and "snow" are one clue to a listener), without the real clue itself. The null
    utterance (uniform L0) is added by the models, not stored.
-3. **Literal listener table** (:func:`listener_tables`): ``log_lm[item, utterance, state]``, the
+3. **Literal listener table** (:func:`score_study`'s listener pass): ``log_lm[item, utterance, state]``, the
    LM's log-probability of each answer ``<answer>s</answer>`` (through the end-of-turn token)
    given the listener prompt with that clue. Not normalised over states (the models do that).
-4. **Speaker table** (:func:`speaker_tables`, Appendix C): ``log_s0[item, utterance, state]``, the
+4. **Speaker table** (the speaker pass, Appendix C): ``log_s0[item, utterance, state]``, the
    length-normalised log-probability of the clue as the speaker's answer given target ``s``.
 5. **Production** (:func:`production_samples`): 32 clues sampled for the item's own target,
    counted by distinct clue (S0 from sample frequencies), with their literal listener tables.
@@ -49,8 +49,8 @@ import wavelength_prompts as wp  # noqa: E402
 from pragmodels.lm import LanguageModel, tagged  # noqa: E402
 from pragmodels.results_io import save_netcdf  # noqa: E402
 
-__all__ = ["generate_alternatives", "utterance_sets", "listener_tables", "speaker_tables",
-           "production_samples", "score_study", "load_scores", "normalise_clue", "N_UTTERANCE", "PASSES"]
+__all__ = ["generate_alternatives", "utterance_sets", "production_samples", "score_study", "load_scores",
+           "normalise_clue", "N_UTTERANCE", "PASSES"]
 
 
 #: a sampled clue ends at its closing tag or at a line break
@@ -150,79 +150,6 @@ def utterance_sets(items: pd.DataFrame, alternatives: pd.DataFrame) -> dict[int,
                 seen.add(key)
                 utts.append(str(clue))
         out[int(it.item)] = utts
-    return out
-
-
-def _pad(rows: Sequence[Sequence[Any]], fill: Any) -> tuple[np.ndarray, np.ndarray]:
-    width = max(len(r) for r in rows)
-    mask = np.zeros((len(rows), width), bool)
-    for i, r in enumerate(rows):
-        mask[i, :len(r)] = True
-    return mask, np.array([list(r) + [fill] * (width - len(r)) for r in rows], dtype=object)
-
-
-def listener_tables(lm: LanguageModel, items: pd.DataFrame, utterances: dict[int, list[str]], *,
-                    progress: bool = False) -> np.ndarray:
-    """``log_lm[item, utterance, state]``: log P(answer s | listener prompt with clue u).
-
-    Shapes: -> ``[item, utterance, state]`` (padded utterances hold NaN).
-
-    Parameters
-    ----------
-    lm : LanguageModel
-        The listener.
-    items : pandas.DataFrame
-        ``item, left, right``.
-    utterances : dict
-        :func:`utterance_sets`.
-    progress : bool
-        Show a progress bar.
-
-    Returns
-    -------
-    numpy.ndarray
-    """
-    width = max(len(u) for u in utterances.values())
-    out = np.full((len(items), width, len(wp.STATES)), np.nan)
-    conts = wp.answers()
-    total = sum(len(utterances[int(i)]) for i in items["item"])
-    bar = _progress(range(total), total, "listener tables", progress)
-    ticks = iter(bar)
-    for row, it in enumerate(items.itertuples()):
-        for u, clue in enumerate(utterances[int(it.item)]):
-            out[row, u] = lm.score(wp.listener_prompt(it.left, it.right, clue), conts)
-            next(ticks, None)
-    return out
-
-
-def speaker_tables(lm: LanguageModel, items: pd.DataFrame, utterances: dict[int, list[str]], *,
-                   progress: bool = False) -> np.ndarray:
-    """``log_s0[item, utterance, state]``: length-normalised log P(clue u | speaker prompt, target s).
-
-    Shapes: -> ``[item, utterance, state]`` (padded utterances hold NaN).
-
-    Parameters
-    ----------
-    lm : LanguageModel
-        The speaker.
-    items : pandas.DataFrame
-        ``item, left, right``.
-    utterances : dict
-        :func:`utterance_sets`.
-    progress : bool
-        Show a progress bar.
-
-    Returns
-    -------
-    numpy.ndarray
-    """
-    width = max(len(u) for u in utterances.values())
-    out = np.full((len(items), width, len(wp.STATES)), np.nan)
-    for row, it in enumerate(_progress(list(items.itertuples()), len(items), "speaker tables", progress)):
-        conts = [wp.clue_answer(c) for c in utterances[int(it.item)]]
-        for k, s in enumerate(wp.STATES):
-            out[row, :len(conts), k] = lm.score(wp.speaker_prompt(it.left, it.right, s), conts,
-                                                length_normalize=True)
     return out
 
 
