@@ -33,6 +33,7 @@ __all__ = [
     "ContextLengthError",
     "ServerError",
     "check_continuations",
+    "check_sampling",
 ]
 
 
@@ -190,6 +191,35 @@ def check_continuations(continuations: Sequence[str]) -> list[str]:
         if not isinstance(c, str) or not c:
             raise ValueError(f"continuations[{i}] = {c!r}; expected a non-empty string.")
     return out
+
+
+def check_sampling(n: object, max_tokens: object, temperature: object, *, zero_temperature: bool = False) -> None:
+    """The checks every backend's ``sample`` makes of its settings.
+
+    Parameters
+    ----------
+    n : int
+        Number of samples (>= 1).
+    max_tokens : int
+        Most tokens per answer (>= 1: llama.cpp reads 0 as "until the context is full").
+    temperature : float
+        Sampling temperature (> 0; >= 0 with ``zero_temperature``, for servers that read 0 as greedy).
+    zero_temperature : bool
+        Accept a temperature of 0.
+
+    Raises
+    ------
+    ValueError
+        A setting out of range, naming it and its value.
+    """
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"n = {n!r}; expected an int >= 1.")
+    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
+        raise ValueError(f"max_tokens = {max_tokens!r}; expected an int >= 1 (llama.cpp reads 0 as 'until n_ctx').")
+    t = float(temperature) if isinstance(temperature, (int, float)) and not isinstance(temperature, bool) else np.nan
+    if not np.isfinite(t) or t < 0 or (t == 0 and not zero_temperature):
+        raise ValueError(f"temperature = {temperature!r}; expected "
+                         f"{'a number >= 0' if zero_temperature else 'a positive number'}.")
 
 
 @runtime_checkable

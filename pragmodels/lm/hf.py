@@ -52,7 +52,7 @@ from typing import Any
 
 import numpy as np
 
-from pragmodels.lm.base import ContextLengthError, LMError, ModelFileError, PromptFormat, check_continuations
+from pragmodels.lm.base import ContextLengthError, LMError, ModelFileError, PromptFormat, check_continuations, check_sampling
 from pragmodels.lm.llamacpp import check_gguf, gguf_sha256
 
 __all__ = ["TransformersLM"]
@@ -444,12 +444,7 @@ class TransformersLM:
         ContextLengthError
             The prompt and ``max_tokens`` do not fit ``n_ctx``.
         """
-        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            raise ValueError(f"n = {n!r}; expected an int >= 1.")
-        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
-            raise ValueError(f"max_tokens = {max_tokens!r}; expected an int >= 1.")
-        if not np.isfinite(temperature) or temperature <= 0:
-            raise ValueError(f"temperature = {temperature!r}; expected a positive number.")
+        check_sampling(n, max_tokens, temperature)
         p = self.tokenize(self._format.prefix(prompt) + answer_prefix, bos=True)
         if len(p) + max_tokens > self.n_ctx:
             raise ContextLengthError(f"the prompt ({len(p)} tokens) and max_tokens = {max_tokens} do not fit "

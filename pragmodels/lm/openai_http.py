@@ -81,7 +81,7 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
-from pragmodels.lm.base import ContextLengthError, LMError, PromptFormat, ServerError, check_continuations
+from pragmodels.lm.base import ContextLengthError, LMError, PromptFormat, ServerError, check_continuations, check_sampling
 
 __all__ = ["OpenAICompatibleLM", "gguf_prompt_format", "LLAMA_CPP_PURE_SAMPLING"]
 
@@ -350,12 +350,7 @@ class OpenAICompatibleLM:
         ContextLengthError
             The server says the prompt does not fit its context window.
         """
-        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            raise ValueError(f"n = {n!r}; expected an int >= 1.")
-        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
-            raise ValueError(f"max_tokens = {max_tokens!r}; expected an int >= 1 (llama.cpp reads 0 as 'until n_ctx').")
-        if not np.isfinite(temperature) or temperature < 0:
-            raise ValueError(f"temperature = {temperature!r}; expected a number >= 0.")
+        check_sampling(n, max_tokens, temperature, zero_temperature=True)
         if isinstance(stop, str):
             raise ValueError(f"stop must be a list of strings; got the string {stop!r}.")
         stops = list(stop) + ([self._format.end] if self._format.end and self._format.end not in stop else [])
