@@ -412,6 +412,18 @@ def _cost(clue_length: ArrayLike | None, utt_mask: ArrayLike | None, shape: tupl
     return length_cost(param("cost_weight", PRIORS["cost_weight"]), length, utt_mask)
 
 
+def _lm_rsa_observe(x: jax.Array, alpha: ArrayLike, beta: ArrayLike, item: ArrayLike, guess: ArrayLike | None,
+                    utt_mask: ArrayLike | None, clue_length: ArrayLike | None, log_prior: ArrayLike | None,
+                    null: bool) -> jax.Array:
+    """(b)'s listener for the real clue on the slider, given alpha and beta (scalars or per item):
+    the cost (with ``clue_length``), width and lapse are declared here, in that order."""
+    cost = _cost(clue_length, utt_mask, x.shape[:2])
+    width, lapse = _response_params()
+    mask = _mask(utt_mask, x.shape[:2])
+    log_l1 = rsa_clue_listener(lm_literal_semantics(x, beta, mask), alpha, mask, cost, log_prior, null=null)
+    return _observe(log_l1, item, guess, width, lapse)
+
+
 def lm_rsa_model(log_lm: ArrayLike, item: ArrayLike, guess: ArrayLike | None = None,
                  utt_mask: ArrayLike | None = None, clue_length: ArrayLike | None = None,
                  log_s0: ArrayLike | None = None, log_prior: ArrayLike | None = None, *,
@@ -425,11 +437,7 @@ def lm_rsa_model(log_lm: ArrayLike, item: ArrayLike, guess: ArrayLike | None = N
     x, _ = _setup(log_lm, item, guess)
     alpha = param("alpha", PRIORS["alpha"])
     beta = param("beta", PRIORS["beta"])
-    cost = _cost(clue_length, utt_mask, x.shape[:2])
-    width, lapse = _response_params()
-    mask = _mask(utt_mask, x.shape[:2])
-    log_l1 = rsa_clue_listener(lm_literal_semantics(x, beta, mask), alpha, mask, cost, log_prior, null=null)
-    return _observe(log_l1, item, guess, width, lapse)
+    return _lm_rsa_observe(x, alpha, beta, item, guess, utt_mask, clue_length, log_prior, null)
 
 
 def appendix_c_model(log_lm: ArrayLike, item: ArrayLike, guess: ArrayLike | None = None,
@@ -468,11 +476,7 @@ def lm_rsa_by_item_model(log_lm: ArrayLike, item: ArrayLike, guess: ArrayLike | 
                             link="exp")
     else:
         beta = param("beta", PRIORS["beta"])
-    cost = _cost(clue_length, utt_mask, x.shape[:2])
-    width, lapse = _response_params()
-    mask = _mask(utt_mask, x.shape[:2])
-    log_l1 = rsa_clue_listener(lm_literal_semantics(x, beta, mask), alpha, mask, cost, log_prior, null=null)
-    return _observe(log_l1, item, guess, width, lapse)
+    return _lm_rsa_observe(x, alpha, beta, item, guess, utt_mask, clue_length, log_prior, null)
 
 
 def lm_prior_model(log_lm: ArrayLike, item: ArrayLike, guess: ArrayLike | None = None,
