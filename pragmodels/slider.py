@@ -19,9 +19,18 @@ on 100, 99, .... Its mean is therefore pulled inwards near the ends, as a bounde
 As ``width -> 0`` the kernel puts all its mass on the integer nearest ``v``; ``width`` is in the
 slider's units. The ``lapse`` share answers uniformly over the ``n`` values.
 
-Values and gradients with respect to ``width`` and ``lapse`` stay finite for every ``width > 0``
-and for ``lapse`` in ``[0, 1]``, both ends included (the kernel is normalised in log space; the
-mixture over states is a scaled matrix product, :func:`slider_log_probs`).
+With a ``rounding`` share ``ρ`` (optional), a respondent who meant ``g*`` reports it rounded to
+the nearest multiple of ``round_to`` (10 by default) instead; a value half-way between two
+multiples goes to each with probability 1/2. People heap on round numbers: in the Wavelength
+guesses 18% are multiples of 10 against 10% by chance, while the other multiples of 5 are not
+over-represented. Rounding is applied to the kernel mixture, before the lapse::
+
+    P(g) = (1 - lapse) · [(1 - ρ) P*(g) + ρ Σ_{g*} R(g | g*) P*(g*)] + lapse / n,
+    P*(g) = Σ_s p(s) · K(g | v_s, width)
+
+Values and gradients with respect to ``width``, ``lapse`` and ``rounding`` stay finite for every
+``width > 0`` and for ``lapse`` and ``rounding`` in ``[0, 1]``, both ends included (the kernel is
+normalised in log space; the mixtures are scaled matrix products, :func:`slider_log_probs`).
 """
 
 from __future__ import annotations
@@ -38,7 +47,8 @@ from pragmodels.validation import concrete
 #: scaled kernel mass treated as 0 (above float32's smallest normal number, so 1 / mass stays finite)
 _TINY = 1e-30
 
-__all__ = ["slider_values", "check_slider_values", "slider_kernel", "slider_log_probs", "slider_responses"]
+__all__ = ["slider_values", "check_slider_values", "slider_kernel", "rounding_matrix", "slider_log_probs",
+           "slider_responses"]
 
 
 def _check_scale(fn: str, low: int, high: int) -> None:
@@ -158,8 +168,70 @@ def slider_kernel(state_values: ArrayLike, width: ArrayLike, *, low: int = 0, hi
     return log_normalize(-0.5 * z * z, axis=1)
 
 
+def rounding_matrix(low: int = 0, high: int = 100, round_to: int = 10) -> np.ndarray:
+    """``R[g*, g]``: the probability that a meant value ``g*`` is reported as ``g`` when rounded.
+
+    ``g`` runs over the multiples of ``round_to`` in ``low .. high``; ``g*`` goes to the nearest
+    one, and a ``g*`` half-way between two goes to each with probability 1/2 (values beyond the
+    outermost multiple go to it).
+
+    Parameters
+    ----------
+    low, high : int
+        The slider's ends (inclusive).
+    round_to : int
+        The rounding step, an int >= 2 with at least one multiple in ``low .. high``.
+
+    Returns
+    -------
+    numpy.ndarray
+        float64 ``[value, value]``, rows summing to 1.
+
+    Raises
+    ------
+    ValueError
+        A ``round_to`` that is not an int >= 2, or has no multiple on the slider.
+
+    Shapes: -> ``[value, value]`` (``high - low + 1`` each).
+    """
+    _check_scale("rounding_matrix", low, high)
+    if isinstance(round_to, bool) or not isinstance(round_to, (int, np.integer)) or round_to < 2:
+        raise ValueError(f"rounding_matrix: round_to = {round_to!r}; expected an int >= 2 (the rounding step).")
+    g = np.arange(low, high + 1)
+    targets = g[g % round_to == 0]
+    if targets.size == 0:
+        raise ValueError(f"rounding_matrix: round_to = {round_to} has no multiple in {low}..{high}.")
+    dist = np.abs(g[:, None] - targets[None, :]).astype(float)
+    nearest = dist == dist.min(axis=1, keepdims=True)
+    r = np.zeros((g.size, g.size))
+    r[:, targets - low] = nearest / nearest.sum(axis=1, keepdims=True)
+    return r
+
+
+def _check_rounding(fn: str, rounding: ArrayLike) -> None:
+    arr = concrete(rounding)
+    if arr is None:
+        return
+    if arr.ndim != 0 or not (np.isfinite(arr) and 0 <= arr <= 1):
+        raise ValueError(f"{fn}: rounding = {arr.tolist()!r}; expected a scalar share of rounded responses in [0, 1].")
+
+
+def _round(out: jax.Array, rounding: ArrayLike, low: int, high: int, round_to: int) -> jax.Array:
+    """``log[(1 - ρ) P* + ρ P* R]`` for log-probabilities ``out [..., value]`` (max-scaled, exact)."""
+    if isinstance(rounding, (int, float)) and rounding == 0:
+        return out  # statically off
+    r = jnp.asarray(rounding_matrix(low, high, round_to), out.dtype)
+    rho = jnp.asarray(rounding, out.dtype)
+    m = jnp.max(out, axis=-1, keepdims=True)
+    c = jax.lax.stop_gradient(jnp.where(m > -jnp.inf, m, 0.0))
+    q = jnp.exp(out - c)
+    mix = (1.0 - rho) * q + rho * (q @ r)
+    ok = mix > _TINY
+    return jnp.where(ok, jnp.log(jnp.where(ok, mix, 1.0)) + c, -jnp.inf)
+
+
 def slider_log_probs(log_p_state: ArrayLike, state_values: ArrayLike, width: ArrayLike, lapse: ArrayLike = 0.0,
-                     *, low: int = 0, high: int = 100) -> jax.Array:
+                     *, rounding: ArrayLike = 0.0, round_to: int = 10, low: int = 0, high: int = 100) -> jax.Array:
     """Log-probabilities of every slider value given beliefs over states (module docstring).
 
     ``log P(g) = log[(1 - lapse) Σ_s p(s) K(g | v_s, width) + lapse / n]``: the mixture over
@@ -179,6 +251,11 @@ def slider_log_probs(log_p_state: ArrayLike, state_values: ArrayLike, width: Arr
         Kernel standard deviation, a scalar > 0 (slider units).
     lapse : array_like
         Share of uniform responses in ``[0, 1]``: a scalar or ``log_p_state``'s leading shape.
+    rounding : array_like
+        Share ``ρ`` of responses rounded to a multiple of ``round_to`` (a scalar in ``[0, 1]``;
+        0 turns rounding off).
+    round_to : int
+        The rounding step (:func:`rounding_matrix`).
     low, high : int
         The slider's ends.
 
@@ -191,6 +268,7 @@ def slider_log_probs(log_p_state: ArrayLike, state_values: ArrayLike, width: Arr
     ``[...]`` -> ``[..., value]``.
     """
     lp = jnp.asarray(log_p_state)
+    _check_rounding("slider_log_probs", rounding)
     log_k = slider_kernel(state_values, width, low=low, high=high)
     if lp.ndim == 0 or lp.shape[-1] != log_k.shape[0]:
         raise ValueError(f"slider_log_probs: log_p_state must have shape [..., state] with {log_k.shape[0]} states "
@@ -204,12 +282,13 @@ def slider_log_probs(log_p_state: ArrayLike, state_values: ArrayLike, width: Arr
     mass = jnp.exp(lp - c) @ jnp.exp(log_k)
     ok = mass > _TINY
     out = jnp.where(ok, jnp.log(jnp.where(ok, mass, 1.0)) + c, -jnp.inf)
-    return log_mix_uniform(out, lapse, axis=-1)
+    return log_mix_uniform(_round(out, rounding, low, high, round_to), lapse, axis=-1)
 
 
 def slider_responses(name: str, log_p_state: ArrayLike, obs: ArrayLike | None = None, *,
                      state_values: ArrayLike, width: ArrayLike, lapse: ArrayLike = 0.0,
-                     rows: Rows | None = None, low: int = 0, high: int = 100, dim: str = "trial") -> jax.Array:
+                     rounding: ArrayLike = 0.0, round_to: int = 10, rows: Rows | None = None, low: int = 0,
+                     high: int = 100, dim: str = "trial") -> jax.Array:
     """Observed raw slider responses (an observation site; module docstring for the model).
 
     The site holds ``g - low``, the response's index among the slider's values (``g`` itself
@@ -231,6 +310,10 @@ def slider_responses(name: str, log_p_state: ArrayLike, obs: ArrayLike | None = 
         Kernel standard deviation > 0 (slider units), a scalar.
     lapse : array_like
         Uniform-response share in ``[0, 1]``.
+    rounding : array_like
+        Share of responses rounded to a multiple of ``round_to`` (scalar in ``[0, 1]``).
+    round_to : int
+        The rounding step.
     rows : int array or tuple of them, optional
         ``[dim]``: the row of ``log_p_state`` each trial answers from (as
         :func:`pragmodels.likelihoods.choices`).
@@ -260,5 +343,6 @@ def slider_responses(name: str, log_p_state: ArrayLike, obs: ArrayLike | None = 
             idx = check_slider_values(arr, low, high, name) - low
         else:
             idx = jnp.asarray(obs) - low
-    table = slider_log_probs(log_p_state, state_values, width, 0.0, low=low, high=high)
+    table = slider_log_probs(log_p_state, state_values, width, 0.0, rounding=rounding, round_to=round_to,
+                             low=low, high=high)
     return choices(name, table, idx, lapse=lapse, dim=dim, what="slider value", rows=rows)

@@ -158,3 +158,81 @@ def test_other_input_errors():
         slider.slider_log_probs(np.zeros((3, 20)), GRID, 1.0)
     with pytest.raises(ValueError, match="lapse"):
         slider.slider_log_probs(np.zeros((3, 21)) - np.log(21), GRID, 1.0, 1.5)
+
+
+def naive_rounding(p_meant, round_to=10, low=0, high=100):
+    """A meant value g* reported as the nearest multiple of round_to (ties split), by a loop."""
+    out = np.zeros_like(p_meant)
+    mult = [m for m in range(low, high + 1) if m % round_to == 0]
+    for gs in range(low, high + 1):
+        d = [abs(gs - m) for m in mult]
+        near = [m for m, x in zip(mult, d) if x == min(d)]
+        for m in near:
+            out[..., m - low] += p_meant[..., gs - low] / len(near)
+    return out
+
+
+def test_rounding_matrix_against_a_loop():
+    r = slider.rounding_matrix(0, 100, 10)
+    np.testing.assert_allclose(r.sum(1), 1.0)
+    np.testing.assert_allclose(r, naive_rounding(np.eye(101)), atol=1e-12)
+    assert r[95, 90] == 0.5 and r[95, 100] == 0.5 and r[94, 90] == 1.0 and r[3, 0] == 1.0
+    assert set(np.nonzero(r.sum(0))[0]) == set(range(0, 101, 10))
+    # another scale: 1..7 rounded to multiples of 3 (3, 6); 1 goes to 3, 7 to 6
+    r2 = slider.rounding_matrix(1, 7, 3)
+    np.testing.assert_allclose(r2, naive_rounding(np.eye(7), 3, 1, 7), atol=1e-12)
+
+
+@pytest.mark.parametrize("rho", [0.0, 0.15, 1.0])
+def test_slider_log_probs_with_rounding_is_the_reference_mixture(rho):
+    rng = np.random.default_rng(4)
+    p = rng.dirichlet(np.ones(21) * 0.5, 3)
+    meant = p @ naive_kernel(GRID, 6.0)
+    ref = 0.9 * ((1 - rho) * meant + rho * naive_rounding(meant)) + 0.1 / 101
+    got = np.exp(np.asarray(slider.slider_log_probs(np.log(p), GRID, 6.0, 0.1, rounding=rho), float))
+    np.testing.assert_allclose(got, ref, atol=1e-6)
+    np.testing.assert_allclose(got.sum(-1), 1.0, atol=1e-5)
+
+
+def test_rounding_gradients_are_finite_and_match_finite_differences():
+    rng = np.random.default_rng(5)
+    lp = jnp.log(jnp.asarray(rng.dirichlet(np.ones(21), 2), jnp.float32))
+    obs = jnp.asarray(rng.integers(0, 101, (2, 30)))
+
+    def f(theta):
+        return jnp.take_along_axis(slider.slider_log_probs(lp, GRID, theta[0], 0.05, rounding=theta[1]), obs, 1).sum()
+
+    for rho in (0.0, 0.3, 1.0):
+        g = np.asarray(jax.grad(f)(jnp.array([4.0, rho], jnp.float32)))
+        assert np.all(np.isfinite(g)), (rho, g)
+    theta = np.array([4.0, 0.2])
+    g = np.asarray(jax.grad(f)(jnp.asarray(theta, jnp.float32)))
+    h = 1e-3
+    fd = (float(f(jnp.asarray(theta + [0, h], jnp.float32))) - float(f(jnp.asarray(theta - [0, h], jnp.float32)))) / (2 * h)
+    np.testing.assert_allclose(g[1], fd, rtol=2e-2)
+
+
+def test_rounding_in_the_observation_site():
+    rng = np.random.default_rng(6)
+    p = rng.dirichlet(np.ones(21), 2)
+    rows, obs = np.array([0, 1, 1]), np.array([40, 41, 100])
+
+    def model():
+        slider.slider_responses("guess", jnp.log(jnp.asarray(p, jnp.float32)), obs, state_values=GRID,
+                                width=4.0, lapse=0.1, rounding=0.2, rows=rows)
+
+    site = handlers.trace(model).get_trace()["guess"]
+    meant = p @ naive_kernel(GRID, 4.0)
+    ref = np.log((0.9 * (0.8 * meant + 0.2 * naive_rounding(meant)) + 0.1 / 101)[rows, obs])
+    np.testing.assert_allclose(np.asarray(site["fn"].log_prob(site["value"])), ref, atol=1e-5)
+
+
+@pytest.mark.parametrize("kw, match", [
+    ({"rounding": 1.5}, r"rounding = 1.5; expected a scalar share of rounded responses in \[0, 1\]"),
+    ({"rounding": -0.1}, r"rounding = -0.1"),
+    ({"rounding": 0.1, "round_to": 1}, r"round_to = 1; expected an int >= 2"),
+    ({"rounding": 0.1, "round_to": 2.5}, r"round_to = 2.5"),
+])
+def test_bad_rounding_is_named(kw, match):
+    with pytest.raises(ValueError, match=match):
+        slider.slider_log_probs(np.zeros((1, 21)) - np.log(21), GRID, 3.0, 0.1, **kw)

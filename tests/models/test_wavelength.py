@@ -263,7 +263,7 @@ def small_data(n_item=6, n_guess=10, seed=0, params=None, model=None):
     scores = wl.simulate_lm_scores(rng, target, n_alt_max=6, n_alt_min=2)
     data = dict(log_lm=scores["log_lm"], item=np.repeat(np.arange(n_item), n_guess).astype(np.int32),
                 utt_mask=scores["utt_mask"], log_s0=scores["log_s0"])
-    params = params or dict(alpha=2.0, beta=0.7, width=5.0, lapse=0.05)
+    params = params or dict(alpha=2.0, beta=0.7, width=5.0, lapse=0.05, rounding=0.1)
     data["guess"] = wl.simulate_guesses(seed, model or wl.lm_rsa_model, data, params)
     return data, scores
 
@@ -271,12 +271,12 @@ def small_data(n_item=6, n_guess=10, seed=0, params=None, model=None):
 def test_every_model_traces_with_its_parameters_and_the_guess_site():
     data, scores = small_data()
     expected = {
-        "uniform": ["width", "lapse"],
-        "literal": ["beta", "width", "lapse"],
-        "lm_rsa": ["alpha", "beta", "width", "lapse"],
-        "appendix_c": ["alpha", "beta", "width", "lapse"],
-        "lm_rsa_by_item": ["alpha_mu", "alpha_sigma", "alpha_z", "beta", "width", "lapse"],
-        "lm_prior": ["alpha", "beta", "tau", "z", "width", "lapse"],
+        "uniform": ["width", "lapse", "rounding"],
+        "literal": ["beta", "width", "lapse", "rounding"],
+        "lm_rsa": ["alpha", "beta", "width", "lapse", "rounding"],
+        "appendix_c": ["alpha", "beta", "width", "lapse", "rounding"],
+        "lm_rsa_by_item": ["alpha_mu", "alpha_sigma", "alpha_z", "beta", "width", "lapse", "rounding"],
+        "lm_prior": ["alpha", "beta", "tau", "z", "width", "lapse", "rounding"],
     }
     for name, model in wl.MODELS.items():
         info = pm.inspect_model(model, data)
@@ -293,11 +293,12 @@ def test_every_model_traces_with_its_parameters_and_the_guess_site():
 
 def test_model_log_likelihood_is_the_slider_mixture_of_the_listener():
     """The guess site's per-trial log-likelihood equals a NumPy evaluation of
-    (1 - lapse) Σ_s L1(s | clue) K(g | v_s) + lapse / 101."""
+    (1 - lapse) [(1 - ρ) P*(g) + ρ (P* rounded to tens)(g)] + lapse / 101, P* = Σ_s L1(s | clue) K(g | v_s),
+    the rounding done by a loop over meant values."""
     from numpyro import handlers
 
     data, _ = small_data(seed=3)
-    params = dict(alpha=1.8, beta=0.6, width=4.0, lapse=0.1)
+    params = dict(alpha=1.8, beta=0.6, width=4.0, lapse=0.1, rounding=0.2)
     tr = handlers.trace(handlers.condition(wl.lm_rsa_model, data={k: jnp.asarray(v) for k, v in params.items()})
                         ).get_trace(**data)
     ll = np.asarray(tr["guess"]["fn"].log_prob(tr["guess"]["value"]), float)
@@ -305,7 +306,16 @@ def test_model_log_likelihood_is_the_slider_mixture_of_the_listener():
     g = np.arange(101)
     k = np.exp(-((g[None] - wl.STATE_VALUES[:, None]) ** 2) / (2 * 4.0 ** 2))
     k /= k.sum(1, keepdims=True)
-    p = 0.9 * l1 @ k + 0.1 / 101
+    meant = l1 @ k
+    rounded = np.zeros_like(meant)
+    for gs in range(101):  # to the nearest multiple of 10, a 5 split between its two neighbours
+        lo, hi = 10 * (gs // 10), min(10 * (gs // 10) + 10, 100)
+        if gs % 10 == 5:
+            rounded[:, lo] += meant[:, gs] / 2
+            rounded[:, hi] += meant[:, gs] / 2
+        else:
+            rounded[:, lo if gs % 10 < 5 else hi] += meant[:, gs]
+    p = 0.9 * (0.8 * meant + 0.2 * rounded) + 0.1 / 101
     ref = np.log(p[data["item"], data["guess"]])
     np.testing.assert_allclose(ll, ref, rtol=1e-5, atol=1e-5)
 
@@ -388,7 +398,7 @@ def test_flat_lm_rsa_fit_recovers_known_parameters_at_the_real_data_size():
     scores = wl.simulate_lm_scores(rng, target)
     data = dict(log_lm=scores["log_lm"], utt_mask=scores["utt_mask"],
                 item=np.repeat(np.arange(n_item), n_guess).astype(np.int32))
-    true = dict(alpha=2.0, beta=0.6, width=6.0, lapse=0.05)
+    true = dict(alpha=2.0, beta=0.6, width=6.0, lapse=0.05, rounding=0.1)
     data["guess"] = wl.simulate_guesses(0, wl.lm_rsa_model, data, true)
     tree = pm.fit(1, wl.lm_rsa_model, data, num_warmup=500, num_samples=500, num_chains=2, progress_bar=False,
                   posterior_predictive=False)
