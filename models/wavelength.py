@@ -587,6 +587,56 @@ def simulate_guesses(rng_key: int | jax.Array, model: Callable[..., Any], data: 
     return np.asarray(tr["guess"]["value"], np.int32)
 
 
+# ------------------------------------------------------------------ identifiability of alpha_i
+
+
+def alpha_profile(data: Mapping[str, Any], alpha_grid: ArrayLike, params: Mapping[str, ArrayLike]) -> np.ndarray:
+    """Each item's log-likelihood of its guesses under LM-RSA (b) as a function of that item's
+    alpha, the other parameters fixed (``beta``, ``width``, ``lapse``, ``rounding``; e.g. the
+    flat fit's posterior means): the profile a per-item rationality is estimated from.
+
+    Shapes: ``data`` as the models' (``log_lm``, ``utt_mask``, ``item``, ``guess``),
+    ``alpha_grid [grid]`` -> ``[grid, item]``.
+    """
+    from pragmodels.slider import slider_log_probs
+
+    x = _check_lm("log_lm", data["log_lm"])
+    mask = _mask(data.get("utt_mask"), x.shape[:2])
+    item, guess = jnp.asarray(data["item"]), jnp.asarray(data["guess"])
+    sem = lm_literal_semantics(x, params["beta"], mask)
+
+    def one(a: jax.Array) -> jax.Array:
+        tab = slider_log_probs(rsa_clue_listener(sem, a, mask), _state_values(int(x.shape[2])), params["width"],
+                               params["lapse"], rounding=params.get("rounding", 0.0), round_to=ROUND_TO)
+        return jax.ops.segment_sum(tab[item, guess], item, num_segments=int(x.shape[0]))
+
+    return np.asarray(jax.jit(jax.vmap(one))(jnp.asarray(alpha_grid, jnp.float32)))
+
+
+def count_modes(profile: ArrayLike, within: float = 2.0, dip: float = 0.5) -> int:
+    """Separate maxima of a 1-D log-likelihood profile that come within ``within`` nats of the
+    best: a maximum counts when the profile falls at least ``dip`` nats between it and the
+    previous counted one (so float noise on a plateau is not a mode).
+
+    Shapes: ``profile [grid]`` -> int.
+    """
+    y = np.asarray(profile, float)
+    y = y - y.max()
+    modes, low, last = 0, np.inf, None
+    for k in range(y.size):
+        left = y[k - 1] if k else -np.inf
+        right = y[k + 1] if k + 1 < y.size else -np.inf
+        if last is not None:
+            low = min(low, y[k])
+        if y[k] >= left and y[k] >= right and y[k] >= -within:
+            if last is None or (min(y[last], y[k]) - low >= dip):
+                modes += 1
+                last, low = k, np.inf
+            elif y[k] > y[last]:
+                last = k
+    return modes
+
+
 # -------------------------------------------------------------------------- cross-validation
 
 

@@ -44,6 +44,7 @@ sys.path.insert(0, str(HERE))
 
 import wavelength as wm  # noqa: E402
 import wavelength_lm as wl  # noqa: E402
+import wavelength_production as wprod  # noqa: E402
 import wavelength_prompts as wp  # noqa: E402
 
 import pragmodels as pm  # noqa: E402
@@ -55,6 +56,8 @@ from pragmodels.runs import Run  # noqa: E402
 
 SCORES = HERE.parent / "fits" / "wavelength" / "lm_scores"
 FLAT = ("uniform", "literal", "lm_rsa", "lm_rsa_cost", "appendix_c")
+#: the alpha values of the per-item identifiability check (log-spaced)
+ALPHA_GRID = np.exp(np.linspace(np.log(0.05), np.log(200.0), 80))
 
 
 class LMEntry(Strict):
@@ -222,7 +225,7 @@ def run(config: dict, out_dir: Path, mode: str, progress: bool, record: Run) -> 
     sampler = dict(config["sampler"][mode])
     seed = int(cfg.seed)
     report: dict[str, Any] = {"mode": mode, "lms": {}, "prompt_version": wp.PROMPT_VERSION}
-    metric_rows, loo_rows, forest_rows, ppc_rows, cv_rows = [], [], [], [], []
+    metric_rows, loo_rows, forest_rows, ppc_rows, cv_rows, prod_rows = [], [], [], [], [], []
     grid: dict[str, Any] = {}
     for lm_name, entry in cfg.lms.items():
         path = Path(entry.scores) if entry.scores else SCORES / f"{lm_name}.nc"
@@ -259,7 +262,7 @@ def run(config: dict, out_dir: Path, mode: str, progress: bool, record: Run) -> 
             fitted[name] = probs
             metric_rows.append({"lm": lm_name, "method": f"fitted {name}", **_metrics(probs, items)})
             post = tree["posterior"].to_dataset()
-            for v in ("alpha", "beta", "width", "lapse", "cost_weight"):
+            for v in ("alpha", "beta", "width", "lapse", "rounding", "cost_weight", "alpha_mu", "alpha_sigma", "tau"):
                 if v in post and post[v].ndim == 2:
                     x = post[v].to_numpy().ravel()
                     forest_rows.append({"lm": lm_name, "model": name, "parameter": v, "mean": x.mean(),
@@ -269,6 +272,28 @@ def run(config: dict, out_dir: Path, mode: str, progress: bool, record: Run) -> 
                              "mean_inside_94": float(p["mean_inside"].mean()),
                              "sd_inside_94": float(p["sd_inside"].mean()),
                              "w1_fitted_vs_lm_l0": float(np.mean(_w1_grid(probs, fixed["LM direct (L0)"])))})
+        post_flat = trees["lm_rsa"]["posterior"].to_dataset()
+        at = {v: float(post_flat[v].mean()) for v in ("beta", "width", "lapse", "rounding")}
+        prof = wm.alpha_profile({k: data[k] for k in ("log_lm", "utt_mask", "item", "guess")}, ALPHA_GRID, at)
+        modes = np.array([wm.count_modes(prof[:, i]) for i in range(prof.shape[1])])
+        alpha_id = {"items_multimodal": int((modes > 1).sum()),
+                    "items_best_at_top": int((np.argmax(prof, 0) == len(ALPHA_GRID) - 1).sum()),
+                    "grid": [float(ALPHA_GRID[0]), float(ALPHA_GRID[-1])], "at": at}
+        n_prod = 0
+        done_prod = ds["done_production"].to_numpy().astype(bool)
+        if done_prod.any():
+            post = trees["lm_rsa"]["posterior"].to_dataset()
+            a, b = float(post["alpha"].mean()), float(post["beta"].mean())
+            pds = ds.isel(item=np.nonzero(done_prod)[0])
+            clues = pd.read_csv(path.with_name(f"{lm_name}_clues.csv"), keep_default_na=False)
+            target = items.set_index("item").loc[pds["item"].to_numpy(), "target"].to_numpy(float)
+            per_item = wprod.production_scores(pds, clues, target, a, b)
+            per_item.to_csv(tables / f"production_{lm_name}.csv", index=False)
+            summ = wprod.summarise(per_item, seed=seed)
+            summ.insert(0, "lm", lm_name)
+            prod_rows.append(summ)
+            n_prod = int(done_prod.sum())
+            log(f"{lm_name}: production judged on {n_prod} items (alpha {a:.2f}, beta {b:.2f})")
         if mode == "full" and cfg.cv and (cfg.cv_lms is None or lm_name in cfg.cv_lms):
             report["lms"].setdefault(lm_name, {})
             cv_rows.append(_lm_prior_analysis(lm_name, data, ids, sampler, seed, cfg.cv_folds, posts, record,
@@ -280,6 +305,8 @@ def run(config: dict, out_dir: Path, mode: str, progress: bool, record: Run) -> 
                                   "n_alternatives_mean": float(ds["utt_mask"].sum("utterance").mean() - 1),
                                   "alt_failed_total": int(ds["alt_failed"].sum()),
                                   "appendix_c": "log_s0" in data, "lm_identity": ds.attrs.get("lm_identity"),
+                                  "n_speaker": int(ds["done_speaker"].sum()), "n_production": n_prod,
+                                  "alpha_identification": alpha_id,
                                   "backend": entry.backend, "model": entry.model}
     pd.DataFrame(metric_rows).to_csv(tables / "metrics.csv", index=False)
     pd.concat(loo_rows).to_csv(tables / "loo.csv", index=False)
@@ -287,6 +314,8 @@ def run(config: dict, out_dir: Path, mode: str, progress: bool, record: Run) -> 
     pd.DataFrame(ppc_rows).to_csv(tables / "ppc.csv", index=False)
     if cv_rows:
         pd.concat(cv_rows).to_csv(tables / "cv.csv", index=False)
+    if prod_rows:
+        pd.concat(prod_rows).to_csv(tables / "production.csv", index=False)
     (out_dir / "summary.json").write_text(json.dumps(report, indent=1))
     convergence_table(record.manifest.get("fits", {})).to_csv(tables / "convergence.csv", index=False)
     _figures(grid, figures, cfg.grid_items)
@@ -340,9 +369,9 @@ def _figures(grid: dict[str, Any], figures: Path, n: int) -> None:
         fig.savefig(figures / f"items_{lm_name}.png", dpi=110)
         plt.close(fig)
     trees = {k: v for g in grid.values() for k, v in g["trees"].items()}
-    fig = forest(trees, ["alpha", "beta", "width", "lapse"], figsize=(13.0, 1.9 + 0.4 * len(trees)),
+    fig = forest(trees, ["alpha", "beta", "width", "lapse", "rounding"], figsize=(15.0, 1.9 + 0.4 * len(trees)),
                  labels={"alpha": "alpha (rationality)", "beta": "beta (semantic temperature)",
-                         "width": "kernel width (scale units)", "lapse": "lapse"})
+                         "width": "kernel width (scale units)", "lapse": "lapse", "rounding": "rounded to tens"})
     fig.savefig(figures / "forest_alpha_beta.png", dpi=110, bbox_inches="tight")
     plt.close(fig)
 
@@ -402,7 +431,8 @@ def render_report(run_dir: str | Path, mode: str) -> str:
                 f"finished; ids in summary.json), {info['n_items'] * 40} guesses.",
                 f"- Alternatives per item: {info['n_alternatives_mean']:.1f} on average (of 21 samples, one per state, "
                 f"deduplicated); {info['alt_failed_total']} samples did not parse (empty, markup, or over five words).",
-                f"- Appendix C listener: {'fitted' if info['appendix_c'] else 'not fitted (the speaker pass has not scored these items)'}.",
+                f"- Appendix C listener: {'fitted' if info['appendix_c'] else 'not fitted (the speaker pass has scored ' + str(info.get('n_speaker', 0)) + ' of these items, not all)'}.",
+                f"- Production (direct vs Inverse-RSA clues): {info.get('n_production', 0)} items.",
                 ""]
         m = metrics[metrics["lm"] == lm].drop(columns="lm")
         out += ["### The paper's metrics (mean over items)", "",
@@ -419,7 +449,16 @@ def render_report(run_dir: str | Path, mode: str) -> str:
             out += [f"{best['model']} is ahead of {second['model']} by {abs(second['elpd_diff']):.1f} ± "
                     f"{second['dse']:.1f} elpd (LOO over guesses).", ""]
         p = params[params["lm"] == lm].drop(columns="lm")
-        out += ["### Parameters (posterior mean, 94% interval)", "", _md(p), "",
+        ai = info.get("alpha_identification")
+        id_note = []
+        if ai:
+            id_note = [f"Alpha per item, identified? Each item's profile log-likelihood of its own alpha "
+                       f"({ai['grid'][0]:g} to {ai['grid'][1]:g}, log-spaced; beta, width, lapse and rounding at the "
+                       f"flat LM-RSA posterior means) has two or more separate modes within 2 nats of its best for "
+                       f"{ai['items_multimodal']} of {info['n_items']} items, and is best at the top of the range for "
+                       f"{ai['items_best_at_top']}. Where it is multimodal, NUTS chains of the per-item model can settle "
+                       "in different modes (r_hat in the convergence table).", ""]
+        out += ["### Parameters (posterior mean, 94% interval)", "", _md(p), "", *id_note,
                 "### Posterior predictive checks (share of items whose observed value lies in the 94% interval of "
                 "replicated data; W1 between the fitted listener and the LM's own L0)", "",
                 _md(ppc[ppc["lm"] == lm].drop(columns="lm")), ""]
@@ -443,17 +482,49 @@ def render_report(run_dir: str | Path, mode: str) -> str:
                 + (f"**{len(bad)} of {len(conv)} fits do not pass: "
                    f"{', '.join(bad['fit'])}; their numbers above are not to be relied on.**" if len(bad)
                    else "Every fit passes."), "", _md(conv), ""]
+    if (t / "production.csv").exists():
+        pr = pd.read_csv(t / "production.csv")
+        out += ["## Production: the LM's own clues against Inverse-RSA clues (Section 5.1)", "",
+                "32 clues sampled from the LM speaker for each item's target; direct = the LM's clue (a sample of "
+                "its distribution, or its most frequent clue); Inverse-RSA = S1(u | t) ∝ S0(u | t) L0(t | u) at "
+                "alpha = 1 (a sample, or its argmax as in the paper). Judged by the LM's own literal listener "
+                "(circular: Inverse-RSA picks clues that raise exactly that listener's L0(t | u), so its gain "
+                "there is built in) and by the LM-RSA listener fitted to the humans (posterior-mean alpha and "
+                "beta; the clue heard against the item's LM alternatives). p_target: the judge's probability of "
+                "the target; abs_error: |judge's mean - target|; judge_resolution: SD over an item's produced "
+                "clues of the judge's mean (how far the judge can tell the clues apart at all). d_*: Inverse-RSA "
+                "minus the matching direct row, 95% bootstrap interval over items. No person judged these clues.",
+                "", _md(pr), ""]
+        for lm in pr["lm"].unique():
+            g = pr[(pr["lm"] == lm) & pr["judge"].str.startswith("human-fitted")]
+            r = g[g["speaker"] == "Inverse-RSA (argmax, the paper's)"]
+            if len(r):
+                r = r.iloc[0]
+                better = "lowers" if r["d_abs_error"] < 0 else "raises"
+                sure = (r["d_abs_error_hi"] < 0) or (r["d_abs_error_lo"] > 0)
+                out += [f"- {lm}: under the human-fitted listener, the paper's Inverse-RSA choice {better} the error "
+                        f"of the mean by {abs(r['d_abs_error']):.1f} scale units against the LM's most frequent clue "
+                        f"(95% interval {r['d_abs_error_lo']:.1f} to {r['d_abs_error_hi']:.1f}; "
+                        f"{'excludes' if sure else 'includes'} 0), over {int(r['items'])} items; that judge's "
+                        f"resolution is {r['judge_resolution']:.1f} scale units.", ""]
+    speaker_note = []
+    for lm, info in summary["lms"].items():
+        if not info["appendix_c"] or info.get("n_production", 0) < info["n_items"]:
+            speaker_note.append(f"{lm}: speaker pass on {info.get('n_speaker', 0)} of {info['n_items']} items, "
+                                f"production on {info.get('n_production', 0)}")
     out += ["## What this run can and cannot show", "",
             "- The LMs are tiny (135M and 270M parameters). SmolLM2's literal listener barely depends on the clue "
             "(see the figure: its distributions are ragged and similar across clues) and its own clues at temperature "
             "1 are mostly noise, so its alternatives are not the informative competitors RSA needs. These fits test "
             "the machinery and say how much of the human guesses such an LM's semantics explain; they say little "
             "about pragmatic reasoning in capable LMs, which the paper finds only in large models.",
-            "- Only the listener pass was scored: the Appendix C listener (which needs the speaker pass's S0) and the "
-            "production comparison (direct vs Inverse-RSA clues, which needs the production pass) are not in this "
-            "run. `python models/wavelength_score.py --lm smollm2 --passes speaker production` adds them; the study "
-            "fits Appendix C as soon as the speaker pass covers the items.",
-            "- Items: a random subset (summary.json lists them); a later scoring run continues the same order.",
+            "- The production comparison has no human judges: the human-fitted listener stands in for them, and it "
+            "can only separate clues as far as the LM's semantics do (its resolution above).",
+            *(["- Passes not complete: " + "; ".join(speaker_note) + ". `python models/wavelength_score.py --lm <lm> "
+               "--passes speaker production` continues them (Appendix C is fitted once the speaker pass covers "
+               "every fitted item)."] if speaker_note else []),
+            "- Items: a random subset where fewer than 100 (summary.json lists them); a later scoring run continues "
+            "the same order.",
             "- A larger LM on a GPU server: score it with `models/wavelength_score.py --base-url ...` and add one entry to "
             "`lms` in fits/wavelength.json, e.g. `\"qwen\": {\"backend\": \"openai\", \"base_url\": "
             "\"http://gpu-host:8000/v1\", \"model\": \"Qwen/Qwen3-32B\"}`.", ""]

@@ -164,3 +164,42 @@ def test_social_meaning_main_job_quick(tmp_path):
     assert f"wall time {manifest['wall_time_s']:.0f} s" in report.split("\n")[2]
     # the folder was written aside and swapped in whole: no temp folder is left beside it
     assert sorted(p.name for p in tmp_path.iterdir()) == [".run.lock", "run"]
+
+
+@pytest.mark.slow
+def test_wavelength_study_quick(tmp_path):
+    """The Wavelength study through `pragmodels run` on the committed scores, trimmed to SmolLM2 and
+    6 items (about 3 minutes, most of it compiling 6 models): every table, figure and report
+    section, Appendix C fitted where the speaker pass covers the items, and the production
+    comparison where the production pass does."""
+    cfg = json.loads((ROOT / "fits" / "wavelength.json").read_text())
+    cfg.pop("$schema")
+    cfg["study"] = str(ROOT / "models" / "wavelength_study.py") + ":run"
+    cfg["lms"] = {"smollm2": cfg["lms"]["smollm2"]}
+    cfg["quick_items"] = 6
+    cfg["sampler"]["quick"] = {"num_warmup": 60, "num_samples": 60, "num_chains": 2}
+    (tmp_path / "fits").mkdir()
+    path = tmp_path / "fits" / "wavelength.json"
+    path.write_text(json.dumps(cfg))
+    out = tmp_path / "run"
+    assert main(["run", str(path), "--quick", "--out", str(out), "--no-progress"]) == 0
+    t = out / "tables"
+    summary = json.loads((out / "summary.json").read_text())["lms"]["smollm2"]
+    fits = {p.stem for p in (out / "posteriors").glob("*.nc")}
+    assert {"smollm2_uniform", "smollm2_literal", "smollm2_lm_rsa", "smollm2_lm_rsa_cost",
+            "smollm2_lm_rsa_by_item"} <= fits
+    assert ("smollm2_appendix_c" in fits) == summary["appendix_c"]
+    metrics = pd.read_csv(t / "metrics.csv")
+    assert {"Humans", "LM direct (L0)", "LM-RSA, alpha = 1", "fitted lm_rsa"} <= set(metrics.method)
+    assert np.isfinite(metrics[["abs_error_of_mean", "w1_to_humans", "entropy"]]).all().all()
+    params = pd.read_csv(t / "parameters.csv")
+    assert {"width", "lapse", "rounding"} <= set(params.parameter)
+    report = (out / "report.md").read_text()
+    assert "**Quick run**" in report and "## Convergence" in report
+    if summary["n_production"]:
+        prod = pd.read_csv(t / "production.csv")
+        assert len(prod) == 8 and set(prod.judge) == {"LM literal listener (circular for Inverse-RSA)",
+                                                      "human-fitted LM-RSA listener"}
+        assert prod["p_target"].between(0, 1).all() and (prod["items"] == summary["n_production"]).all()
+        assert "## Production" in report
+    assert sorted(p.name for p in (out / "figures").iterdir()) == ["forest_alpha_beta.png", "items_smollm2.png"]

@@ -33,6 +33,11 @@ equals that of a fresh, one-sequence evaluation of the whole text (tested, SmolL
 the tests, 2.5e-3 at most in the benchmark). **Known limitation:** for Gemma 3 (sliding-window
 attention), scores after an earlier prompt differ from a fresh evaluation by up to 0.22 nats
 (measured in the benchmark); the cause is not yet found, so Gemma scores carry that much noise.
+Narrowed down on one Wavelength prompt pair (318 and 314 tokens, 311 shared): evaluating the
+prompt in pieces gives the same last logits as in one piece (exactly, both models), and
+``swa_full`` changes nothing; but the last logits after prefix reuse from another prompt differ
+by 0.21 nats at most over the vocabulary, and the 21 answers' scores by 0.035, also when only
+the order of the continuations in their batch changes. SmolLM2 shows none of this.
 
 Threads: llama.cpp's OpenMP threads busy-wait at barriers; on a machine whose cores are busy
 with other work, ``n_threads=2`` made one batch of 21 continuations take 96 s against 2.3 s with

@@ -410,3 +410,29 @@ def test_flat_lm_rsa_fit_recovers_known_parameters_at_the_real_data_size():
         assert abs(m - v) < 0.2 * v, (k, v, m, sd)
     prod = (post["alpha"] * post["beta"]).values.ravel()
     assert abs(prod.mean() - 1.2) < 0.12, prod.mean()
+
+
+def test_count_modes_counts_separated_maxima_and_ignores_plateau_noise():
+    g = np.linspace(-3, 3, 121)
+    one = -g ** 2
+    two = np.logaddexp(-8 * (g - 1.5) ** 2, -8 * (g + 1.5) ** 2)
+    far = np.logaddexp(-8 * (g - 1.5) ** 2, -8 * (g + 1.5) ** 2 - 5.0)  # second peak 5 nats down
+    noisy = np.where(g > 0, 0.0, -g ** 2) + 1e-3 * np.sin(40 * g)  # a plateau with jitter
+    assert wl.count_modes(one) == 1
+    assert wl.count_modes(two) == 2
+    assert wl.count_modes(far) == 1 and wl.count_modes(far, within=6.0) == 2
+    assert wl.count_modes(noisy) == 1
+
+
+def test_alpha_profile_is_the_models_log_likelihood_summed_per_item():
+    from numpyro import handlers
+
+    data, _ = small_data(seed=4)
+    params = dict(beta=0.7, width=5.0, lapse=0.05, rounding=0.1)
+    grid = np.array([0.5, 2.0])
+    prof = wl.alpha_profile(data, grid, params)
+    for g, a in enumerate(grid):
+        tr = handlers.trace(handlers.condition(wl.lm_rsa_model, data={k: jnp.asarray(v) for k, v in
+                                                                      {**params, "alpha": a}.items()})).get_trace(**data)
+        ll = np.asarray(tr["guess"]["fn"].log_prob(tr["guess"]["value"]), float)
+        np.testing.assert_allclose(prof[g], np.bincount(data["item"], weights=ll), rtol=1e-5)
