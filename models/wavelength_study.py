@@ -49,7 +49,7 @@ import wavelength_prompts as wp  # noqa: E402
 
 import pragmodels as pm  # noqa: E402
 from pragmodels import distribution_metrics as dm  # noqa: E402
-from pragmodels.config_schema import Strict, StudyConfig, validate_config  # noqa: E402
+from pragmodels.config_schema import SamplerSettings, Strict, StudyConfig, validate_config  # noqa: E402
 from pragmodels.datasets import REGISTRY, load_wavelength  # noqa: E402
 from pragmodels.results_io import save_netcdf  # noqa: E402
 from pragmodels.runs import Run  # noqa: E402
@@ -80,6 +80,8 @@ class Config(StudyConfig):
     cv_folds: int = Field(5, ge=2, description="folds of the item cross-validation (full mode)")
     cv: bool = Field(True, description="run the item cross-validation with the LM-prior model (full mode)")
     cv_lms: list[str] | None = Field(None, description="the LMs to cross-validate (default: all of lms)")
+    cv_sampler: SamplerSettings | None = Field(None, description="NUTS settings of the cross-validation fits "
+                                                                 "(default: the full settings with 2 chains)")
     n_draws: int = Field(400, ge=10, description="posterior draws for the metrics and checks")
     grid_items: int = Field(12, ge=1, description="items in the figure's grid")
     executor: str = Field("sequential", description="pragmodels.fit_many executor: 'sequential' or 'process'")
@@ -130,6 +132,7 @@ def _listener_draws(name: str, tree: xr.DataTree, data: dict[str, Any], n: int) 
     """``[draw, item, state]`` probabilities of the fitted listener for each item's real clue."""
     names = ["alpha", "beta", "cost_weight", "tau", "z"]
     draws = _draws(tree, n, names)
+    name = name.removesuffix("_sp")
     key = "lm_rsa" if name in ("lm_rsa_cost",) else name
     d = {k: jnp.asarray(v) for k, v in data.items() if k in ("log_lm", "utt_mask", "clue_length", "log_s0")}
     if name != "lm_rsa_cost":
@@ -248,30 +251,68 @@ def run(config: dict, out_dir: Path, mode: str, progress: bool, record: Run) -> 
             f = posts / f"{lm_name}_{name}.nc"
             save_netcdf(tree, f)
             record.fit(f"{lm_name}/{name}", tree, f.relative_to(out_dir))
+        all_label = f"all {len(ids)}"
         flat = {k: v for k, v in trees.items() if k in FLAT}
         cmp = pm.compare(flat)
         cmp.insert(0, "lm", lm_name)
+        cmp.insert(1, "items", all_label)
         loo_rows.append(cmp.reset_index().rename(columns={"index": "model"}))
         fixed = _fixed(data)
-        metric_rows.append({"lm": lm_name, "method": "Humans", **_human_metrics(items)})
+        metric_rows.append({"lm": lm_name, "items": all_label, "method": "Humans", **_human_metrics(items)})
         for label, probs in fixed.items():
-            metric_rows.append({"lm": lm_name, "method": label, **_metrics(probs, items)})
+            metric_rows.append({"lm": lm_name, "items": all_label, "method": label, **_metrics(probs, items)})
         fitted = {}
-        for name, tree in trees.items():
-            probs = _listener_draws(name, tree, data, cfg.n_draws).mean(0)
-            fitted[name] = probs
-            metric_rows.append({"lm": lm_name, "method": f"fitted {name}", **_metrics(probs, items)})
-            post = tree["posterior"].to_dataset()
-            for v in ("alpha", "beta", "width", "lapse", "rounding", "cost_weight", "alpha_mu", "alpha_sigma", "tau"):
-                if v in post and post[v].ndim == 2:
-                    x = post[v].to_numpy().ravel()
-                    forest_rows.append({"lm": lm_name, "model": name, "parameter": v, "mean": x.mean(),
-                                        "lo": np.quantile(x, 0.03), "hi": np.quantile(x, 0.97)})
-            p = _ppc(tree, data, len(ids))
-            ppc_rows.append({"lm": lm_name, "model": name, "items": len(ids),
-                             "mean_inside_94": float(p["mean_inside"].mean()),
-                             "sd_inside_94": float(p["sd_inside"].mean()),
-                             "w1_fitted_vs_lm_l0": float(np.mean(_w1_grid(probs, fixed["LM direct (L0)"])))})
+        groups = [(all_label, trees, data, items, fixed)]
+        # the Appendix C listener needs the speaker pass; where it covers only some items, it is fitted
+        # on those, beside LM-RSA and the baseline on the same items, and compared with them there
+        done_sp = ds["done_speaker"].to_numpy().astype(bool)
+        n_sp = int(done_sp.sum())
+        if 0 < n_sp < len(ids):
+            sub = ds.isel(item=np.nonzero(done_sp)[0])
+            data_sub = _data(sub, long)
+            items_sub = items_all.set_index("item").loc[sub["item"].to_numpy()].reset_index()
+            sub_label = f"speaker-pass {n_sp}"
+            base_sub = {k: v for k, v in data_sub.items() if k not in ("log_s0", "clue_length")}
+            specs_sub = [pm.FitSpec(f"{lm_name}-appendix_c", wm.appendix_c_model, data_sub, sampler=sampler, seed=seed + 4),
+                         pm.FitSpec(f"{lm_name}-lm_rsa_sp", wm.lm_rsa_model, base_sub, sampler=sampler, seed=seed + 2),
+                         pm.FitSpec(f"{lm_name}-uniform_sp", wm.uniform_model, base_sub, sampler=sampler, seed=seed)]
+            log(f"{lm_name}: Appendix C on the {n_sp} items the speaker pass has scored")
+            res_sub = pm.fit_many(specs_sub, executor=cfg.executor, progress=progress)
+            res_sub.raise_on_error()
+            trees_sub = {sp.name.split("-", 1)[1]: res_sub[sp.name].tree for sp in specs_sub}
+            for name, tree in trees_sub.items():
+                f = posts / f"{lm_name}_{name}.nc"
+                save_netcdf(tree, f)
+                record.fit(f"{lm_name}/{name}", tree, f.relative_to(out_dir))
+            cmp = pm.compare(trees_sub)
+            cmp.insert(0, "lm", lm_name)
+            cmp.insert(1, "items", sub_label)
+            loo_rows.append(cmp.reset_index().rename(columns={"index": "model"}))
+            fixed_sub = _fixed(data_sub)
+            metric_rows.append({"lm": lm_name, "items": sub_label, "method": "Humans", **_human_metrics(items_sub)})
+            for label, probs in fixed_sub.items():
+                metric_rows.append({"lm": lm_name, "items": sub_label, "method": label, **_metrics(probs, items_sub)})
+            groups.append((sub_label, trees_sub, data_sub, items_sub, fixed_sub))
+        for label_items, trees_g, data_g, items_g, fixed_g in groups:
+            for name, tree in trees_g.items():
+                probs = _listener_draws(name, tree, data_g, cfg.n_draws).mean(0)
+                if label_items == all_label:
+                    fitted[name] = probs
+                metric_rows.append({"lm": lm_name, "items": label_items, "method": f"fitted {name}",
+                                    **_metrics(probs, items_g)})
+                post = tree["posterior"].to_dataset()
+                for v in ("alpha", "beta", "width", "lapse", "rounding", "cost_weight", "alpha_mu", "alpha_sigma",
+                          "tau"):
+                    if v in post and post[v].ndim == 2:
+                        x = post[v].to_numpy().ravel()
+                        forest_rows.append({"lm": lm_name, "model": name, "parameter": v, "mean": x.mean(),
+                                            "lo": np.quantile(x, 0.03), "hi": np.quantile(x, 0.97)})
+                p = _ppc(tree, data_g, len(items_g))
+                ppc_rows.append({"lm": lm_name, "model": name, "items": len(items_g),
+                                 "mean_inside_94": float(p["mean_inside"].mean()),
+                                 "sd_inside_94": float(p["sd_inside"].mean()),
+                                 "w1_fitted_vs_lm_l0": float(np.mean(_w1_grid(probs, fixed_g["LM direct (L0)"])))})
+        trees = {**trees, **(groups[1][1] if len(groups) > 1 else {})}
         post_flat = trees["lm_rsa"]["posterior"].to_dataset()
         at = {v: float(post_flat[v].mean()) for v in ("beta", "width", "lapse", "rounding")}
         prof = wm.alpha_profile({k: data[k] for k in ("log_lm", "utt_mask", "item", "guess")}, ALPHA_GRID, at)
@@ -296,15 +337,17 @@ def run(config: dict, out_dir: Path, mode: str, progress: bool, record: Run) -> 
             log(f"{lm_name}: production judged on {n_prod} items (alpha {a:.2f}, beta {b:.2f})")
         if mode == "full" and cfg.cv and (cfg.cv_lms is None or lm_name in cfg.cv_lms):
             report["lms"].setdefault(lm_name, {})
-            cv_rows.append(_lm_prior_analysis(lm_name, data, ids, sampler, seed, cfg.cv_folds, posts, record,
-                                              out_dir, tables, log))
+            cv_sampler = (config["cv_sampler"] if cfg.cv_sampler is not None
+                          else dict(sampler, num_chains=min(2, sampler.get("num_chains", 2))))
+            cv_rows.append(_lm_prior_analysis(lm_name, data, ids, sampler, cv_sampler, seed, cfg.cv_folds, posts,
+                                              record, out_dir, tables, log))
         grid[lm_name] = {"items": items, "lm": fixed["LM direct (L0)"], "fitted": fitted["lm_rsa"],
                          "trees": {f"{lm_name} {k}": trees[k] for k in ("lm_rsa", "lm_rsa_cost", "appendix_c")
                                    if k in trees}}
         report["lms"][lm_name] = {"n_items": int(len(ids)), "items": [int(i) for i in ids],
                                   "n_alternatives_mean": float(ds["utt_mask"].sum("utterance").mean() - 1),
                                   "alt_failed_total": int(ds["alt_failed"].sum()),
-                                  "appendix_c": "log_s0" in data, "lm_identity": ds.attrs.get("lm_identity"),
+                                  "appendix_c": "appendix_c" in trees, "lm_identity": ds.attrs.get("lm_identity"),
                                   "n_speaker": int(ds["done_speaker"].sum()), "n_production": n_prod,
                                   "alpha_identification": alpha_id,
                                   "backend": entry.backend, "model": entry.model}
@@ -323,8 +366,9 @@ def run(config: dict, out_dir: Path, mode: str, progress: bool, record: Run) -> 
     log("done")
 
 
-def _lm_prior_analysis(lm_name: str, data: dict[str, Any], ids: np.ndarray, sampler: dict[str, Any], seed: int,
-                       k: int, posts: Path, record: Run, out_dir: Path, tables: Path, log: Any) -> pd.DataFrame:
+def _lm_prior_analysis(lm_name: str, data: dict[str, Any], ids: np.ndarray, sampler: dict[str, Any],
+                       cv_sampler: dict[str, Any], seed: int, k: int, posts: Path, record: Run, out_dir: Path,
+                       tables: Path, log: Any) -> pd.DataFrame:
     """The LM as a Bayesian prior on each real clue's semantics: a full-data fit (where do the
     posterior semantics move away from the LM?) and K-fold cross-validation over items against
     LM-RSA, the literal listener and the baseline, on the same folds (held-out items' per-item
@@ -347,7 +391,7 @@ def _lm_prior_analysis(lm_name: str, data: dict[str, Any], ids: np.ndarray, samp
     log(f"{lm_name}: {k}-fold cross-validation over items")
     cv = wm.cross_validate(seed + 11, {"uniform": wm.uniform_model, "literal": wm.literal_model,
                                        "lm_rsa": wm.lm_rsa_model, "lm_prior": wm.lm_prior_model},
-                           base, k=k, seed=seed, fit_kwargs=dict(sampler, num_chains=min(2, sampler.get("num_chains", 2))))
+                           base, k=k, seed=seed, fit_kwargs=dict(cv_sampler))
     rows = [{"lm": lm_name, "model": m, "elpd_cv": cv["total"][m], "diff_se_vs_best": cv["diff_se"][m],
              "best": cv["best"]} for m in cv["total"]]
     return pd.DataFrame(rows)
@@ -431,7 +475,12 @@ def render_report(run_dir: str | Path, mode: str) -> str:
                 f"finished; ids in summary.json), {info['n_items'] * 40} guesses.",
                 f"- Alternatives per item: {info['n_alternatives_mean']:.1f} on average (of 21 samples, one per state, "
                 f"deduplicated); {info['alt_failed_total']} samples did not parse (empty, markup, or over five words).",
-                f"- Appendix C listener: {'fitted' if info['appendix_c'] else 'not fitted (the speaker pass has scored ' + str(info.get('n_speaker', 0)) + ' of these items, not all)'}.",
+                f"- Appendix C listener: " + (f"fitted on the {info.get('n_speaker', 0)} items the speaker pass has "
+                                               "scored (a random subset; compared there with LM-RSA and the baseline "
+                                               "fitted to the same items, `_sp`)"
+                                               if info['appendix_c'] and info.get('n_speaker', 0) < info['n_items']
+                                               else "fitted" if info['appendix_c']
+                                               else "not fitted (the speaker pass has scored none of these items)") + ".",
                 f"- Production (direct vs Inverse-RSA clues): {info.get('n_production', 0)} items.",
                 ""]
         m = metrics[metrics["lm"] == lm].drop(columns="lm")
@@ -442,12 +491,15 @@ def render_report(run_dir: str | Path, mode: str) -> str:
                 "state); pearson_r_means: Pearson r between the listener's mean and the humans' mean over items.", "",
                 _md(m), ""]
         lo = loo[loo["lm"] == lm]
-        cols = [c for c in ("model", "rank", "elpd", "p", "elpd_diff", "dse", "weight") if c in lo.columns]
-        out += ["### PSIS-LOO over guesses (flat models)", "", _md(lo[cols]), ""]
-        if len(lo) > 1:
-            best, second = lo.iloc[0], lo.iloc[1]
-            out += [f"{best['model']} is ahead of {second['model']} by {abs(second['elpd_diff']):.1f} ± "
-                    f"{second['dse']:.1f} elpd (LOO over guesses).", ""]
+        cols = [c for c in ("items", "model", "rank", "elpd", "p", "elpd_diff", "dse", "weight") if c in lo.columns]
+        out += ["### PSIS-LOO over guesses (flat models; models compared on the same items only)", "",
+                _md(lo[cols]), ""]
+        for _, g in (lo.groupby("items", sort=False) if "items" in lo.columns else [("", lo)]):
+            if len(g) > 1:
+                best, second = g.iloc[0], g.iloc[1]
+                where = f" on {best['items']} items" if "items" in g.columns else ""
+                out += [f"{best['model']} is ahead of {second['model']}{where} by {abs(second['elpd_diff']):.1f} ± "
+                        f"{second['dse']:.1f} elpd (LOO over guesses).", ""]
         p = params[params["lm"] == lm].drop(columns="lm")
         ai = info.get("alpha_identification")
         id_note = []
