@@ -80,5 +80,19 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _cli() -> int:
+    """``main`` with one-line errors (``--debug`` anywhere in the arguments keeps the traceback)."""
+    from pragmodels.errors import PragmodelsError
+
+    if "--debug" in sys.argv:
+        sys.argv.remove("--debug")
+        return main()
+    try:
+        return main()
+    except (PragmodelsError, ValueError, OSError) as e:
+        print(f"wavelength_score: error: {e}", file=sys.stderr)
+        return 2
+
+
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(_cli())

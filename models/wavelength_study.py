@@ -580,7 +580,11 @@ def render_report(run_dir: str | Path, mode: str) -> str:
             "- A larger LM on a GPU server: score it with `models/wavelength_score.py --base-url ...` and add one entry to "
             "`lms` in fits/wavelength.json, e.g. `\"qwen\": {\"backend\": \"openai\", \"base_url\": "
             "\"http://gpu-host:8000/v1\", \"model\": \"Qwen/Qwen3-32B\"}`.", ""]
-    out += ["## Figures", "", "![items](figures/" + f"items_{next(iter(summary['lms']))}.png)", "",
+    out += ["## Figures", ""]
+    for lm in summary["lms"]:
+        out += [f"Items, {lm}: the human guesses (histogram), {lm}'s literal listener and the LM-RSA listener fitted "
+                "to the humans (posterior mean).", "", f"![items {lm}](figures/items_{lm}.png)", ""]
+    out += ["Posterior medians and 94% intervals of the flat listeners' parameters, one panel per parameter.", "",
             "![forest](figures/forest_alpha_beta.png)", ""]
     return "\n".join(out)
 
