@@ -82,6 +82,8 @@ class Config(StudyConfig):
     cv_lms: list[str] | None = Field(None, description="the LMs to cross-validate (default: all of lms)")
     cv_sampler: SamplerSettings | None = Field(None, description="NUTS settings of the cross-validation fits "
                                                                  "(default: the full settings with 2 chains)")
+    by_item_sampler: SamplerSettings | None = Field(None, description="NUTS settings of the per-item (hierarchical) "
+                                                                      "fits in full mode (default: the full settings)")
     n_draws: int = Field(400, ge=10, description="posterior draws for the metrics and checks")
     grid_items: int = Field(12, ge=1, description="items in the figure's grid")
     executor: str = Field("sequential", description="pragmodels.fit_many executor: 'sequential' or 'process'")
@@ -102,7 +104,8 @@ def _data(ds: xr.Dataset, long: pd.DataFrame) -> dict[str, np.ndarray]:
     return data
 
 
-def _specs(lm: str, data: dict[str, np.ndarray], sampler: dict[str, Any], seed: int) -> list[pm.FitSpec]:
+def _specs(lm: str, data: dict[str, np.ndarray], sampler: dict[str, Any], seed: int,
+           by_item_sampler: dict[str, Any] | None = None) -> list[pm.FitSpec]:
     base = {k: v for k, v in data.items() if k not in ("log_s0", "clue_length")}
     specs = [
         pm.FitSpec(f"{lm}-uniform", wm.uniform_model, base, sampler=sampler, seed=seed),
@@ -110,7 +113,8 @@ def _specs(lm: str, data: dict[str, np.ndarray], sampler: dict[str, Any], seed: 
         pm.FitSpec(f"{lm}-lm_rsa", wm.lm_rsa_model, base, sampler=sampler, seed=seed + 2),
         pm.FitSpec(f"{lm}-lm_rsa_cost", wm.lm_rsa_model, base | {"clue_length": data["clue_length"]},
                    sampler=sampler, seed=seed + 3),
-        pm.FitSpec(f"{lm}-lm_rsa_by_item", wm.lm_rsa_by_item_model, base, sampler=sampler, seed=seed + 5),
+        pm.FitSpec(f"{lm}-lm_rsa_by_item", wm.lm_rsa_by_item_model, base, sampler=by_item_sampler or sampler,
+                   seed=seed + 5),
     ]
     if "log_s0" in data:
         specs.append(pm.FitSpec(f"{lm}-appendix_c", wm.appendix_c_model, data, sampler=sampler, seed=seed + 4))
@@ -243,7 +247,9 @@ def run(config: dict, out_dir: Path, mode: str, progress: bool, record: Run) -> 
         data = _data(ds, long)
         data["clue_length"] = ds["clue_tokens"].to_numpy().astype(np.float32)
         log(f"{lm_name}: {len(ids)} items, {len(data['guess'])} guesses; fitting")
-        specs = _specs(lm_name, data, sampler, seed)
+        by_item_sampler = (config["by_item_sampler"] if mode == "full" and cfg.by_item_sampler is not None
+                           else sampler)
+        specs = _specs(lm_name, data, sampler, seed, by_item_sampler)
         result = pm.fit_many(specs, executor=cfg.executor, progress=progress)
         result.raise_on_error()
         trees = {s.name.split("-", 1)[1]: result[s.name].tree for s in specs}
