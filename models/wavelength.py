@@ -66,11 +66,14 @@ guesses is rounded to the nearest multiple of 10, and a share ``λ`` (``lapse``)
 ``P(g) = (1 - λ) [(1 - ρ) P*(g) + ρ Σ_{g*} R(g | g*) P*(g*)] + λ / 101``.
 
 Why rounding: people heap on round numbers. 18.1% of the 4,000 guesses are multiples of 10
-(9.9% by chance), while the other multiples of 5 are not over-represented (8.1% against 9.9%).
-Without it, the only way the model can put extra mass on round values is a kernel narrower than
-the grid step, which heaps on all 21 states: in the first full run the flat models' widths sat at
-1.8 while models that could place each item's mass (per item, LM prior) chose 10-13, so the
-width meant two different things across the models compared.
+(9.9% by chance), while the other multiples of 5 are not over-represented (8.1% against 9.9%),
+and 9.2% are at the ends 0 and 100 (2.0% by chance). A kernel alone can heap only on the 21
+states, multiples of 5 and tens alike. Measured in the full run on SmolLM2's 100 items, the flat
+models still choose a narrow kernel (width 1.9 scale units, below the grid step) with a small
+rounding share (0.03); our reading (not tested): with a listener that barely depends on the
+clue, the narrow kernel is what puts mass at the ends. Models that can place each item's mass
+(alpha per item, the LM prior) choose widths of 10-13 and a larger rounding share. So the width is not comparable across models
+that differ in how well they place the mass, and is not a measure of people's response noise.
 
 Models (NumPyro; every one takes the same data, reading what it needs)
 -----------------------------------------------------------------------
