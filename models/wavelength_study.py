@@ -185,6 +185,23 @@ def _fixed(ds_data: dict[str, Any]) -> dict[str, np.ndarray]:
     return out
 
 
+def _compare_and_fix(lm_name: str, label: str, trees: dict[str, xr.DataTree], data: dict[str, Any],
+                     items: pd.DataFrame, loo_rows: list[pd.DataFrame], metric_rows: list[dict[str, Any]]
+                     ) -> dict[str, np.ndarray]:
+    """For one set of items: the LOO comparison of ``trees`` and the metric rows of the humans and
+    of the LM at the paper's fixed settings (appended to ``loo_rows`` / ``metric_rows``); returns
+    the fixed listeners (:func:`_fixed`)."""
+    cmp = pm.compare(trees)
+    cmp.insert(0, "lm", lm_name)
+    cmp.insert(1, "items", label)
+    loo_rows.append(cmp.reset_index().rename(columns={"index": "model"}))
+    fixed = _fixed(data)
+    metric_rows.append({"lm": lm_name, "items": label, "method": "Humans", **_human_metrics(items)})
+    for name, probs in fixed.items():
+        metric_rows.append({"lm": lm_name, "items": label, "method": name, **_metrics(probs, items)})
+    return fixed
+
+
 def _ppc(tree: xr.DataTree, data: dict[str, Any], n_items: int) -> pd.DataFrame:
     """Per item: observed mean and SD of the guesses and their 94% posterior predictive intervals."""
     rep = tree["posterior_predictive"].to_dataset()
@@ -258,15 +275,8 @@ def run(config: dict, out_dir: Path, mode: str, progress: bool, record: Run) -> 
             save_netcdf(tree, f)
             record.fit(f"{lm_name}/{name}", tree, f.relative_to(out_dir))
         all_label = f"all {len(ids)}"
-        flat = {k: v for k, v in trees.items() if k in FLAT}
-        cmp = pm.compare(flat)
-        cmp.insert(0, "lm", lm_name)
-        cmp.insert(1, "items", all_label)
-        loo_rows.append(cmp.reset_index().rename(columns={"index": "model"}))
-        fixed = _fixed(data)
-        metric_rows.append({"lm": lm_name, "items": all_label, "method": "Humans", **_human_metrics(items)})
-        for label, probs in fixed.items():
-            metric_rows.append({"lm": lm_name, "items": all_label, "method": label, **_metrics(probs, items)})
+        fixed = _compare_and_fix(lm_name, all_label, {k: v for k, v in trees.items() if k in FLAT}, data, items,
+                                 loo_rows, metric_rows)
         fitted = {}
         groups = [(all_label, trees, data, items, fixed)]
         # the Appendix C listener needs the speaker pass; where it covers only some items, it is fitted
@@ -290,14 +300,7 @@ def run(config: dict, out_dir: Path, mode: str, progress: bool, record: Run) -> 
                 f = posts / f"{lm_name}_{name}.nc"
                 save_netcdf(tree, f)
                 record.fit(f"{lm_name}/{name}", tree, f.relative_to(out_dir))
-            cmp = pm.compare(trees_sub)
-            cmp.insert(0, "lm", lm_name)
-            cmp.insert(1, "items", sub_label)
-            loo_rows.append(cmp.reset_index().rename(columns={"index": "model"}))
-            fixed_sub = _fixed(data_sub)
-            metric_rows.append({"lm": lm_name, "items": sub_label, "method": "Humans", **_human_metrics(items_sub)})
-            for label, probs in fixed_sub.items():
-                metric_rows.append({"lm": lm_name, "items": sub_label, "method": label, **_metrics(probs, items_sub)})
+            fixed_sub = _compare_and_fix(lm_name, sub_label, trees_sub, data_sub, items_sub, loo_rows, metric_rows)
             groups.append((sub_label, trees_sub, data_sub, items_sub, fixed_sub))
         for label_items, trees_g, data_g, items_g, fixed_g in groups:
             for name, tree in trees_g.items():
