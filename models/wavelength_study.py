@@ -185,6 +185,21 @@ def _fixed(ds_data: dict[str, Any]) -> dict[str, np.ndarray]:
     return out
 
 
+def _fit_and_save(specs: list[pm.FitSpec], lm_name: str, executor: str, progress: bool, posts: Path, record: Run,
+                  out_dir: Path) -> dict[str, xr.DataTree]:
+    """Run ``specs`` through :func:`pragmodels.fit_many` (any failure raises), save each posterior
+    as ``posts/<lm>_<model>.nc`` and record it in the run; ``{model: tree}`` (the spec name after
+    ``"<lm>-"``)."""
+    result = pm.fit_many(specs, executor=executor, progress=progress)
+    result.raise_on_error()
+    trees = {sp.name.split("-", 1)[1]: result[sp.name].tree for sp in specs}
+    for name, tree in trees.items():
+        f = posts / f"{lm_name}_{name}.nc"
+        save_netcdf(tree, f)
+        record.fit(f"{lm_name}/{name}", tree, f.relative_to(out_dir))
+    return trees
+
+
 def _compare_and_fix(lm_name: str, label: str, trees: dict[str, xr.DataTree], data: dict[str, Any],
                      items: pd.DataFrame, loo_rows: list[pd.DataFrame], metric_rows: list[dict[str, Any]]
                      ) -> dict[str, np.ndarray]:
@@ -267,13 +282,7 @@ def run(config: dict, out_dir: Path, mode: str, progress: bool, record: Run) -> 
         by_item_sampler = (config["by_item_sampler"] if mode == "full" and cfg.by_item_sampler is not None
                            else sampler)
         specs = _specs(lm_name, data, sampler, seed, by_item_sampler)
-        result = pm.fit_many(specs, executor=cfg.executor, progress=progress)
-        result.raise_on_error()
-        trees = {s.name.split("-", 1)[1]: result[s.name].tree for s in specs}
-        for name, tree in trees.items():
-            f = posts / f"{lm_name}_{name}.nc"
-            save_netcdf(tree, f)
-            record.fit(f"{lm_name}/{name}", tree, f.relative_to(out_dir))
+        trees = _fit_and_save(specs, lm_name, cfg.executor, progress, posts, record, out_dir)
         all_label = f"all {len(ids)}"
         fixed = _compare_and_fix(lm_name, all_label, {k: v for k, v in trees.items() if k in FLAT}, data, items,
                                  loo_rows, metric_rows)
@@ -293,13 +302,7 @@ def run(config: dict, out_dir: Path, mode: str, progress: bool, record: Run) -> 
                          pm.FitSpec(f"{lm_name}-lm_rsa_sp", wm.lm_rsa_model, base_sub, sampler=sampler, seed=seed + 2),
                          pm.FitSpec(f"{lm_name}-uniform_sp", wm.uniform_model, base_sub, sampler=sampler, seed=seed)]
             log(f"{lm_name}: Appendix C on the {n_sp} items the speaker pass has scored")
-            res_sub = pm.fit_many(specs_sub, executor=cfg.executor, progress=progress)
-            res_sub.raise_on_error()
-            trees_sub = {sp.name.split("-", 1)[1]: res_sub[sp.name].tree for sp in specs_sub}
-            for name, tree in trees_sub.items():
-                f = posts / f"{lm_name}_{name}.nc"
-                save_netcdf(tree, f)
-                record.fit(f"{lm_name}/{name}", tree, f.relative_to(out_dir))
+            trees_sub = _fit_and_save(specs_sub, lm_name, cfg.executor, progress, posts, record, out_dir)
             fixed_sub = _compare_and_fix(lm_name, sub_label, trees_sub, data_sub, items_sub, loo_rows, metric_rows)
             groups.append((sub_label, trees_sub, data_sub, items_sub, fixed_sub))
         for label_items, trees_g, data_g, items_g, fixed_g in groups:
