@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 import pragmodels as pm
+from pragmodels.model_comparison import loo_sentence
 from models import social_meaning as sm
 
 KEY_PARAMETERS = ("alpha", "cost_precise", "noise", "lapse", "theta_mu")
@@ -119,21 +120,6 @@ def _motive_prior(trees: dict) -> str:
     """The motive prior the RSA fits used (runs saved before it was recorded fitted psi: 'free')."""
     used = {t.attrs.get("motive_prior", "free") for t in trees.values()}
     return ", ".join(sorted(used))
-
-
-def loo_sentence(cmp: pd.DataFrame) -> str:
-    """The LOO comparison in the one form used everywhere (report, README): which model is ahead
-    and by how much, with the paired SE, e.g. "**rsa** is ahead of **baseline** by 4.0 ± 4.5 elpd
-    (paired SE), a difference within 2 standard errors: the data do not separate the two models."
-    ``cmp``: arviz-stats ``compare``'s table (best first; ``elpd_diff`` of the others <= 0 and ``dse``)."""
-    if "elpd_diff" not in cmp or "dse" not in cmp or len(cmp) < 2:
-        return "see the table."
-    ahead, behind = cmp.index[0], cmp.index[1]
-    diff, se = abs(float(cmp["elpd_diff"].iloc[1])), float(cmp["dse"].iloc[1])
-    ratio = diff / se if se > 0 else float("inf")
-    verdict = ("a difference within 2 standard errors: the data do not separate the two models"
-               if ratio < 2 else "a difference of more than 2 standard errors")
-    return f"**{ahead}** is ahead of **{behind}** by {diff:.1f} ± {se:.1f} elpd (paired SE), {verdict}."
 
 
 def _init_paragraph(sampler: dict, trees: dict) -> str:

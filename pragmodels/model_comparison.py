@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     import pandas as pd
     from arviz_stats.utils import ELPDData
 
-__all__ = ["joint_log_likelihood", "loo", "compare"]
+__all__ = ["joint_log_likelihood", "loo", "compare", "loo_sentence"]
 
 JOINT = "joint"
 #: how the sites' log-likelihoods are joined (module docstring)
@@ -117,3 +117,18 @@ def compare(trees: Mapping[str, xr.DataTree], sites: Sequence[str] | None = None
     for j in joints.values():
         _check_not_constant(j.children["log_likelihood"].dataset[JOINT])
     return _compare(joints, var_name=JOINT, **kwargs)
+
+
+def loo_sentence(cmp: pd.DataFrame) -> str:
+    """The LOO comparison in the one form used everywhere (report, README): which model is ahead
+    and by how much, with the paired SE, e.g. "**rsa** is ahead of **baseline** by 4.0 ± 4.5 elpd
+    (paired SE), a difference within 2 standard errors: the data do not separate the two models."
+    ``cmp``: arviz-stats ``compare``'s table (best first; ``elpd_diff`` of the others <= 0 and ``dse``)."""
+    if "elpd_diff" not in cmp or "dse" not in cmp or len(cmp) < 2:
+        return "see the table."
+    ahead, behind = cmp.index[0], cmp.index[1]
+    diff, se = abs(float(cmp["elpd_diff"].iloc[1])), float(cmp["dse"].iloc[1])
+    ratio = diff / se if se > 0 else float("inf")
+    verdict = ("a difference within 2 standard errors: the data do not separate the two models"
+               if ratio < 2 else "a difference of more than 2 standard errors")
+    return f"**{ahead}** is ahead of **{behind}** by {diff:.1f} ± {se:.1f} elpd (paired SE), {verdict}."

@@ -193,3 +193,23 @@ def test_esr_heatmap_shows_only_the_prompts_with_data():
     fig = plots.esr_heatmap(df[(df.model == "gemini") & (df.prompt == "MIN")], title="Model-implied ESR")
     assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["MIN"]
     assert "n/a" not in [t.get_text() for t in fig.axes[0].texts]
+
+
+def test_accuracy_by_condition_draws_every_bar_and_reference():
+    t = pd.DataFrame({"series": ["scored", "scored", "sampled", "sampled"], "condition": ["vanilla", "all"] * 2,
+                      "mean": [0.3, 0.4, 0.2, 0.25], "lo": [0.25, 0.35, 0.1, 0.2], "hi": [0.35, 0.45, 0.3, 0.3],
+                      "n_item": [231, 231, 40, 40]})
+    fig = plots.accuracy_by_condition(t, references={"chance": 0.2, "ceiling": 0.8}, order=["vanilla", "all"])
+    ax = fig.axes[0]
+    assert [tx.get_text() for tx in ax.get_xticklabels()] == ["vanilla", "all"]
+    assert [tx.get_text() for tx in ax.get_legend().get_texts()] == ["scored", "sampled"]
+    dashed = [ln for ln in ax.get_lines() if ln.get_linestyle() == "--"]
+    assert sorted(ln.get_ydata()[0] for ln in dashed) == [0.2, 0.8]
+    # the markers sit at the means, the series side by side
+    pts = sorted((round(float(x), 3), round(float(y), 3)) for c in ax.containers for x, y in zip(*c.lines[0].get_data()))
+    assert [y for _, y in pts] == [0.3, 0.2, 0.4, 0.25]   # by x: first series on the left
+    assert {tx.get_text() for tx in ax.texts} >= {"n=231", "n=40", "chance", "ceiling"}
+    with pytest.raises(ValueError, match="'hi'"):
+        plots.accuracy_by_condition(t.drop(columns="hi"))
+    with pytest.raises(ValueError, match="'all' is not in order"):
+        plots.accuracy_by_condition(t, order=["vanilla"])

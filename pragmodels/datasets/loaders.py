@@ -287,7 +287,16 @@ def load_drinq(path: str | os.PathLike[str] | None = None, *, verify_hash: bool 
 
     Columns: ``item, question, context, option_A .. option_E, consensus`` (A-E),
     ``implied_comment`` (may be null), ``implied_letter`` (the option whose text equals
-    ``implied_comment``, else null). The two labels disagree in most rows upstream; both are kept.
+    ``implied_comment``, else null).
+
+    Two labels, both kept: ``consensus`` and the option carrying ``implied_comment`` (the
+    generated label) agree in only 44 of the 230 rows that have a comment. **``consensus`` is the
+    gold label**, the human answer: the upstream README calls it "the human consensus implied
+    meaning label"; the paper (Arai & Ren 2026) scores models against the human consensus (its
+    Table 3); and its 27% agreement between generated and consensus labels on the hard subset
+    fits a file drawn mostly from that subset. The file has 231 rows, while the paper cites 819
+    validated and 400 hard items: it is neither set, and results on it are not the paper's.
+    Rows 27 and 71 share their question and context and differ in options and consensus.
 
     Parameters
     ----------

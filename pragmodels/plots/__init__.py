@@ -8,10 +8,11 @@ saves them (``fig.savefig``) and closes them (``matplotlib.pyplot.close(fig)``).
 Layering: imports matplotlib and arviz_plots only (never likelihoods, inference or numpyro).
 """
 
+from pragmodels.plots.accuracy_by_condition import accuracy_by_condition
 from pragmodels.plots.distribution_grid import distribution_grid
 from pragmodels.plots.esr_heatmap import esr_heatmap
 from pragmodels.plots.forest import forest
 from pragmodels.plots.human_vs_model_means import human_vs_model_means
 from pragmodels.plots.ppc_condition_means import ppc_condition_means
 
-__all__ = ["distribution_grid", "esr_heatmap", "forest", "human_vs_model_means", "ppc_condition_means"]
+__all__ = ["accuracy_by_condition", "distribution_grid", "esr_heatmap", "forest", "human_vs_model_means", "ppc_condition_means"]

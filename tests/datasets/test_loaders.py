@@ -189,3 +189,18 @@ def test_unwritable_download_cache_names_the_folder_and_the_mirror(tmp_path, mon
     with pytest.raises(DataDownloadError, match=r"cannot write the download cache .*not_a_folder/cache.* "
                                                 r"PRAGMODELS_CACHE_DIR .* PRAGMODELS_DATA_DIR"):
         datasets.load_drinq()
+
+
+@pytest.mark.parametrize("edit, match", [
+    (lambda df: df.assign(options=df.options.where(df.index != 12, "A. one\nB. two\nC. three")),
+     r"drinq_validated.csv: column 'options', row 12: value 'A. one\\nB. two\\nC. three'; expected five lines"),
+    (lambda df: df.assign(options=df.options.where(df.index != 3, "A. a\nB. b\nC. c\nD. d\nF. f")),
+     r"column 'options', row 3: value .*F\. f"),
+    (lambda df: df.assign(consensus=df.consensus.where(df.index != 40, "F")), r"column 'consensus', row 40: value 'F'"),
+    (lambda df: df.drop(columns=["context"]), r"missing column\(s\) \['context'\]"),
+])
+def test_drinq_bad_rows_are_named(mirror, tmp_path, edit, match):
+    path = _copy(mirror, tmp_path, "drinq")
+    edit(pd.read_csv(path)).to_csv(path, index=False)
+    with pytest.raises(DataSchemaError, match=match):
+        datasets.load_drinq(path, verify_hash=False)

@@ -5,7 +5,8 @@ from types import SimpleNamespace
 
 import pandas as pd
 
-from models.social_meaning_report import _init_paragraph, converged, loo_sentence
+from models.social_meaning_report import _init_paragraph, converged
+from pragmodels.model_comparison import loo_sentence
 
 
 def _cmp(diff, se):

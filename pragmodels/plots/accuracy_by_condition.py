@@ -1,0 +1,63 @@
+"""Accuracy by condition with intervals, one marker per series, and reference lines (chance, ceiling)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from matplotlib.figure import Figure
+
+
+def accuracy_by_condition(table: pd.DataFrame, *, references: Mapping[str, float] | None = None,
+                          order: Sequence[str] | None = None, title: str = "",
+                          figsize: tuple[float, float] = (8.0, 4.2)) -> Figure:
+    """Accuracy per condition (x) for each series (e.g. scored letters, sampled answers, fitted models).
+
+    ``table``: one row per (series, condition) with columns ``series``, ``condition``, ``mean``,
+    ``lo``, ``hi`` (the interval drawn as an error bar) and optionally ``n_item`` (written under
+    the marker when it differs between rows). ``references``: ``{label: accuracy}`` drawn as
+    dashed horizontal lines (e.g. chance 0.2, a human ceiling). The series are offset sideways
+    so their bars do not overlap. Returns the Figure.
+
+    Shapes: ``table [row]`` -> one Axes.
+    """
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    need = {"series", "condition", "mean", "lo", "hi"}
+    missing = need - set(table.columns)
+    if missing:
+        raise ValueError(f"table has no column {sorted(missing)[0]!r}; expected {sorted(need)}.")
+    conds = list(order) if order is not None else list(dict.fromkeys(table["condition"]))
+    unknown = sorted(set(table["condition"]) - set(conds))
+    if unknown:
+        raise ValueError(f"condition {unknown[0]!r} is not in order {conds}.")
+    series = list(dict.fromkeys(table["series"]))
+    fig, ax = plt.subplots(figsize=figsize, constrained_layout=True)
+    width = 0.7 / max(len(series), 1)
+    colors = plt.get_cmap("tab10")
+    show_n = "n_item" in table and table["n_item"].nunique() > 1
+    for k, s in enumerate(series):
+        rows = table[table["series"] == s].set_index("condition")
+        x = np.array([conds.index(c) for c in rows.index], dtype=float) + (k - (len(series) - 1) / 2) * width
+        m, lo, hi = rows["mean"].to_numpy(float), rows["lo"].to_numpy(float), rows["hi"].to_numpy(float)
+        ax.errorbar(x, m, yerr=[m - lo, hi - m], fmt="o", capsize=3, color=colors(k), label=s)
+        if show_n:
+            for xi, n in zip(x, rows["n_item"]):
+                ax.annotate(f"n={int(n)}", (xi, 0.0), xytext=(0, 2), textcoords="offset points", ha="center",
+                            va="bottom", fontsize=7, color=colors(k))
+    for j, (label, y) in enumerate((references or {}).items()):
+        ax.axhline(y, ls="--", lw=1, color=("0.35", "0.6", "0.2")[j % 3])
+        ax.annotate(label, (len(conds) - 0.5, y), xytext=(-2, 2), textcoords="offset points", ha="right",
+                    va="bottom", fontsize=8, color="0.25")
+    ax.set_xticks(range(len(conds)), conds)
+    ax.set_xlim(-0.6, len(conds) - 0.4)
+    ax.set_ylim(0, 1)
+    ax.set_ylabel("accuracy (against the human consensus)")
+    ax.set_xlabel("condition")
+    if title:
+        ax.set_title(title)
+    ax.legend(loc="upper left", fontsize=8, frameon=False)
+    return fig
