@@ -25,7 +25,7 @@ from pragmodels import agents, likelihoods, semantics  # noqa: E402
 from pragmodels.config import configure_host_devices, enable_compilation_cache  # noqa: E402
 from pragmodels.errors import ConfigError, PragmodelsError  # noqa: E402
 from pragmodels.params import deterministic, group_effect, inspect_model, param, with_priors  # noqa: E402
-from pragmodels.model_comparison import compare, joint_log_likelihood, loo  # noqa: E402
+from pragmodels.model_comparison import compare, joint_log_likelihood, loo, loo_sentence  # noqa: E402
 from pragmodels.contrasts import contrast, contrast_table  # noqa: E402
 from pragmodels.predictive import predict, prior_predictive  # noqa: E402
 from pragmodels.agents import (  # noqa: E402
@@ -89,6 +89,7 @@ __all__ = [
     "inspect_model",
     "loo",
     "compare",
+    "loo_sentence",
     "joint_log_likelihood",
     "contrast",
     "prior_predictive",

@@ -123,7 +123,17 @@ def loo_sentence(cmp: pd.DataFrame) -> str:
     """The LOO comparison in the one form used everywhere (report, README): which model is ahead
     and by how much, with the paired SE, e.g. "**rsa** is ahead of **baseline** by 4.0 ± 4.5 elpd
     (paired SE), a difference within 2 standard errors: the data do not separate the two models."
-    ``cmp``: arviz-stats ``compare``'s table (best first; ``elpd_diff`` of the others <= 0 and ``dse``)."""
+
+    Parameters
+    ----------
+    cmp : pandas.DataFrame
+        :func:`compare`'s table (best first; ``elpd_diff`` of the others <= 0 and ``dse``).
+
+    Returns
+    -------
+    str
+        The sentence (Markdown bold for the model names); "see the table." for fewer than two fits.
+    """
     if "elpd_diff" not in cmp or "dse" not in cmp or len(cmp) < 2:
         return "see the table."
     ahead, behind = cmp.index[0], cmp.index[1]

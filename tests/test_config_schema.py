@@ -189,7 +189,7 @@ def test_the_json_schema_files_are_up_to_date():
 def test_the_json_schemas_accept_the_committed_configs_and_reject_unknown_keys():
     jsonschema = pytest.importorskip("jsonschema")
     for config, schema in [("reference_game", "fit_config"), ("social_meaning", "social_meaning"),
-                           ("wavelength", "wavelength")]:
+                           ("wavelength", "wavelength"), ("implicature", "implicature")]:
         cfg = json.loads((ROOT / "fits" / f"{config}.json").read_text())
         assert cfg["$schema"] == f"../schemas/{schema}.schema.json"
         validator = jsonschema.Draft202012Validator(json.loads((ROOT / "schemas" / f"{schema}.schema.json").read_text()))

@@ -43,7 +43,9 @@ def accuracy_by_condition(table: pd.DataFrame, *, references: Mapping[str, float
         rows = table[table["series"] == s].set_index("condition")
         x = np.array([conds.index(c) for c in rows.index], dtype=float) + (k - (len(series) - 1) / 2) * width
         m, lo, hi = rows["mean"].to_numpy(float), rows["lo"].to_numpy(float), rows["hi"].to_numpy(float)
-        ax.errorbar(x, m, yerr=[m - lo, hi - m], fmt="o", capsize=3, color=colors(k), label=s)
+        # an interval of identical values (every item wrong) can sit a rounding error off its mean
+        yerr = [np.maximum(m - lo, 0.0), np.maximum(hi - m, 0.0)]
+        ax.errorbar(x, m, yerr=yerr, fmt="o", capsize=3, color=colors(k), label=s)
         if show_n:
             for xi, n in zip(x, rows["n_item"]):
                 ax.annotate(f"n={int(n)}", (xi, 0.0), xytext=(0, 2), textcoords="offset points", ha="center",

@@ -1,0 +1,331 @@
+"""The DRInQ study's language-model step: the benchmark's answers and the listener model's LM scores.
+
+Everything here talks to a language model (through :mod:`pragmodels.lm`, normally a
+:class:`~pragmodels.lm.CachedLM`, so a re-run computes nothing twice) and writes tables; nothing
+here fits. The study (``models/implicature_study.py``) reads the saved tables only.
+
+Three passes, each a CSV in ``fits/implicature/lm_outputs/`` keyed by item id, condition, draw
+and the prompt's hash, **without the item texts** (the upstream data has no licence) and without
+the LM's raw texts (they may quote the items; they stay in the score cache):
+
+- ``score`` (:func:`score_letters`): for every condition and draw, the log-probabilities of the
+  five letters as the answer to the letter-only prompt, through the end-of-turn token
+  (``logp_A`` .. ``logp_E``; not normalised: their sum says how much of the model's mass went to
+  a letter at all). In the explanation condition the model first writes its justification
+  (sampled, temperature 1, ended at ``Answer:``), and the letters are scored after it and
+  ``"\\nAnswer: "``.
+- ``sample`` (:func:`sample_answers`): one JSON answer per item, condition and draw (temperature
+  1, as the paper's API defaults), parsed by :func:`implicature_prompts.parse_answer`:
+  ``letter`` (empty when malformed), ``json_ok``.
+- ``interpretations`` (:func:`score_interpretations`): per item, the mean per-token
+  log-probability of each option's text given ``Q`` in ``C`` (``fit``) and given ``C`` alone
+  (``prior``): the listener model's semantics and context prior (``models/implicature.py``).
+
+Items are taken in a fixed random order (:func:`item_order`), so a pass stopped early, or run on
+``limit`` items, covers a random subset, which the report names.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import implicature_prompts as ip  # noqa: E402
+
+from pragmodels.lm import LanguageModel  # noqa: E402
+from pragmodels.results_io import atomic_write  # noqa: E402
+
+__all__ = ["item_ids", "item_order", "score_letters", "sample_answers", "score_interpretations", "save_rows",
+           "load_outputs", "PASSES", "FIT_TEMPLATE", "PRIOR_TEMPLATE", "ORDER_SEED", "SAMPLE_MAX_TOKENS",
+           "EXPLANATION_MAX_TOKENS"]
+
+PASSES = ("score", "sample", "interpretations")
+ORDER_SEED = 20261201
+SAMPLE_MAX_TOKENS = 160
+EXPLANATION_MAX_TOKENS = 80
+
+# OWN: the listener model's two scoring prompts
+FIT_TEMPLATE = 'Context: {context}\nSomeone asks: "{question}"\nIn one sentence, what they mean is:'
+PRIOR_TEMPLATE = "Context: {context}\nIn one sentence, what the speaker in this situation wants to get across is:"
+
+
+def item_ids(items: pd.DataFrame) -> list[str]:
+    """Stable item ids: the first 12 hex digits of the sha256 of the question, context and five options.
+
+    (Question and context alone do not identify an item: rows 27 and 71 of the upstream file share
+    both and differ in their options and consensus.)
+
+    Parameters
+    ----------
+    items : pandas.DataFrame
+        Rows of :func:`pragmodels.datasets.load_drinq`.
+
+    Returns
+    -------
+    list of str
+    """
+    cols = ["question", "context", *(f"option_{L}" for L in ip.LETTERS)]
+    ids = [hashlib.sha256("\n".join(map(str, r)).encode()).hexdigest()[:12] for r in items[cols].itertuples(index=False)]
+    if len(set(ids)) != len(ids):
+        dup = pd.Series(ids).duplicated(keep=False)
+        raise ValueError(f"items at positions {[int(i) for i in np.nonzero(dup.to_numpy())[0]]} have the same question, context "
+                         "and options; their ids would collide.")
+    return ids
+
+
+def item_order(n: int) -> np.ndarray:
+    """The fixed random order in which items are evaluated (``limit`` takes a prefix).
+
+    Parameters
+    ----------
+    n : int
+        Number of items.
+
+    Returns
+    -------
+    numpy.ndarray
+    """
+    return np.random.default_rng(ORDER_SEED).permutation(n)
+
+
+def _progress(it: Iterable[Any], total: int, desc: str, show: bool) -> Iterable[Any]:
+    if not show:
+        return it
+    from tqdm.auto import tqdm
+
+    return tqdm(it, total=total, desc=desc, leave=False)
+
+
+def _sample_seed(seed: int, condition: str, draw: int, item_id: str) -> int:
+    h = hashlib.sha256(f"{seed}|{condition}|{draw}|{item_id}".encode()).hexdigest()
+    return int(h[:8], 16)
+
+
+def _base(lm_name: str, condition: str, draw: int, item_id: str, text: str) -> dict[str, Any]:
+    return {"lm": lm_name, "prompt_version": ip.PROMPT_VERSION, "condition": condition, "draw": draw,
+            "item_id": item_id, "prompt_sha": ip.prompt_hash(text)}
+
+
+def score_letters(lm: LanguageModel, items: pd.DataFrame, *, lm_name: str, conditions: Sequence[str],
+                  n_draws: int, seed: int, progress: bool = False,
+                  on_row: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
+    """The letter-scoring pass: one row per (condition, draw, item).
+
+    Prompts are evaluated condition by condition and draw by draw, so consecutive prompts share
+    their instructions and examples and llama.cpp evaluates that block once.
+
+    Parameters
+    ----------
+    lm : LanguageModel
+        The model (a :class:`~pragmodels.lm.CachedLM`).
+    items : pandas.DataFrame
+        Rows of :func:`pragmodels.datasets.load_drinq`, in evaluation order.
+    lm_name : str
+        The label in the rows.
+    conditions : sequence of str
+        Conditions of :data:`implicature_prompts.CONDITIONS`.
+    n_draws : int
+        Draws of the in-context examples.
+    seed : int
+        The study's seed (draws and sampled explanations).
+    progress : bool
+        A progress bar.
+    on_row : callable, optional
+        Called with each row as it is made (to save partial results).
+
+    Returns
+    -------
+    list of dict
+    """
+    ids = item_ids(items)
+    rows = []
+    work = [(c, d, i) for c in conditions for d in range(n_draws) for i in range(len(items))]
+    for cond, draw, i in _progress(work, len(work), f"{lm_name} letters", progress):
+        item = items.iloc[i]
+        text = ip.prompt(item, cond, "score", ip.draw_examples(draw, seed))
+        row = _base(lm_name, cond, draw, ids[i], text)
+        if cond == "explanation":
+            expl = lm.sample(text, 1, temperature=1.0, max_tokens=EXPLANATION_MAX_TOKENS, stop=ip.EXPLANATION_STOP,
+                             seed=_sample_seed(seed, cond, draw, ids[i]), answer_prefix="Explanation:")[0]
+            expl = expl.rstrip()
+            conts = [expl + ip.ANSWER_CUE + L for L in ip.LETTERS]
+            row["explanation_chars"] = len(expl)
+        else:
+            conts = list(ip.LETTERS)
+        lp = np.asarray(lm.score(text, conts), dtype=np.float64)
+        row.update({f"logp_{L}": float(v) for L, v in zip(ip.LETTERS, lp, strict=True)})
+        row["choice"] = ip.LETTERS[int(np.argmax(lp))]
+        rows.append(row)
+        if on_row is not None:
+            on_row(row)
+    return rows
+
+
+def sample_answers(lm: LanguageModel, items: pd.DataFrame, *, lm_name: str, conditions: Sequence[str],
+                   n_draws: int, seed: int, temperature: float = 1.0, max_tokens: int = SAMPLE_MAX_TOKENS,
+                   progress: bool = False, on_row: Callable[[dict[str, Any]], None] | None = None
+                   ) -> list[dict[str, Any]]:
+    """The sampled-answer pass: one JSON answer per (condition, draw, item), parsed.
+
+    A malformed answer has an empty ``letter`` (counted, and scored as wrong by the study).
+
+    Parameters
+    ----------
+    lm : LanguageModel
+        The model.
+    items : pandas.DataFrame
+        Rows of :func:`pragmodels.datasets.load_drinq`, in evaluation order.
+    lm_name : str
+        The label in the rows.
+    conditions : sequence of str
+        Conditions.
+    n_draws : int
+        Draws of the in-context examples.
+    seed : int
+        The study's seed.
+    temperature : float
+        Sampling temperature.
+    max_tokens : int
+        Most tokens per answer.
+    progress : bool
+        A progress bar.
+    on_row : callable, optional
+        Called with each row as it is made.
+
+    Returns
+    -------
+    list of dict
+    """
+    ids = item_ids(items)
+    rows = []
+    work = [(c, d, i) for c in conditions for d in range(n_draws) for i in range(len(items))]
+    for cond, draw, i in _progress(work, len(work), f"{lm_name} samples", progress):
+        item = items.iloc[i]
+        text = ip.prompt(item, cond, "sample", ip.draw_examples(draw, seed))
+        out = lm.sample(text, 1, temperature=temperature, max_tokens=max_tokens,
+                        seed=_sample_seed(seed, cond, draw, ids[i]))[0]
+        letter, ok = ip.parse_answer(out, [str(item[f"option_{L}"]) for L in ip.LETTERS])
+        row = _base(lm_name, cond, draw, ids[i], text)
+        row.update({"letter": letter or "", "json_ok": bool(ok), "answer_chars": len(out),
+                    "temperature": float(temperature), "max_tokens": int(max_tokens)})
+        rows.append(row)
+        if on_row is not None:
+            on_row(row)
+    return rows
+
+
+def score_interpretations(lm: LanguageModel, items: pd.DataFrame, *, lm_name: str, progress: bool = False,
+                          on_row: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
+    """The listener model's LM scores: two rows per item (``kind`` ``fit`` and ``prior``).
+
+    ``logp_A`` .. ``logp_E`` are mean log-probabilities per token of the option texts
+    (``length_normalize=True``), through the end-of-turn token.
+
+    Parameters
+    ----------
+    lm : LanguageModel
+        The model.
+    items : pandas.DataFrame
+        Rows of :func:`pragmodels.datasets.load_drinq`.
+    lm_name : str
+        The label in the rows.
+    progress : bool
+        A progress bar.
+    on_row : callable, optional
+        Called with each row as it is made.
+
+    Returns
+    -------
+    list of dict
+    """
+    ids = item_ids(items)
+    rows = []
+    for i in _progress(range(len(items)), len(items), f"{lm_name} interpretations", progress):
+        item = items.iloc[i]
+        options = [str(item[f"option_{L}"]).strip() for L in ip.LETTERS]
+        for kind, template in (("fit", FIT_TEMPLATE), ("prior", PRIOR_TEMPLATE)):
+            text = template.format(question=item["question"], context=item["context"])
+            lp = np.asarray(lm.score(text, options, length_normalize=True), dtype=np.float64)
+            row = {"lm": lm_name, "prompt_version": ip.PROMPT_VERSION, "kind": kind, "item_id": ids[i],
+                   "prompt_sha": ip.prompt_hash(text), **{f"logp_{L}": float(v) for L, v in zip(ip.LETTERS, lp)}}
+            rows.append(row)
+            if on_row is not None:
+                on_row(row)
+    return rows
+
+
+def save_rows(rows: Sequence[dict[str, Any]], path: str | Path) -> Path:
+    """Write rows as CSV, atomically (a crash leaves the previous file whole).
+
+    Parameters
+    ----------
+    rows : sequence of dict
+        The rows.
+    path : str or Path
+        The CSV file.
+
+    Returns
+    -------
+    Path
+    """
+    df = pd.DataFrame(list(rows))
+    return atomic_write(path, lambda tmp: df.to_csv(tmp, index=False))
+
+
+def load_outputs(path: str | Path, *, kind: str) -> pd.DataFrame:
+    """Read one pass's CSV and check it is this prompt version's and whole.
+
+    Parameters
+    ----------
+    path : str or Path
+        The CSV.
+    kind : {"score", "sample", "interpretations"}
+        Which pass it holds.
+
+    Returns
+    -------
+    pandas.DataFrame
+
+    Raises
+    ------
+    ValueError
+        A missing column, rows of another prompt version, a duplicated key, or a letter outside A-E.
+    FileNotFoundError
+        No such file.
+    """
+    if kind not in PASSES:
+        raise ValueError(f"kind = {kind!r}; expected one of {list(PASSES)}.")
+    p = Path(path)
+    if not p.is_file():
+        raise FileNotFoundError(f"{p}: no LM outputs; make them with models/implicature_score.py.")
+    df = pd.read_csv(p, keep_default_na=False, dtype={"item_id": str, "letter": str, "choice": str})
+    need = {"score": ["condition", "draw", "item_id", "prompt_sha", *(f"logp_{L}" for L in ip.LETTERS), "choice"],
+            "sample": ["condition", "draw", "item_id", "prompt_sha", "letter", "json_ok"],
+            "interpretations": ["kind", "item_id", *(f"logp_{L}" for L in ip.LETTERS)]}[kind]
+    missing = [c for c in ["lm", "prompt_version", *need] if c not in df.columns]
+    if missing:
+        raise ValueError(f"{p}: column {missing[0]!r} is missing; expected {need}.")
+    other = sorted(set(df["prompt_version"].astype(str)) - {ip.PROMPT_VERSION})
+    if other:
+        raise ValueError(f"{p}: rows of prompt version {other[0]!r}; the prompts are now {ip.PROMPT_VERSION!r}. "
+                         "Re-run models/implicature_score.py (it rescores through the cache).")
+    key = ["kind", "item_id"] if kind == "interpretations" else ["condition", "draw", "item_id"]
+    dup = df.duplicated(key)
+    if dup.any():
+        raise ValueError(f"{p}: row {int(np.argmax(dup.to_numpy()))} repeats the key "
+                         f"{tuple(df.loc[dup, key].iloc[0])}.")
+    col = {"score": "choice", "sample": "letter"}.get(kind)
+    if col is not None:
+        allowed = set(ip.LETTERS) | ({""} if kind == "sample" else set())
+        bad = ~df[col].isin(allowed)
+        if bad.any():
+            raise ValueError(f"{p}: column {col!r}, row {int(np.argmax(bad.to_numpy()))}: value "
+                             f"{df.loc[bad, col].iloc[0]!r}; expected one of {sorted(allowed)}.")
+    return df

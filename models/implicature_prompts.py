@@ -1,0 +1,312 @@
+"""Prompts for DRInQ (Arai & Ren 2026): the paper's prompting conditions, and what is this project's own.
+
+What comes from the paper (its Appendix 8.4, quoted): the core instruction and output format
+(:data:`CORE_INSTRUCTION`, :data:`JSON_FORMAT`) and the pragmatic-reasoning scaffold
+(:data:`REASONING`). What is **this project's own** (marked ``OWN`` below, and said so in the
+report), because the paper does not publish it and nothing reachable does:
+
+- the six in-context examples (:data:`EXAMPLES`), written in the style of the paper's Section 3
+  and Appendix 8.2 (everyday questions whose context turns them into a request, an offer, a
+  complaint ...); none of their questions or contexts is an evaluation item's (tested);
+- the conservativeness constraint (:data:`CONSERVATIVE`) and the charitable interpretation
+  (:data:`CHARITABLE`), written from the paper's Section 5 ("discourages over-commitment to
+  merely compatible interpretations"; "discourages unsupported attribution of hostile intent");
+- the explanation condition's output format (:data:`JSON_FORMAT_EXPLAIN_FIRST`: the paper says
+  only that the justification comes *before* the answer);
+- the letter-only format used when the five letters are scored (:data:`LETTER_FORMAT`).
+
+Conditions (:data:`CONDITIONS`), each run 3 times with 3 of the 6 examples drawn by a seed
+(:func:`draw_examples`; the same draws in every condition, so conditions are paired):
+
+=============  ============================================================================
+vanilla        core instruction, 3 examples, JSON with the selected option first
+explanation    the same, but the JSON's justification comes before the selected option
+conservative   vanilla + :data:`CONSERVATIVE`
+charitable     vanilla + :data:`CHARITABLE`
+reasoning      vanilla + :data:`REASONING` (the paper's scaffold)
+all            vanilla + the three scaffolds
+=============  ============================================================================
+
+Two readings of an LM's choice (see ``models/implicature_lm.py``): **scored** (the letter-only
+prompt, :func:`prompt` with ``reading="score"``; the five letters scored as continuations, a
+full distribution per item; in the explanation condition the model first writes its
+justification, then the letters are scored after it), and **sampled** (the JSON prompt,
+``reading="sample"``, as the paper does; the letter parsed from the JSON by
+:func:`parse_answer`, a malformed answer counted and scored as wrong).
+
+:data:`PROMPT_VERSION` is the sha256 of every text here: LM outputs are keyed by it and by each
+prompt's own hash (:func:`prompt_hash`), so a changed word never mixes with old outputs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["CONDITIONS", "READINGS", "LETTERS", "EXAMPLES", "Example", "PROMPT_VERSION", "draw_examples", "prompt",
+           "prompt_hash", "parse_answer", "EXPLANATION_STOP", "ANSWER_CUE"]
+
+LETTERS: tuple[str, ...] = ("A", "B", "C", "D", "E")
+CONDITIONS: tuple[str, ...] = ("vanilla", "explanation", "conservative", "charitable", "reasoning", "all")
+READINGS: tuple[str, ...] = ("score", "sample")
+#: in-context examples per prompt, and the pool they are drawn from
+N_SHOTS = 3
+
+# --- from the paper (Appendix 8.4, "Core Prompt") ---
+CORE_INSTRUCTION = ("Based on the conversational context, choose the option from the given list that most accurately "
+                    "reflects the speaker's intended meaning when they ask the question.")
+JSON_FORMAT = """## Output Format
+Return your response as a JSON object in the following format:
+```
+{"selected_option": "<letter and full text of the selected option>", "explanation": "<concise explanation for why this option was selected>"}
+```
+Replace `<letter and full text of the selected option>` with your choice, using the format provided in the list. The explanation should briefly justify your selection. Ensure the output strictly matches the specified JSON structure. If the output structure deviates, self-correct before returning your final answer."""
+
+# --- from the paper (Appendix 8.4, "Pragmatic Reasoning prompt") ---
+REASONING = """## Reasoning
+1. Identify the intent of the question as stated, without considering context.
+2. Now incorporate context, reasoning whether and how the given context alters the perceived intent.
+3. Select the most appropriate implied comment from the provided options, ensuring your choice reflects both the original question and context."""
+
+# --- OWN: the paper describes these two but does not publish them ---
+CONSERVATIVE = """## Be conservative
+Choose the interpretation that the context actually supports, not one that is merely compatible with it. Do not read in more than an ordinary listener would: if a stronger reading needs extra assumptions about the speaker's feelings, history or plans that the context does not state, prefer the weaker reading that needs none."""
+
+CHARITABLE = """## Be charitable
+Assume the speaker is cooperative and well-meaning unless the context clearly says otherwise. Do not attribute hostility, sarcasm, blame or contempt on the strength of a single detail; prefer a friendly or neutral reading when the context allows one."""
+
+# --- OWN: the explanation condition's order, and the letter-only format for scoring ---
+JSON_FORMAT_EXPLAIN_FIRST = """## Output Format
+First justify your choice, then give it. Return your response as a JSON object in the following format:
+```
+{"explanation": "<concise explanation of what the speaker means in this context>", "selected_option": "<letter and full text of the selected option>"}
+```
+Write the explanation before the selected option. Replace `<letter and full text of the selected option>` with your choice, using the format provided in the list. Ensure the output strictly matches the specified JSON structure."""
+
+LETTER_FORMAT = """## Output Format
+Answer with the letter of the selected option only (A, B, C, D or E)."""
+
+LETTER_FORMAT_EXPLAIN_FIRST = """## Output Format
+First write one or two sentences that justify your choice, starting with "Explanation:". Then write "Answer:" followed by the letter of the selected option only (A, B, C, D or E)."""
+
+#: where a scored explanation ends and the letter is scored
+ANSWER_CUE = "\nAnswer: "
+EXPLANATION_STOP = ("Answer:", "\n\n")
+
+
+@dataclass(frozen=True)
+class Example:
+    """One in-context example (OWN): a question, its context, five options, the answer, a justification."""
+
+    question: str
+    context: str
+    options: tuple[str, str, str, str, str]
+    answer: str
+    explanation: str
+
+
+# OWN: six in-context examples written for this project (none is a DRInQ item; tested). Their answers are
+# A, C, B, D, E, B, so that no draw of three teaches one letter
+EXAMPLES: tuple[Example, ...] = (
+    Example("Do you have a pencil?",
+            "A student has just sat down for an exam and is patting their empty pockets.",
+            ("Please lend me a pencil.", "Why did you forget your pencil again?",
+             "Would you like to borrow my pencil?", "Pencils are better than pens for exams.",
+             "I am checking whether you came prepared."),
+            "A", "The speaker has no pencil and needs one now, so the question is a request to borrow one."),
+    Example("Is the music loud enough for you?",
+            "It is past midnight; a neighbour in a dressing gown stands at the door of the flat where a party is going on.",
+            ("I would like to join your party.", "I am asking whether you can hear the music well.",
+             "Please turn the music down.", "Your taste in music is excellent.", "I can't sleep because I'm worried."),
+            "C", "A neighbour woken at midnight is not asking about the volume; the question complains and asks for quiet."),
+    Example("Are you still using the car tomorrow?",
+            "Two housemates share a car; one of them has a job interview across town in the morning.",
+            ("You use the car far too much.", "I would like to take the car tomorrow.",
+             "I am offering to drive you tomorrow.", "The car needs to be serviced.", "I want to know your plans for fun."),
+            "B", "The speaker needs the car for the interview, so the question asks, politely, to have it."),
+    Example("Did you water the plants?",
+            "A man comes home from a week away and finds his houseplants drooping; his flatmate had promised to look after them.",
+            ("Thank you for looking after my plants.", "I am reminding you to water them later today.",
+             "Would you like me to water them?", "You did not do what you promised.", "Plants need water every day."),
+            "D", "The drooping plants show they were not watered, so the question reproaches the flatmate for the broken promise."),
+    Example("Are you cold?",
+            "Two friends are waiting at a bus stop on a windy evening; one of them is shivering in a thin shirt while the other carries a spare jacket.",
+            ("You should have checked the weather.", "I am cold and want to go home.",
+             "Please close the window.", "The bus is late again.", "Would you like my spare jacket?"),
+            "E", "The speaker has a spare jacket and sees the friend shiver; the question offers it."),
+    Example("Have you tried the soup yet?",
+            "At a family dinner, a grandmother who spent the afternoon cooking watches her grandson eat only bread.",
+            ("I am curious whether the soup is too salty.", "I would like you to eat the soup I made.",
+             "Please pass me the soup.", "You are being rude to everyone at the table.",
+             "I am offering to make you something else."),
+            "B", "She cooked the soup and sees him skip it; she is encouraging him to eat it, without scolding."),
+)
+
+
+def _texts() -> str:
+    parts = [CORE_INSTRUCTION, JSON_FORMAT, JSON_FORMAT_EXPLAIN_FIRST, LETTER_FORMAT, LETTER_FORMAT_EXPLAIN_FIRST,
+             REASONING, CONSERVATIVE, CHARITABLE, ANSWER_CUE]
+    parts += [json.dumps(e.__dict__, sort_keys=True) for e in EXAMPLES]
+    return "\x00".join(parts)
+
+
+PROMPT_VERSION: str = hashlib.sha256(_texts().encode()).hexdigest()[:16]
+
+
+def draw_examples(draw: int, seed: int) -> tuple[int, ...]:
+    """The in-context examples of one draw: 3 of the 6 (indices into :data:`EXAMPLES`, in prompt order).
+
+    Parameters
+    ----------
+    draw : int
+        The draw (0, 1, 2).
+    seed : int
+        The study's seed.
+
+    Returns
+    -------
+    tuple of int
+    """
+    if isinstance(draw, bool) or not isinstance(draw, (int, np.integer)) or draw < 0:
+        raise ValueError(f"draw = {draw!r}; expected an int >= 0.")
+    rng = np.random.default_rng([int(seed), int(draw)])
+    return tuple(int(i) for i in rng.choice(len(EXAMPLES), size=N_SHOTS, replace=False))
+
+
+def _options_block(options: Sequence[str]) -> str:
+    return "\n".join(f"{L}. {o}" for L, o in zip(LETTERS, options, strict=True))
+
+
+def _answer_text(e: Example, condition: str, reading: str) -> str:
+    text = e.options[LETTERS.index(e.answer)]
+    if reading == "score":
+        return (f"Explanation: {e.explanation}\nAnswer: {e.answer}" if condition == "explanation" else e.answer)
+    if condition == "explanation":
+        return json.dumps({"explanation": e.explanation, "selected_option": f"{e.answer}. {text}"})
+    return json.dumps({"selected_option": f"{e.answer}. {text}", "explanation": e.explanation})
+
+
+def _case(question: str, context: str, options: Sequence[str]) -> str:
+    return f"Question: {question}\nContext: {context}\nOptions:\n{_options_block(options)}"
+
+
+def prompt(item: Mapping[str, str], condition: str, reading: str, examples: Sequence[int]) -> str:
+    """The user prompt for one item under one condition and reading.
+
+    Parameters
+    ----------
+    item : mapping
+        ``question``, ``context`` and ``option_A`` .. ``option_E`` (a row of
+        :func:`pragmodels.datasets.load_drinq`).
+    condition : str
+        One of :data:`CONDITIONS`.
+    reading : {"score", "sample"}
+        The letter-only format (scored letters) or the paper's JSON format (sampled answers).
+    examples : sequence of int
+        The in-context examples (:func:`draw_examples`).
+
+    Returns
+    -------
+    str
+
+    Raises
+    ------
+    ValueError
+        An unknown condition or reading, an example index out of range, or an item without its fields.
+    """
+    if condition not in CONDITIONS:
+        raise ValueError(f"condition = {condition!r}; expected one of {list(CONDITIONS)}.")
+    if reading not in READINGS:
+        raise ValueError(f"reading = {reading!r}; expected one of {list(READINGS)}.")
+    bad = [i for i in examples if not 0 <= int(i) < len(EXAMPLES)]
+    if bad:
+        raise ValueError(f"examples = {list(examples)}: index {bad[0]} is not in 0..{len(EXAMPLES) - 1}.")
+    missing = [k for k in ("question", "context", *(f"option_{L}" for L in LETTERS)) if k not in item]
+    if missing:
+        raise ValueError(f"the item has no field {missing[0]!r}; expected question, context and option_A .. option_E.")
+    explain = condition == "explanation"
+    if reading == "score":
+        fmt = LETTER_FORMAT_EXPLAIN_FIRST if explain else LETTER_FORMAT
+    else:
+        fmt = JSON_FORMAT_EXPLAIN_FIRST if explain else JSON_FORMAT
+    scaffolds = {"conservative": [CONSERVATIVE], "charitable": [CHARITABLE], "reasoning": [REASONING],
+                 "all": [CONSERVATIVE, CHARITABLE, REASONING]}.get(condition, [])
+    shots = []
+    for k, i in enumerate(examples, start=1):
+        e = EXAMPLES[int(i)]
+        shots.append(f"Example {k}:\n{_case(e.question, e.context, e.options)}\nResponse: "
+                     f"{_answer_text(e, condition, reading)}")
+    options = [str(item[f"option_{L}"]) for L in LETTERS]
+    blocks = [CORE_INSTRUCTION, *scaffolds, fmt, "## Examples\n" + "\n\n".join(shots),
+              "## Your task\n" + _case(str(item["question"]), str(item["context"]), options)]
+    return "\n\n".join(blocks)
+
+
+def prompt_hash(text: str) -> str:
+    """The first 16 hex digits of a prompt's sha256 (the key LM outputs are stored under).
+
+    Parameters
+    ----------
+    text : str
+        A prompt.
+
+    Returns
+    -------
+    str
+    """
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+_LEADING = re.compile(r"^\s*[\(\[]?\s*([A-Ea-e])\s*(?:[\.\):\]]|$|\s)")
+_FIELD = re.compile(r'"selected_option"\s*:\s*"((?:[^"\\]|\\.)*)"', re.DOTALL)
+
+
+def _letter_of(value: str, options: Sequence[str] | None) -> str | None:
+    m = _LEADING.match(value)
+    if m:
+        return m.group(1).upper()
+    if options is not None:
+        v = value.strip().rstrip(".").casefold()
+        hits = [L for L, o in zip(LETTERS, options, strict=True) if o.strip().rstrip(".").casefold() == v]
+        if len(hits) == 1:
+            return hits[0]
+    return None
+
+
+def parse_answer(text: str, options: Sequence[str] | None = None) -> tuple[str | None, bool]:
+    """The letter an LM's JSON answer selects, and whether the JSON itself was valid.
+
+    The first ``{...}`` object in the text is parsed as JSON; its ``selected_option`` must start
+    with a letter A-E (``"B. I am offering ..."``, ``"B"``, ``"(B)"``) or equal one option's text.
+    Where the JSON does not parse (a missing brace, an unescaped quote), a ``"selected_option":
+    "..."`` field is still read, and ``json_ok`` is False. Anything else is malformed: ``None``.
+
+    Parameters
+    ----------
+    text : str
+        The sampled answer.
+    options : sequence of str, optional
+        The five option texts (to read an answer given as text without its letter).
+
+    Returns
+    -------
+    letter : str or None
+    json_ok : bool
+    """
+    start = text.find("{")
+    if start >= 0:
+        try:
+            obj, _ = json.JSONDecoder().raw_decode(text[start:])
+        except json.JSONDecodeError:
+            obj = None
+        if isinstance(obj, dict) and isinstance(obj.get("selected_option"), str):
+            return _letter_of(obj["selected_option"], options), True
+    m = _FIELD.search(text)
+    if m:
+        return _letter_of(m.group(1), options), False
+    return None, False

@@ -1,0 +1,473 @@
+"""Study 3: DRInQ conversational implicature (Arai & Ren 2026): an LM on the benchmark, and a pragmatic listener.
+
+Entry point ``"study": "models/implicature_study.py:run"`` (``fits/implicature.json``), run by
+``pragmodels run fits/implicature.json``. The LM outputs are data: they are made beforehand by
+``models/implicature_score.py`` (through the score cache) and committed in
+``fits/implicature/lm_outputs/``; this study never calls a language model.
+
+For each LM the study
+
+1. scores the benchmark under each prompting condition (``models/implicature_prompts.py``) and
+   both readings of the LM's choice (the five letters scored; a JSON answer sampled and parsed,
+   malformed answers counted and scored as wrong): accuracy against the human consensus, mean
+   and SD over the 3 draws of in-context examples, a 95% item-level bootstrap interval, and each
+   condition against vanilla by a paired item bootstrap (and McNemar's exact test per draw);
+2. fits, with NUTS through :func:`pragmodels.fit_many`, four listener models
+   (``models/implicature.py``) to the consensus letters: the pragmatic listener (RSA over "ask
+   the question" against "say it outright"), the literal listener, the context prior alone, and
+   the LM's own multiple-choice answer (the baseline); compares them by PSIS-LOO over items;
+3. puts each fitted model's posterior predictive accuracy beside the LM's accuracies, in a
+   table and one figure with chance and the human consensus ceiling marked.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import jax
+import numpy as np
+import pandas as pd
+import xarray as xr
+from pydantic import Field
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import implicature as im  # noqa: E402
+import implicature_lm as il  # noqa: E402
+import implicature_prompts as ip  # noqa: E402
+
+import pragmodels as pm  # noqa: E402
+from pragmodels.accuracy import accuracy_summary, mcnemar, paired_bootstrap  # noqa: E402
+from pragmodels.config_schema import Strict, StudyConfig, validate_config  # noqa: E402
+from pragmodels.datasets import REGISTRY, load_drinq  # noqa: E402
+from pragmodels.model_comparison import loo_sentence  # noqa: E402
+from pragmodels.results_io import save_netcdf  # noqa: E402
+from pragmodels.runs import Run  # noqa: E402
+
+OUTPUTS = HERE.parent / "fits" / "implicature" / "lm_outputs"
+#: the paper's numbers quoted in the report (its Section 3.7 and Table 2)
+PAPER = {"validated": 819, "hard": 400, "human_average_hard": 0.89}
+
+
+class LMEntry(Strict):
+    """One LM whose committed outputs the study reads (``models/implicature_score.py`` makes them)."""
+
+    backend: str = Field("llamacpp", description="'llamacpp' (a GGUF file) or 'openai' (a server)")
+    model: str = Field(description="'smollm2', 'gemma3', a .gguf path, or the server's model name")
+    base_url: str | None = Field(None, description="the server's base URL (backend 'openai')")
+    outputs: str | None = Field(None, description="the folder of its output tables (default fits/implicature/lm_outputs)")
+
+
+class Config(StudyConfig):
+    """``fits/implicature.json``: the generic study keys and this study's own."""
+
+    lms: dict[str, LMEntry] = Field(description="the LMs to evaluate and model, by name")
+    n_boot: int = Field(10_000, ge=100, description="bootstrap resamples of the items")
+    n_draws: int = Field(400, ge=10, description="posterior draws for the predictive accuracy")
+    executor: str = Field("sequential", description="pragmodels.fit_many executor: 'sequential' or 'process'")
+
+
+def _log(t0: float) -> Any:
+    return lambda msg: print(f"[{time.perf_counter() - t0:7.1f} s] {msg}", flush=True)
+
+
+def _correct_matrix(df: pd.DataFrame, col: str, gold: pd.Series, ids: list[str]) -> np.ndarray:
+    """``[draw, item]`` bool for the items ``ids``: the row's ``col`` equals the gold letter (an empty
+    letter, i.e. a malformed answer, is wrong)."""
+    wide = df.pivot(index="draw", columns="item_id", values=col).reindex(columns=ids)
+    if wide.isna().any().any():
+        raise ValueError(f"a draw is missing for some item in column {col!r}; every draw must cover the same items.")
+    return wide.to_numpy() == gold.loc[ids].to_numpy()[None, :]
+
+
+def accuracy_tables(lm_name: str, scores: pd.DataFrame, samples: pd.DataFrame | None, items: pd.DataFrame,
+                    *, n_boot: int, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Accuracy per (reading, condition, label) and each condition against vanilla (paired).
+
+    Parameters
+    ----------
+    lm_name : str
+        The LM's label.
+    scores, samples : pandas.DataFrame
+        The score and sample passes (:func:`implicature_lm.load_outputs`); ``samples`` may be None.
+    items : pandas.DataFrame
+        ``load_drinq()`` with an ``item_id`` column.
+    n_boot : int
+        Bootstrap resamples.
+    seed : int
+        Seed of the resampling.
+
+    Returns
+    -------
+    accuracy : pandas.DataFrame
+        ``lm, reading, condition, label, n_item, n_run, mean, sd, lo, hi`` (+ for samples
+        ``malformed``, ``json_invalid``; for scores ``letter_mass``, ``p_consensus``).
+    paired : pandas.DataFrame
+        ``lm, reading, condition, vs, n_item, diff, lo, hi, p_bootstrap, mcnemar_p`` (one McNemar
+        p-value per draw, as a list).
+    """
+    by_id = items.set_index("item_id")
+    acc_rows, pair_rows = [], []
+    for reading, df, col in (("scored letters", scores, "choice"), ("sampled JSON", samples, "letter")):
+        if df is None or df.empty:
+            continue
+        mats: dict[str, tuple[list[str], np.ndarray]] = {}
+        for cond in [c for c in ip.CONDITIONS if c in set(df["condition"])]:
+            sub = df[df["condition"] == cond]
+            ids = sorted(set(sub["item_id"]))
+            unknown = sorted(set(ids) - set(by_id.index))
+            if unknown:
+                raise ValueError(f"{lm_name} {reading} {cond}: item id {unknown[0]!r} is not a DRInQ item.")
+            for label, gold_col in (("consensus", "consensus"), ("generated label", "implied_letter")):
+                gold = by_id[gold_col].fillna("")
+                correct = _correct_matrix(sub, col, gold, ids)
+                s = accuracy_summary(correct, n_boot=n_boot, seed=seed)
+                row: dict[str, Any] = {"lm": lm_name, "reading": reading, "condition": cond, "label": label,
+                                       "n_item": s.n_item, "n_run": s.n_run, "mean": s.mean, "sd": s.sd, "lo": s.lo,
+                                       "hi": s.hi}
+                if reading == "sampled JSON":
+                    row["malformed"] = int((sub["letter"] == "").sum())
+                    row["json_invalid"] = int((~sub["json_ok"].astype(str).isin(["True", "true", "1"])).sum())
+                else:
+                    lp = sub[[f"logp_{L}" for L in ip.LETTERS]].to_numpy(float)
+                    norm = lp - np.logaddexp.reduce(lp, axis=1, keepdims=True)
+                    g = sub["item_id"].map(gold).to_numpy()
+                    k = np.array([ip.LETTERS.index(x) if x in ip.LETTERS else -1 for x in g])
+                    pc = np.where(k >= 0, np.exp(norm[np.arange(len(k)), np.maximum(k, 0)]), 0.0)
+                    row["letter_mass"] = float(np.exp(np.logaddexp.reduce(lp, axis=1)).mean())
+                    row["p_consensus"] = float(pc.mean())
+                acc_rows.append(row)
+                if label == "consensus":
+                    mats[cond] = (ids, correct)
+        if "vanilla" in mats:
+            ids_v, m_v = mats["vanilla"]
+            for cond, (ids_c, m_c) in mats.items():
+                if cond == "vanilla":
+                    continue
+                common = [i for i in ids_c if i in set(ids_v)]
+                a = m_c[:, [ids_c.index(i) for i in common]]
+                b = m_v[:, [ids_v.index(i) for i in common]]
+                d = paired_bootstrap(a, b, n_boot=n_boot, seed=seed)
+                mc = [mcnemar(a[r], b[r])[2] for r in range(min(a.shape[0], b.shape[0]))]
+                pair_rows.append({"lm": lm_name, "reading": reading, "condition": cond, "vs": "vanilla",
+                                  "n_item": len(common), "diff": d.diff, "lo": d.lo, "hi": d.hi,
+                                  "p_bootstrap": d.p, "mcnemar_p": json.dumps([round(p, 4) for p in mc])})
+    return pd.DataFrame(acc_rows), pd.DataFrame(pair_rows)
+
+
+def model_data(items: pd.DataFrame, interp: pd.DataFrame, scores: pd.DataFrame) -> tuple[dict[str, np.ndarray], list[str]]:
+    """The listener models' data for the items that have interpretation scores and vanilla letters.
+
+    ``letter`` is the vanilla condition's letter log-probabilities, normalised over the five
+    letters and averaged over the draws (the LM's direct choice as a distribution).
+
+    Parameters
+    ----------
+    items : pandas.DataFrame
+        ``load_drinq()`` with ``item_id``.
+    interp : pandas.DataFrame
+        The interpretations pass.
+    scores : pandas.DataFrame
+        The score pass.
+
+    Returns
+    -------
+    data : dict
+        ``fit, prior, letter [item, 5]`` float32, ``consensus [item]`` int32.
+    ids : list of str
+        The items, in the arrays' order.
+    """
+    cols = [f"logp_{L}" for L in ip.LETTERS]
+    fit = interp[interp["kind"] == "fit"].set_index("item_id")[cols]
+    prior = interp[interp["kind"] == "prior"].set_index("item_id")[cols]
+    van = scores[scores["condition"] == "vanilla"].copy()
+    lp = van[cols].to_numpy(float)
+    van[cols] = lp - np.logaddexp.reduce(lp, axis=1, keepdims=True)
+    letter = van.groupby("item_id")[cols].mean()
+    ids = [i for i in items["item_id"] if i in fit.index and i in prior.index and i in letter.index]
+    if not ids:
+        raise ValueError("no item has both interpretation scores and vanilla letter scores.")
+    cons = items.set_index("item_id").loc[ids, "consensus"].map(ip.LETTERS.index).to_numpy(np.int32)
+    data = {"fit": fit.loc[ids].to_numpy(np.float32), "prior": prior.loc[ids].to_numpy(np.float32),
+            "letter": letter.loc[ids].to_numpy(np.float32), "consensus": cons}
+    return data, ids
+
+
+def predictive_accuracy(name: str, tree: xr.DataTree, data: dict[str, np.ndarray], n: int) -> dict[str, float]:
+    """A fitted model as a listener: accuracy of its choice (the most probable option per item)
+    and the expected accuracy of one annotator drawn from it, with 94% intervals over posterior draws.
+
+    Parameters
+    ----------
+    name : str
+        ``rsa``, ``literal``, ``prior`` or ``letter``.
+    tree : xarray.DataTree
+        The fit.
+    data : dict
+        :func:`model_data`'s arrays.
+    n : int
+        Posterior draws used.
+
+    Returns
+    -------
+    dict
+        ``argmax_mean, argmax_lo, argmax_hi, annotator_mean, annotator_lo, annotator_hi``.
+    """
+    post = tree["posterior"].to_dataset().stack(sample=("chain", "draw"))
+    take = np.linspace(0, post.sizes["sample"] - 1, min(n, post.sizes["sample"])).astype(int)
+    names = [v for v in ("alpha", "w", "cost", "beta", "lapse") if v in post]
+    draws = {v: post[v].to_numpy()[take] for v in names}
+    f = jax.vmap(lambda p: im.listener_log_probs(name, p, data["fit"], data["prior"], data["letter"]))
+    lp = np.asarray(f(draws))  # [draw, item, option]
+    c = data["consensus"]
+    argmax = (lp.argmax(-1) == c[None, :]).mean(1)
+    annot = np.exp(lp[:, np.arange(len(c)), c]).mean(1)
+    q = lambda x: (float(x.mean()), float(np.quantile(x, 0.03)), float(np.quantile(x, 0.97)))  # noqa: E731
+    (am, alo, ahi), (pm_, plo, phi) = q(argmax), q(annot)
+    return {"argmax_mean": am, "argmax_lo": alo, "argmax_hi": ahi, "annotator_mean": pm_, "annotator_lo": plo,
+            "annotator_hi": phi}
+
+
+def run(config: dict, out_dir: Path, mode: str, progress: bool, record: Run) -> None:
+    """The study's entry point (:func:`pragmodels.runs.run_study` calls it; see the module docstring).
+
+    Parameters
+    ----------
+    config : dict
+        ``fits/implicature.json`` (keys of :class:`Config`).
+    out_dir : Path
+        The staging run folder.
+    mode : {"quick", "full"}
+        Which sampler settings (quick also resamples the items fewer times).
+    progress : bool
+        Progress bars.
+    record : Run
+        The open run.
+    """
+    cfg = validate_config(Config, config, what="study config")
+    log = _log(time.perf_counter())
+    out_dir = Path(out_dir)
+    tables, figures, posts = out_dir / "tables", out_dir / "figures", out_dir / "posteriors"
+    for d in (tables, figures, posts):
+        d.mkdir(parents=True, exist_ok=True)
+    items = load_drinq()
+    items["item_id"] = il.item_ids(items)
+    record.data("drinq", REGISTRY["drinq"].sha256)
+    sampler = dict(config["sampler"][mode])
+    seed = int(cfg.seed)
+    n_boot = cfg.n_boot if mode == "full" else min(cfg.n_boot, 1000)
+    summary: dict[str, Any] = {"mode": mode, "prompt_version": ip.PROMPT_VERSION, "lms": {},
+                               "n_items": int(len(items)),
+                               "labels_agree": int((items["consensus"] == items["implied_letter"]).sum()),
+                               "labels_comparable": int(items["implied_letter"].notna().sum())}
+    acc_all, pair_all, loo_rows, pp_rows, par_rows = [], [], [], [], []
+    for lm_name, entry in cfg.lms.items():
+        folder = Path(entry.outputs) if entry.outputs else OUTPUTS
+        if not folder.is_absolute():
+            folder = HERE.parent / folder
+        paths = {k: folder / f"{lm_name}_{k}.csv" for k in il.PASSES}
+        scores = il.load_outputs(paths["score"], kind="score")
+        interp = il.load_outputs(paths["interpretations"], kind="interpretations")
+        samples = il.load_outputs(paths["sample"], kind="sample") if paths["sample"].is_file() else None
+        for k, p in paths.items():
+            if p.is_file():
+                record.data(f"{lm_name}_{k}", _sha256(p))
+        acc, pair = accuracy_tables(lm_name, scores, samples, items, n_boot=n_boot, seed=seed)
+        acc_all.append(acc)
+        pair_all.append(pair)
+        data, ids = model_data(items, interp, scores)
+        log(f"{lm_name}: {len(ids)} items modelled; fitting {len(im.MODELS)} listener models")
+        specs = [pm.FitSpec(f"{lm_name}-{name}", model, data, sampler=sampler, seed=seed + k)
+                 for k, (name, model) in enumerate(im.MODELS.items())]
+        result = pm.fit_many(specs, executor=cfg.executor, progress=progress)
+        result.raise_on_error()
+        trees = {sp.name.split("-", 1)[1]: result[sp.name].tree for sp in specs}
+        for name, tree in trees.items():
+            f = posts / f"{lm_name}_{name}.nc"
+            save_netcdf(tree, f)
+            record.fit(f"{lm_name}/{name}", tree, f.relative_to(out_dir))
+            pp_rows.append({"lm": lm_name, "model": name, "n_item": len(ids),
+                            **predictive_accuracy(name, tree, data, cfg.n_draws)})
+            post = tree["posterior"].to_dataset()
+            for v in ("alpha", "w", "cost", "beta", "lapse"):
+                if v in post:
+                    x = post[v].to_numpy().ravel()
+                    par_rows.append({"lm": lm_name, "model": name, "parameter": v, "mean": float(x.mean()),
+                                     "lo": float(np.quantile(x, 0.03)), "hi": float(np.quantile(x, 0.97))})
+        cmp = pm.compare(trees)
+        cmp.insert(0, "lm", lm_name)
+        loo_rows.append(cmp.reset_index().rename(columns={"index": "model"}))
+        summary["lms"][lm_name] = {
+            "backend": entry.backend, "model": entry.model, "n_modelled": len(ids),
+            "score_items": {c: int(scores.loc[scores["condition"] == c, "item_id"].nunique())
+                            for c in ip.CONDITIONS if c in set(scores["condition"])},
+            "sample_items": ({c: int(samples.loc[samples["condition"] == c, "item_id"].nunique())
+                              for c in ip.CONDITIONS if c in set(samples["condition"])} if samples is not None else {}),
+            "loo": loo_sentence(cmp.drop(columns="lm")),
+        }
+    acc_df, pair_df = pd.concat(acc_all), pd.concat(pair_all)
+    loo_df, pp_df, par_df = pd.concat(loo_rows), pd.DataFrame(pp_rows), pd.DataFrame(par_rows)
+    acc_df.to_csv(tables / "accuracy.csv", index=False)
+    pair_df.to_csv(tables / "paired.csv", index=False)
+    loo_df.to_csv(tables / "loo.csv", index=False)
+    pp_df.to_csv(tables / "predictive_accuracy.csv", index=False)
+    par_df.to_csv(tables / "parameters.csv", index=False)
+    (out_dir / "summary.json").write_text(json.dumps(summary, indent=1))
+    from wavelength_study import convergence_table
+
+    convergence_table(record.manifest.get("fits", {})).to_csv(tables / "convergence.csv", index=False)
+    _figure(acc_df, pp_df, figures)
+    (out_dir / "report.md").write_text(render_report(out_dir, mode))
+    log("done")
+
+
+def _sha256(path: Path) -> str:
+    import hashlib
+
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def figure_table(acc: pd.DataFrame, pp: pd.DataFrame, lm_name: str) -> pd.DataFrame:
+    """The rows the accuracy figure draws for one LM: each reading by condition, then each fitted
+    model (its choice's accuracy, 94% posterior interval) as a condition of its own.
+
+    Parameters
+    ----------
+    acc, pp : pandas.DataFrame
+        ``tables/accuracy.csv`` and ``tables/predictive_accuracy.csv``.
+    lm_name : str
+        The LM.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``series, condition, mean, lo, hi, n_item``.
+    """
+    a = acc[(acc["lm"] == lm_name) & (acc["label"] == "consensus")]
+    rows = [{"series": r["reading"], "condition": r["condition"], "mean": r["mean"], "lo": r["lo"], "hi": r["hi"],
+             "n_item": r["n_item"]} for _, r in a.iterrows()]
+    for _, r in pp[pp["lm"] == lm_name].iterrows():
+        rows.append({"series": "fitted listener model", "condition": f"model: {r['model']}", "mean": r["argmax_mean"],
+                     "lo": r["argmax_lo"], "hi": r["argmax_hi"], "n_item": r["n_item"]})
+    return pd.DataFrame(rows)
+
+
+def _figure(acc: pd.DataFrame, pp: pd.DataFrame, figures: Path) -> None:
+    import matplotlib.pyplot as plt
+
+    from pragmodels.plots import accuracy_by_condition
+
+    for lm_name in dict.fromkeys(acc["lm"]):
+        t = figure_table(acc, pp, lm_name)
+        order = [c for c in ip.CONDITIONS if c in set(t["condition"])] + [f"model: {m}" for m in im.MODELS
+                                                                          if f"model: {m}" in set(t["condition"])]
+        fig = accuracy_by_condition(
+            t, order=order, figsize=(10.5, 4.4),
+            references={"chance (1 of 5)": 0.2, "consensus floor: at least 4 of 5 annotators": 0.8,
+                        f"paper: human average on its hard subset ({PAPER['human_average_hard']:.0%})":
+                            PAPER["human_average_hard"]},
+            title=f"DRInQ, {lm_name}: accuracy against the human consensus (95% item bootstrap; models 94% posterior)")
+        fig.savefig(figures / f"accuracy_{lm_name}.png", dpi=130)
+        plt.close(fig)
+
+
+def _md(df: pd.DataFrame, floatfmt: str = ".3g") -> str:
+    return df.to_markdown(index=False, floatfmt=floatfmt)
+
+
+def render_report(run_dir: str | Path, mode: str) -> str:
+    """The run's ``report.md``, from its tables and ``summary.json``.
+
+    Parameters
+    ----------
+    run_dir : str or Path
+        The run folder.
+    mode : str
+        ``quick`` or ``full``.
+
+    Returns
+    -------
+    str
+    """
+    run_dir = Path(run_dir)
+    t = run_dir / "tables"
+    s = json.loads((run_dir / "summary.json").read_text())
+    acc, pair = pd.read_csv(t / "accuracy.csv"), pd.read_csv(t / "paired.csv")
+    loo, pp, par = pd.read_csv(t / "loo.csv"), pd.read_csv(t / "predictive_accuracy.csv"), pd.read_csv(t / "parameters.csv")
+    conv = pd.read_csv(t / "convergence.csv")
+    out = ["# DRInQ (Arai & Ren 2026): conversational implicature, an LM on the benchmark and a pragmatic listener", ""]
+    if mode == "quick":
+        out += ["**Quick run**: short chains and few bootstrap resamples; no number here is an estimate.", ""]
+    out += [
+        "## The data and the gold label", "",
+        f"- {s['n_items']} validated items (`drinq_validated.csv`, the upstream repository's only data file). The paper "
+        f"cites {PAPER['validated']} validated items and a hard subset of {PAPER['hard']}; this file is neither, and "
+        "nothing here is comparable number for number with the paper's tables.",
+        f"- Gold label: `consensus`, the human consensus (at least 4 of 5 annotators). The option carrying the "
+        f"generated `implied_comment` agrees with it in only {s['labels_agree']} of the {s['labels_comparable']} items "
+        "that have one. The upstream README calls `consensus` \"the human consensus implied meaning label\", the paper "
+        "scores models against the human consensus, and its 27% agreement between generated and consensus labels on "
+        "the hard subset fits this file. Accuracy against the generated label is in `tables/accuracy.csv` (label "
+        "`generated label`).",
+        "- Chance is 20%. Every item reached at least 4 of 5 annotators, so an annotator agrees with the consensus "
+        f"at least 80% of the time on these items; the paper's human average on its hard subset is "
+        f"{PAPER['human_average_hard']:.0%}.", "",
+        "## Prompts", "",
+        f"Version `{s['prompt_version']}` (`models/implicature_prompts.py`). From the paper (Appendix 8.4): the core "
+        "instruction, the JSON output format and the pragmatic-reasoning scaffold. **This project's own** (the paper "
+        "does not publish them): the six in-context examples (none is a DRInQ item), the conservative and charitable "
+        "texts, the explanation condition's output order, and the letter-only format of the scored reading. Each "
+        "condition runs 3 times with 3 of the 6 examples drawn by a seed, the same draws in every condition.", "",
+        "Two readings of the LM's choice: **scored letters** (the five letters scored as the answer to the "
+        "letter-only prompt; the choice is the most probable letter; in the explanation condition the model first "
+        "writes a justification, sampled, and the letters are scored after it) and **sampled JSON** (the paper's "
+        "format, one answer per item and draw at temperature 1; an answer with no parseable letter is malformed, "
+        "counted, and wrong).", ""]
+    for lm, info in s["lms"].items():
+        a = acc[(acc["lm"] == lm)]
+        out += [f"## {lm} ({info['backend']}: {info['model']})", "",
+                "Items per condition (a prefix of a fixed random order where not all 231): scored "
+                + ", ".join(f"{c} {n}" for c, n in info["score_items"].items())
+                + ("; sampled " + ", ".join(f"{c} {n}" for c, n in info["sample_items"].items())
+                   if info["sample_items"] else "; no sampled answers") + ".", "",
+                "### Accuracy against the human consensus", "",
+                "Mean over the 3 draws, SD over draws, 95% item-level bootstrap interval of the mean "
+                "(`p_consensus`: the mean probability the scored letters give the consensus, normalised over the "
+                "five; `letter_mass`: how much of the model's probability goes to a letter at all).", ""]
+        cols = ["reading", "condition", "n_item", "mean", "sd", "lo", "hi"]
+        extra = [c for c in ("p_consensus", "letter_mass", "malformed", "json_invalid") if c in a]
+        out += [_md(a[a["label"] == "consensus"][cols + extra]), ""]
+        pr = pair[pair["lm"] == lm]
+        if not pr.empty:
+            out += ["### Each condition against vanilla (paired)", "",
+                    "Difference in accuracy on the same items and draws; 95% interval and two-sided p-value from a "
+                    "paired bootstrap over items; McNemar's exact test per draw (p-values in draw order).", "",
+                    _md(pr[["reading", "condition", "n_item", "diff", "lo", "hi", "p_bootstrap", "mcnemar_p"]]), ""]
+        out += ["### The pragmatic listener and its rivals", "",
+                f"Fitted by NUTS to the consensus letters of the {info['n_modelled']} items (`models/implicature.py`: the "
+                "likelihood is the event that at least 4 of 5 annotators chose the consensus). LOO over items: "
+                + info["loo"], "",
+                _md(loo[loo["lm"] == lm].drop(columns=["lm"]), ".3g"), "",
+                "Posterior predictive accuracy: the fitted listener's most probable option per item (`argmax`), and "
+                "the expected accuracy of one annotator drawn from the model (`annotator`); 94% intervals over "
+                "posterior draws.", "",
+                _md(pp[pp["lm"] == lm].drop(columns=["lm"])), "",
+                "Parameters (posterior mean, 94% interval):", "",
+                _md(par[par["lm"] == lm].drop(columns=["lm"])), "",
+                f"![accuracy](figures/accuracy_{lm}.png)", ""]
+    out += ["## Convergence", "", _md(conv), "",
+            "## Running the same study against a large model", "",
+            "Serve the model behind any OpenAI-compatible server (vLLM, llama.cpp's server) and run",
+            "",
+            "    python models/implicature_score.py --lm big --base-url http://gpu-host:8000/v1 --server-model NAME \\",
+            "        --passes interpretations score sample",
+            "",
+            "then add `\"big\": {\"backend\": \"openai\", \"model\": \"NAME\", \"base_url\": ...}` under `lms` in "
+            "`fits/implicature.json` and `pragmodels run fits/implicature.json`. Scoring needs a server that returns "
+            "prompt log-probabilities (`echo` with `logprobs`); sampling needs only completions.", ""]
+    return "\n".join(out)
