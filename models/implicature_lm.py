@@ -51,9 +51,9 @@ ORDER_SEED = 20261201
 SAMPLE_MAX_TOKENS = 160
 EXPLANATION_MAX_TOKENS = 80
 
-# OWN: the listener model's two scoring prompts
-FIT_TEMPLATE = 'Context: {context}\nSomeone asks: "{question}"\nIn one sentence, what they mean is:'
-PRIOR_TEMPLATE = "Context: {context}\nIn one sentence, what the speaker in this situation wants to get across is:"
+#: the listener model's two scoring prompts (in implicature_prompts, so PROMPT_VERSION covers them)
+FIT_TEMPLATE = ip.FIT_TEMPLATE
+PRIOR_TEMPLATE = ip.PRIOR_TEMPLATE
 
 
 def item_ids(items: pd.DataFrame) -> list[str]:

@@ -13,7 +13,8 @@ report), because the paper does not publish it and nothing reachable does:
   merely compatible interpretations"; "discourages unsupported attribution of hostile intent");
 - the explanation condition's output format (:data:`JSON_FORMAT_EXPLAIN_FIRST`: the paper says
   only that the justification comes *before* the answer);
-- the letter-only format used when the five letters are scored (:data:`LETTER_FORMAT`).
+- the letter-only format used when the five letters are scored (:data:`LETTER_FORMAT`);
+- the listener model's two scoring prompts (:data:`FIT_TEMPLATE`, :data:`PRIOR_TEMPLATE`).
 
 Conditions (:data:`CONDITIONS`), each run 3 times with 3 of the 6 examples drawn by a seed
 (:func:`draw_examples`; the same draws in every condition, so conditions are paired):
@@ -94,6 +95,10 @@ Answer with the letter of the selected option only (A, B, C, D or E)."""
 LETTER_FORMAT_EXPLAIN_FIRST = """## Output Format
 First write one or two sentences that justify your choice, starting with "Explanation:". Then write "Answer:" followed by the letter of the selected option only (A, B, C, D or E)."""
 
+# OWN: the listener model's two scoring prompts (models/implicature.py: fit and prior)
+FIT_TEMPLATE = 'Context: {context}\nSomeone asks: "{question}"\nIn one sentence, what they mean is:'
+PRIOR_TEMPLATE = "Context: {context}\nIn one sentence, what the speaker in this situation wants to get across is:"
+
 #: where a scored explanation ends and the letter is scored
 ANSWER_CUE = "\nAnswer: "
 EXPLANATION_STOP = ("Answer:", "\n\n")
@@ -150,7 +155,7 @@ EXAMPLES: tuple[Example, ...] = (
 
 def _texts() -> str:
     parts = [CORE_INSTRUCTION, JSON_FORMAT, JSON_FORMAT_EXPLAIN_FIRST, LETTER_FORMAT, LETTER_FORMAT_EXPLAIN_FIRST,
-             REASONING, CONSERVATIVE, CHARITABLE, ANSWER_CUE]
+             REASONING, CONSERVATIVE, CHARITABLE, ANSWER_CUE, FIT_TEMPLATE, PRIOR_TEMPLATE]
     parts += [json.dumps(e.__dict__, sort_keys=True) for e in EXAMPLES]
     return "\x00".join(parts)
 

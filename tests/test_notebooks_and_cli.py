@@ -32,7 +32,8 @@ def _files(folder: Path) -> set[str]:
 # the default run keeps the other two (one kernel in the repository root, one in notebooks/)
 @pytest.mark.parametrize("name, kernel_dir", [("quickstart.ipynb", "."),
                                              pytest.param("social_meaning.ipynb", "notebooks", marks=pytest.mark.slow),
-                                             ("wavelength.ipynb", "notebooks")])
+                                             ("wavelength.ipynb", "notebooks"),
+                                             ("implicature.ipynb", "notebooks")])
 def test_notebooks_run_and_show_their_figures(name, kernel_dir, mirror, monkeypatch):
     """Each notebook runs headless, one kernel started in the repository root and one in notebooks/
     (where Jupyter starts it), with the relative PRAGMODELS_DATA_DIR that make sets. Every cell
@@ -203,3 +204,33 @@ def test_wavelength_study_quick(tmp_path):
         assert prod["p_target"].between(0, 1).all() and (prod["items"] == summary["n_production"]).all()
         assert "## Production" in report
     assert sorted(p.name for p in (out / "figures").iterdir()) == ["forest_alpha_beta.png", "items_smollm2.png"]
+
+
+@pytest.mark.slow
+def test_implicature_study_quick(tmp_path):
+    """The DRInQ study through `pragmodels run` on the committed LM outputs with short chains:
+    every table, the figure and the report's sections; malformed samples counted; the four
+    listener models fitted and compared by LOO."""
+    cfg = json.loads((ROOT / "fits" / "implicature.json").read_text())
+    cfg.pop("$schema")
+    cfg["study"] = str(ROOT / "models" / "implicature_study.py") + ":run"
+    cfg["sampler"]["quick"] = {"num_warmup": 60, "num_samples": 60, "num_chains": 2}
+    (tmp_path / "fits").mkdir()
+    path = tmp_path / "fits" / "implicature.json"
+    path.write_text(json.dumps(cfg))
+    out = tmp_path / "run"
+    assert main(["run", str(path), "--quick", "--out", str(out), "--no-progress"]) == 0
+    t = out / "tables"
+    acc = pd.read_csv(t / "accuracy.csv")
+    assert {"scored letters"} <= set(acc.reading) and {"consensus", "generated label"} == set(acc.label)
+    assert ((acc["lo"] <= acc["mean"] + 1e-9) & (acc["mean"] <= acc["hi"] + 1e-9)).all()
+    assert set(pd.read_csv(t / "loo.csv")["model"]) == {"rsa", "literal", "prior", "letter"}
+    pp = pd.read_csv(t / "predictive_accuracy.csv")
+    assert pp[["argmax_mean", "annotator_mean"]].between(0, 1).all().all()
+    assert (out / "figures" / "accuracy_smollm2.png").is_file()
+    report = (out / "report.md").read_text()
+    for heading in ("## The data and the gold label", "## Prompts", "### Accuracy against the human consensus",
+                    "### The pragmatic listener and its rivals", "## Convergence",
+                    "## Running the same study against a large model"):
+        assert heading in report
+    assert "**This project's own**" in report
