@@ -139,7 +139,10 @@ def accuracy_tables(lm_name: str, scores: pd.DataFrame, samples: pd.DataFrame | 
                     g = sub["item_id"].map(gold).to_numpy()
                     k = np.array([ip.LETTERS.index(x) if x in ip.LETTERS else -1 for x in g])
                     pc = np.where(k >= 0, np.exp(norm[np.arange(len(k)), np.maximum(k, 0)]), 0.0)
-                    row["letter_mass"] = float(np.exp(np.logaddexp.reduce(lp, axis=1)).mean())
+                    # after a justification, the scores include its own probability (shared by the five
+                    # continuations), so their sum is no longer the mass on the letters: not reported
+                    row["letter_mass"] = (float("nan") if cond == "explanation"
+                                          else float(np.exp(np.logaddexp.reduce(lp, axis=1)).mean()))
                     row["p_consensus"] = float(pc.mean())
                     counts = sub["choice"].value_counts()
                     row["top_letter"] = str(counts.index[0])
@@ -526,7 +529,9 @@ def render_report(run_dir: str | Path, mode: str) -> str:
                 "### Accuracy against the human consensus", "",
                 "Mean over the 3 draws, SD over draws, 95% item-level bootstrap interval of the mean "
                 "(`p_consensus`: the mean probability the scored letters give the consensus, normalised over the "
-                "five; `letter_mass`: how much of the model's probability goes to a letter at all).", ""]
+                "five; `letter_mass`: how much of the model's probability goes to a letter at all, not given after a "
+                "justification, whose own probability the scores then include; `top_letter_share`: how often the "
+                "most chosen letter is chosen).", ""]
         cols = ["reading", "condition", "n_item", "mean", "sd", "lo", "hi"]
         extra = [c for c in ("p_consensus", "letter_mass", "top_letter", "top_letter_share", "malformed",
                              "json_invalid") if c in a]

@@ -57,10 +57,10 @@ def accuracy_by_condition(table: pd.DataFrame, *, references: Mapping[str, float
                     va="bottom", fontsize=8, color="0.25")
     ax.set_xticks(range(len(conds)), conds)
     ax.set_xlim(-0.6, len(conds) - 0.4)
-    ax.set_ylim(0, 1)
+    ax.set_ylim(-0.03, 1)  # a condition at 0 (every answer malformed) stays visible
     ax.set_ylabel("accuracy (against the human consensus)")
     ax.set_xlabel("condition")
     if title:
         ax.set_title(title)
-    ax.legend(loc="upper left", fontsize=8, frameon=False)
+    ax.legend(loc="center left", fontsize=8, frameon=False)  # the top holds the reference lines
     return fig
