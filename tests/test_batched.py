@@ -18,6 +18,8 @@ def _data(seed, n_per_state, alpha):
     return d[0] if isinstance(d, tuple) else d
 
 
+# statistical (Monte Carlo error of three fits, 47 s): under `slow` with the other statistical tests
+@pytest.mark.slow
 def test_batched_fits_match_separate_fits_within_monte_carlo_error():
     """Three data sets of different sizes (padded and masked). Each data set's posterior mean of
     alpha and cost_weight must match its separate fit within 4 combined Monte Carlo standard
