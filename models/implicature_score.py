@@ -98,16 +98,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def _cli() -> int:
     """``main`` with one-line errors (``--debug`` anywhere in the arguments keeps the traceback)."""
-    from pragmodels.errors import PragmodelsError
+    from pragmodels.errors import one_line_cli
 
-    if "--debug" in sys.argv:
-        sys.argv.remove("--debug")
-        return main()
-    try:
-        return main()
-    except (PragmodelsError, ValueError, OSError) as e:
-        print(f"implicature_score: error: {e}", file=sys.stderr)
-        return 2
+    return one_line_cli(main, "implicature_score")
 
 
 if __name__ == "__main__":

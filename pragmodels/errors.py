@@ -27,10 +27,10 @@ modules named above and are re-exported by them.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
-__all__ = ["PragmodelsError", "ConfigError"]
+__all__ = ["PragmodelsError", "ConfigError", "one_line_cli"]
 
 
 class PragmodelsError(Exception):
@@ -51,3 +51,37 @@ class ConfigError(PragmodelsError, ValueError):
         super().__init__(message)
         self.path = None if path is None else Path(path)
         self.problems = list(problems)
+
+
+def one_line_cli(main: Callable[[], int], prog: str, argv: list[str] | None = None) -> int:
+    """Run a script's ``main()`` so that a failure is one line, ``<prog>: error: ...``, exit code 2.
+
+    ``--debug`` anywhere in the arguments (``sys.argv`` unless ``argv`` is given) is removed and
+    keeps the traceback. Caught: :class:`PragmodelsError`, ``ValueError`` and ``OSError`` (bad
+    input, missing files); anything else is a bug and propagates.
+
+    Parameters
+    ----------
+    main : callable
+        The script's entry point, reading ``sys.argv``; returns an exit code.
+    prog : str
+        The script's name in the message.
+    argv : list of str, optional
+        The argument list to edit in place (default ``sys.argv``).
+
+    Returns
+    -------
+    int
+        ``main()``'s exit code, or 2 after a one-line error.
+    """
+    import sys
+
+    args = sys.argv if argv is None else argv
+    if "--debug" in args:
+        args.remove("--debug")
+        return main()
+    try:
+        return main()
+    except (PragmodelsError, ValueError, OSError) as e:
+        print(f"{prog}: error: {e}", file=sys.stderr)
+        return 2
