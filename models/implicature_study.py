@@ -47,7 +47,7 @@ from pragmodels.config_schema import Strict, StudyConfig, validate_config  # noq
 from pragmodels.datasets import REGISTRY, load_drinq  # noqa: E402
 from pragmodels.model_comparison import loo_sentence  # noqa: E402
 from pragmodels.results_io import save_netcdf  # noqa: E402
-from pragmodels.runs import Run  # noqa: E402
+from pragmodels.runs import Run, convergence_table  # noqa: E402
 
 OUTPUTS = HERE.parent / "fits" / "implicature" / "lm_outputs"
 #: the paper's numbers quoted in the report (its Section 3.7 and Table 2)
@@ -367,8 +367,6 @@ def run(config: dict, out_dir: Path, mode: str, progress: bool, record: Run) -> 
     par_df.to_csv(tables / "parameters.csv", index=False)
     pd.concat(interp_rows).to_csv(tables / "interpretation_scores.csv", index=False)
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=1))
-    from wavelength_study import convergence_table
-
     convergence_table(record.manifest.get("fits", {})).to_csv(tables / "convergence.csv", index=False)
     _figure(acc_df, pp_df, figures)
     (out_dir / "report.md").write_text(render_report(out_dir, mode))

@@ -52,7 +52,7 @@ from pragmodels import distribution_metrics as dm  # noqa: E402
 from pragmodels.config_schema import SamplerSettings, Strict, StudyConfig, validate_config  # noqa: E402
 from pragmodels.datasets import REGISTRY, load_wavelength  # noqa: E402
 from pragmodels.results_io import save_netcdf  # noqa: E402
-from pragmodels.runs import Run  # noqa: E402
+from pragmodels.runs import Run, convergence_table  # noqa: E402
 
 SCORES = HERE.parent / "fits" / "wavelength" / "lm_scores"
 FLAT = ("uniform", "literal", "lm_rsa", "lm_rsa_cost", "appendix_c")
@@ -430,28 +430,6 @@ def _figures(grid: dict[str, Any], figures: Path, n: int) -> None:
                          "width": "kernel width (scale units)", "lapse": "lapse", "rounding": "rounded to tens"})
     fig.savefig(figures / "forest_alpha_beta.png", dpi=110, bbox_inches="tight")
     plt.close(fig)
-
-
-def convergence_table(fits: dict[str, Any]) -> pd.DataFrame:
-    """One row per fit from a run manifest's ``fits``: divergences, max r_hat, min bulk and tail
-    ESS, whether the diagnostics pass, wall time.
-
-    Parameters
-    ----------
-    fits : dict
-        ``run.json``'s ``fits`` (or the open run's).
-
-    Returns
-    -------
-    pandas.DataFrame
-    """
-    rows = []
-    for label, f in fits.items():
-        d = f.get("diagnostics") or {}
-        rows.append({"fit": label, "divergences": d.get("divergences"), "max_rhat": d.get("max_rhat"),
-                     "min_ess_bulk": d.get("min_ess_bulk"), "min_ess_tail": d.get("min_ess_tail"),
-                     "converged": f.get("diagnostics_ok"), "wall_s": f.get("wall_time_s")})
-    return pd.DataFrame(rows)
 
 
 def _md(df: pd.DataFrame, floatfmt: str = ".3g") -> str:

@@ -87,6 +87,7 @@ from typing import TYPE_CHECKING, Any
 from pragmodels.errors import ConfigError, PragmodelsError
 
 if TYPE_CHECKING:
+    import pandas as pd
     import xarray as xr
 
     from pragmodels.config_schema import StudyConfig
@@ -95,7 +96,7 @@ if TYPE_CHECKING:
 __all__ = [
     "MODES", "RunError", "RunFolderLocked", "RunInterrupted", "Run", "open_run", "run_folder",
     "read_manifest", "lock_folder", "search_path", "load_entry_point", "read_config",
-    "study_config_model", "load_study_config", "check_writable", "run_study",
+    "study_config_model", "load_study_config", "check_writable", "run_study", "convergence_table",
 ]
 
 MODES = ("quick", "full")
@@ -828,3 +829,27 @@ def run_study(config_path: str | os.PathLike, *, mode: str = "full", out: str | 
                   sampler=sampler, seed=config.get("seed"), log=log) as run:
         entry(config, run.path, mode, progress, run)
     return final
+
+
+def convergence_table(fits: Mapping[str, Any]) -> pd.DataFrame:
+    """One row per fit from a run manifest's ``fits``: divergences, max r_hat, min bulk and tail
+    ESS, whether the diagnostics pass, wall time.
+
+    Parameters
+    ----------
+    fits : dict
+        ``run.json``'s ``fits`` (or the open run's).
+
+    Returns
+    -------
+    pandas.DataFrame
+    """
+    import pandas as pd
+
+    rows = []
+    for label, f in fits.items():
+        d = f.get("diagnostics") or {}
+        rows.append({"fit": label, "divergences": d.get("divergences"), "max_rhat": d.get("max_rhat"),
+                     "min_ess_bulk": d.get("min_ess_bulk"), "min_ess_tail": d.get("min_ess_tail"),
+                     "converged": f.get("diagnostics_ok"), "wall_s": f.get("wall_time_s")})
+    return pd.DataFrame(rows)

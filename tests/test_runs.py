@@ -452,3 +452,15 @@ def test_single_fit_failing_mid_run_leaves_the_old_folder(tmp_path, monkeypatch)
     with pytest.raises(RuntimeError, match="sampler crashed"):
         runner.run_config(cfg, quick=True)
     assert _tree_listing(out) == {"posterior.nc": b"earlier good result"} and _siblings(out) == []
+
+
+def test_convergence_table_reads_a_manifests_fits():
+    from pragmodels.runs import convergence_table
+
+    fits = {"a/rsa": {"diagnostics": {"divergences": 0, "max_rhat": 1.004, "min_ess_bulk": 900, "min_ess_tail": 800},
+                      "diagnostics_ok": True, "wall_time_s": 12.5},
+            "a/bad": {"diagnostics": None, "diagnostics_ok": None, "wall_time_s": None}}
+    t = convergence_table(fits)
+    assert list(t["fit"]) == ["a/rsa", "a/bad"]
+    assert t.loc[0, "max_rhat"] == 1.004 and bool(t.loc[0, "converged"]) and t.loc[0, "wall_s"] == 12.5
+    assert t.loc[1, "divergences"] is None or t["divergences"].isna()[1]
