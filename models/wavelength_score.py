@@ -62,6 +62,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--n-production", type=int, default=32)
     args = ap.parse_args(argv)
+    if args.limit is not None and args.limit < 1:  # 0 would rewrite the scores file with no items
+        ap.error(f"--limit {args.limit}: expected a positive number of items.")
     items = load_wavelength()
     order = item_order(len(items))[: args.limit]
     if args.base_url:
