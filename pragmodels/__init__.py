@@ -26,7 +26,7 @@ from pragmodels.config import configure_host_devices, enable_compilation_cache  
 from pragmodels.errors import ConfigError, PragmodelsError  # noqa: E402
 from pragmodels.params import deterministic, group_effect, inspect_model, param, with_priors  # noqa: E402
 from pragmodels.model_comparison import compare, joint_log_likelihood, loo, loo_sentence  # noqa: E402
-from pragmodels.contrasts import contrast, contrast_table  # noqa: E402
+from pragmodels.contrasts import contrast, contrast_draws, contrast_table  # noqa: E402
 from pragmodels.predictive import predict, prior_predictive  # noqa: E402
 from pragmodels.agents import (  # noqa: E402
     joint_listener,
@@ -92,6 +92,7 @@ __all__ = [
     "loo_sentence",
     "joint_log_likelihood",
     "contrast",
+    "contrast_draws",
     "prior_predictive",
     "predict",
     "contrast_table",

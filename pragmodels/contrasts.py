@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-__all__ = ["contrast", "contrast_table"]
+__all__ = ["contrast", "contrast_draws", "contrast_table"]
 
 
 def _flat(tree: xr.DataTree, var_name: str, label: str) -> xr.DataArray:
@@ -27,6 +27,25 @@ def _flat(tree: xr.DataTree, var_name: str, label: str) -> xr.DataArray:
     if var_name not in post.data_vars:
         raise ValueError(f"{label}: no variable {var_name!r} in the posterior; it has {sorted(post.data_vars)}.")
     return post[var_name].stack(sample=("chain", "draw")).transpose("sample", ...)
+
+
+def contrast_draws(tree_a: xr.DataTree, tree_b: xr.DataTree, var_name: str, *, seed: int = 0) -> xr.DataArray:
+    """Draws of ``A - B`` for ``var_name``, paired as the module docstring says (the pairing
+    :func:`contrast` summarises, for the same ``seed``).
+
+    Shapes: ``var_name`` ``[chain, draw, *dims]`` in both fits (same ``dims`` and coords) ->
+    ``[draw, *dims]``, ``draw`` the smaller fit's number of draws (chains flattened).
+    """
+    a, b = _flat(tree_a, var_name, "tree_a"), _flat(tree_b, var_name, "tree_b")
+    if a.dims[1:] != b.dims[1:] or a.shape[1:] != b.shape[1:]:
+        raise ValueError(f"{var_name!r} has dims {dict(zip(a.dims[1:], a.shape[1:]))} in tree_a but "
+                         f"{dict(zip(b.dims[1:], b.shape[1:]))} in tree_b.")
+    n = min(a.sizes["sample"], b.sizes["sample"])
+    rng = np.random.default_rng(seed)
+    ia = rng.permutation(a.sizes["sample"])[:n]
+    ib = rng.permutation(b.sizes["sample"])[:n]
+    other = {d: a[d].values for d in a.dims[1:] if d in a.coords}
+    return xr.DataArray(a.values[ia] - b.values[ib], dims=("draw",) + a.dims[1:], coords=other, name=var_name)
 
 
 def contrast(tree_a: xr.DataTree, tree_b: xr.DataTree, var_name: str, *, prob: float = 0.94,
@@ -41,24 +60,14 @@ def contrast(tree_a: xr.DataTree, tree_b: xr.DataTree, var_name: str, *, prob: f
 
     if not 0 < prob < 1:
         raise ValueError(f"prob must be in (0, 1); got {prob!r}.")
-    a, b = _flat(tree_a, var_name, "tree_a"), _flat(tree_b, var_name, "tree_b")
-    if a.dims[1:] != b.dims[1:] or a.shape[1:] != b.shape[1:]:
-        raise ValueError(f"{var_name!r} has dims {dict(zip(a.dims[1:], a.shape[1:]))} in tree_a but "
-                         f"{dict(zip(b.dims[1:], b.shape[1:]))} in tree_b.")
-    n = min(a.sizes["sample"], b.sizes["sample"])
-    rng = np.random.default_rng(seed)
-    ia = rng.permutation(a.sizes["sample"])[:n]
-    ib = rng.permutation(b.sizes["sample"])[:n]
-    va, vb = a.values[ia], b.values[ib]
-    other = {d: a[d].values for d in a.dims[1:] if d in a.coords}
-    diff = xr.DataArray(va - vb, dims=("draw",) + a.dims[1:], coords=other)
+    diff = contrast_draws(tree_a, tree_b, var_name, seed=seed)
     interval = eti(diff, prob=prob, dim=["draw"])
     return xr.Dataset({
-        "p_greater": xr.DataArray((va > vb).mean(0), dims=a.dims[1:], coords=other),
+        "p_greater": (diff > 0).mean("draw"),
         "difference": diff.median("draw"),
         "lower": interval.sel(ci_bound="lower", drop=True),
         "upper": interval.sel(ci_bound="upper", drop=True),
-    }, attrs={"n_draws": int(n), "prob": float(prob), "var_name": var_name})
+    }, attrs={"n_draws": int(diff.sizes["draw"]), "prob": float(prob), "var_name": var_name})
 
 
 def contrast_table(trees: Mapping[str, xr.DataTree], var_names: list[str], reference: str, *,

@@ -45,14 +45,16 @@ def _common_draws(trees: Mapping[str, xr.DataTree], var_names: Sequence[str]) ->
 
 
 def forest(trees: Mapping[str, xr.DataTree], var_names: Sequence[str], figsize: tuple[float, float] | None = None,
-           labels: Mapping[str, str] | None = None) -> Figure:
+           labels: Mapping[str, str] | None = None, reference: float | None = None,
+           title: str | None = None) -> Figure:
     """``trees``: ``{label: DataTree}`` (e.g. humans and each LLM x prompt); returns the Figure.
 
     One panel per parameter, each with its own x-axis (labelled with ``labels[name]``, default
     the name), the fits as rows (named on the left, first fit on top, one colour each): posterior
     median, 50% and 94% equal-tailed intervals; a dashed line marks the first fit's median (the
-    reference, e.g. the human fit). Fits with more chains or draws than the others are
-    cut to the common number (see :func:`_common_draws`).
+    reference, e.g. the human fit), or the value ``reference`` when given (e.g. 0 for posterior
+    contrasts). Fits with more chains or draws than the others are cut to the common number (see
+    :func:`_common_draws`). ``title`` replaces the default title.
 
     Shapes: each of ``var_names`` ``[chain, draw, *dims]`` in every fit's posterior (same ``dims``;
     a parameter with ``dims`` gets one panel per element).
@@ -87,10 +89,13 @@ def forest(trees: Mapping[str, xr.DataTree], var_names: Sequence[str], figsize: 
         ax.grid(axis="y", color="0.92", lw=0.8)
         ax.set_axisbelow(True)
         ax.set_ylim(min(rows) - 0.6, max(rows) + 0.6)
-        ref = float(data[fits[0]]["posterior"][name].median())
+        ref = float(data[fits[0]]["posterior"][name].median()) if reference is None else float(reference)
         ax.axvline(ref, color="0.55", ls="--", lw=0.8, zorder=0, gid="reference")
         for side in ("top", "right", "left"):
             ax.spines[side].set_visible(False)
-    ref_note = f"; dashed: median of {fits[0]}" if len(fits) > 1 else ""
-    fig.suptitle(f"Posterior median, 50% and 94% intervals{ref_note}", fontsize=10)
+    if reference is not None:
+        ref_note = f"; dashed: {reference:g}"
+    else:
+        ref_note = f"; dashed: median of {fits[0]}" if len(fits) > 1 else ""
+    fig.suptitle(title or f"Posterior median, 50% and 94% intervals{ref_note}", fontsize=10)
     return fig
