@@ -37,16 +37,34 @@ with ``P_s(k = exact) = σ(θ_s)``, ``θ_s = θ_μ + θ_σ z_s`` (scenarios ente
 
 Link to ratings
 ---------------
-For attribute ``a``, the listener's inferred speaker gives features
-``f(u, c, s) = (P(k = exact), P(m = precise-minded), P(m = casual))`` under ``L``, centred on
-their mean over conditions (``f̄``), and a latent score *on the rating scale*
+The listener's inferences about the speaker give features ``f(u, c, s)`` under ``L``. The
+study's link (``link="qud_fit"``, the default) uses two:
+
+* ``p_exact = P(k = exact | u, c, s)``: does the speaker know the exact number?
+* ``p_qud_fit = P(g(m, c) = the context's own QUD | u, c, s)``: did the speaker serve the question
+  the context raised (a cooperative speaker always does; a precise-minded one only where precision
+  matters, a casual one only where it does not)?
+
+Grounding (the paper's Section 2): listeners judge speakers by the knowledge and the motives that
+explain their choice, and violations of relevance and informativeness lower evaluations of
+competence and warmth (Beltrama & Papafragou 2023). ``p_qud_fit`` is that norm, and it is context-
+relative: an approximate number where precision matters, or a precise one where it does not, is a
+misfit. The previous link (``link="motives"``) used ``(p_exact, P(m = precise-minded),
+P(m = casual))``, context-free motive probabilities.
+
+Each feature is centred on its mean over the 24 scenario x context x form conditions and, for
+``qud_fit``, divided by its SD over them, so ``β`` is in rating points per SD of the feature and
+does not have to grow as alpha shrinks the features' range. A latent score *on the rating scale*
 
 .. math::
 
-    η = μ_a + β_a · (f − f̄) + ζ_{a,s} + ε_p,\qquad ζ_{a,s} \sim N(0, τ_a),\; ε_p \sim N(0, σ_p)
+    η = μ_a + β_a · \tilde f + ζ_{a,s} + ω_a ε_p,\qquad ζ_{a,s} \sim N(0, τ_a),\; ε_p \sim N(0, 1)
 
-(``μ_a``: the attribute's level; ``ε_p``: a rater effect, for human participants only; both
-``ζ`` and ``ε`` are centred to sum to zero, so ``μ_a`` is the grand mean). The
+(``μ_a``: the attribute's level; ``ω_a ε_p``: a rater effect, for human participants only, one
+factor with a loading ``ω_a = sigma_participant[a]`` per attribute, because a rater's general
+positivity moves competence, helpfulness and the like together but barely touches pedantry (the
+within-cell correlations are 0.7-0.8 and 0.2); both ``ζ`` and ``ε`` are centred to sum to zero, so
+``μ_a`` is the grand mean). The
 rating ``y ∈ 1..7`` follows an ordered logistic with response noise ``σ`` (the logistic
 scale, in rating points) and cutpoints ``κ_a`` whose outer two are fixed at 1.5 and 6.5 (so
 ``μ``, ``β``, ``ζ`` and ``σ`` are in rating points and identified), the interior ones
@@ -75,8 +93,22 @@ centred in its category yields ten identical ratings with probability about 0.5 
 the floor therefore reads "at least as deterministic as the model can express", and the study
 report marks such fits.
 
-Identification: the motive prior
---------------------------------
+Identification
+--------------
+Why the ``qud_fit`` link is identified and the ``motives`` link is not: per attribute, the data
+fix three contrasts of the four form x context cells (the form effect, the context effect, their
+interaction). Under ``motives`` the three features' contrasts are linearly dependent for every
+alpha and cost (the 3 x 3 matrix of feature contrasts has condition number 1e7-1e8, measured at
+alpha 1.1-8), so one direction of ``β_a`` per attribute is fixed by its prior alone: a flat ridge
+on which chains wandered and settled in different explanations (the committed full run: Claude
+COM split 2 : 2 with equal likelihoods; the human fit found a second mode). Under ``qud_fit`` the
+two features' contrasts have singular values 0.4-0.9 (alpha 1-8, cost -0.5 to 0.5): ``p_exact``
+carries the form effect, ``p_qud_fit`` the interaction, and two loadings per attribute are
+determined by three contrasts. Simulation (``tests/models/test_social_meaning.py``, slow) fits
+data generated from known parameters at the real data's size and recovers them.
+
+The motive prior
+----------------
 By default ``P(m)`` is uniform (``ψ = 0``, ``rsa_model(motive_prior="uniform")``); the listener
 still infers the motive, from form and context. The three features span the three form x
 context contrasts of an attribute, so with ``ψ`` free the loadings ``β`` can trade off against
@@ -127,7 +159,10 @@ MOTIVES = ("cooperative", "precise-minded", "casual")
 TYPES = tuple(f"{k}/{m}" for k in KNOWLEDGE for m in MOTIVES)
 FORMS = ("precise", "approx")
 CONTEXTS = ("low", "high")
-FEATURES = ("p_exact", "p_precise_minded", "p_casual")
+#: the link's features per ``rsa_model(link=...)``, the default first (module docstring, "Link to ratings")
+FEATURE_SETS = {"qud_fit": ("p_exact", "p_qud_fit"), "motives": ("p_exact", "p_precise_minded", "p_casual")}
+LINKS = tuple(FEATURE_SETS)
+FEATURES = FEATURE_SETS["motives"]  # today's link; kept for code that reads it
 DELTA = float(np.log(5.0))
 N_RATING = 7
 #: settings of ``rsa_model(motive_prior=...)``, the default first
@@ -156,6 +191,9 @@ PRIORS_BASELINE = {"b": Prior("Normal", loc=0.0, scale=2.0)}
 CUT_LOW, CUT_HIGH = 1.5, N_RATING - 0.5
 #: lower bound of the response noise σ, in rating points (module docstring, "Why this parametrisation")
 NOISE_FLOOR = 0.15
+#: added to a feature's SD before it is divided by it (``link="qud_fit"``): keeps the division
+#: finite where alpha -> 0 flattens every feature
+FEATURE_SD_EPS = 1e-4
 
 
 def _utility() -> np.ndarray:
@@ -187,13 +225,38 @@ def type_prior(theta, psi) -> jax.Array:
     return (log_k[:, :, None] + log_m[None, None, :]).reshape(theta.shape[0], -1)
 
 
-def listener_features(alpha, cost_precise, theta, psi) -> jax.Array:
-    """Features of the listener's posterior over speaker types (eq. L), ``[scenario, context, form, feature]``."""
+def _qud_fit() -> np.ndarray:
+    """FIT[context, type]: 1 if the speaker's QUD ``g(m, c)`` is the context's own (fine iff
+    ``c = high``), else 0."""
+    fit = np.zeros((len(CONTEXTS), len(TYPES)))
+    for ci, c in enumerate(CONTEXTS):
+        for ti, t in enumerate(TYPES):
+            m = t.split("/")[1]
+            fine = m == "precise-minded" or (m == "cooperative" and c == "high")
+            fit[ci, ti] = float(fine == (c == "high"))
+    return fit
+
+
+QUD_FIT = _qud_fit()
+
+
+def type_posterior(alpha, cost_precise, theta, psi) -> jax.Array:
+    """The listener's posterior over speaker types (eq. L), ``[scenario, context, form, type]``."""
     log_s = speaker(alpha, cost_precise)  # [c, t, u]
     log_prior = type_prior(theta, psi)  # [s, t]
     post = jax.vmap(lambda lp: jax.vmap(lambda ls: agents.bayes_listener(ls, lp))(log_s))(log_prior)  # [s,c,u,t]
-    p = jnp.exp(post).reshape(post.shape[:-1] + (len(KNOWLEDGE), len(MOTIVES)))
-    return jnp.stack([p[..., 0, :].sum(-1), p[..., :, 1].sum(-1), p[..., :, 2].sum(-1)], -1)
+    return jnp.exp(post)
+
+
+def listener_features(alpha, cost_precise, theta, psi, link: str = "qud_fit") -> jax.Array:
+    """Features of the listener's posterior over speaker types (eq. L), ``[scenario, context, form,
+    feature]``, for the link ``link`` (:data:`FEATURE_SETS`)."""
+    post = type_posterior(alpha, cost_precise, theta, psi)
+    p = post.reshape(post.shape[:-1] + (len(KNOWLEDGE), len(MOTIVES)))
+    p_exact = p[..., 0, :].sum(-1)
+    if link == "qud_fit":
+        return jnp.stack([p_exact, (post * jnp.asarray(QUD_FIT, post.dtype)[None, :, None, :]).sum(-1)], -1)
+    return jnp.stack([p_exact, p[..., :, 1].sum(-1), p[..., :, 2].sum(-1)], -1)
 
 
 def _cutpoints(n_attr):
@@ -207,23 +270,42 @@ def _cutpoints(n_attr):
     return deterministic("cutpoints", cut, dims={"attribute": n_attr, "cutpoint": N_RATING - 1}), level, noise
 
 
-def _random_effects(n_attr, n_scenarios, n_participants):
+def _random_effects(n_attr, n_scenarios, n_participants, participant=None, condition=None):
     """Scenario effects ``ζ [scenario, attribute]`` and rater effects ``ε [participant]``, both
     non-centred and constrained to sum to zero (centred after scaling), so that ``μ_a`` alone
     carries each attribute's level (no level-effect ridge).
 
-    Non-centred on purpose. Measured on the human ratings: centred zero-sum effects made the
+    Rater effects are non-centred on purpose. Measured on the human ratings: centred zero-sum effects made the
     multi-start optimisation of ``init="optimize"`` find the degenerate joint mode of a centred
     hierarchy (``σ_p → 0`` with every ``ε_p → 0``, where the density grows without bound), and
-    all four chains stayed there (``σ_p`` 0.00-0.02 instead of 1.35; r_hat 2.8)."""
+    all four chains stayed there (``σ_p`` 0.00-0.02 instead of 1.35; r_hat 2.8).
+
+    Every participant rated one item (between subjects), so raters nest in the 24 scenario x
+    context x form cells, and the mean rater effect of a cell trades off against that cell's
+    condition effects. Drawn as one sum of 362 raw effects, that mean is a collective direction a
+    diagonal mass matrix cannot follow (measured on the baseline fit: the interaction of
+    "competent" at bulk ESS 141, r_hat 1.03). So each cell's mean is its own standard normal
+    ``eps_cell / sqrt(n_cell)``, and the raw effects enter only as deviations from their cell's
+    mean: for iid normal effects the cell mean and the deviations are independent, with these
+    distributions, so the model is the same.
+
+    Scenario effects are non-centred too. Centring them for the LLM fits (60 ratings per scenario
+    and attribute) was tried and measured worse on Gemini MIN: 38% of trajectories at the depth
+    cap against 12% non-centred, with a diagonal mass matrix."""
     tau = param("tau", PRIORS_COMMON["tau"], dims={"attribute": n_attr})
     zeta_raw = param("zeta_raw", STANDARD_NORMAL, dims={"scenario": n_scenarios, "attribute": n_attr})
     zeta = deterministic("zeta", (zeta_raw - zeta_raw.mean(0)) * tau, dims={"scenario": n_scenarios, "attribute": n_attr})
     eps = None
     if n_participants:
-        sp = param("sigma_participant", PRIORS_COMMON["sigma_participant"])
+        sp = param("sigma_participant", PRIORS_COMMON["sigma_participant"], dims={"attribute": n_attr})
+        n_cells = n_scenarios * len(CONTEXTS) * len(FORMS)
+        cell = jnp.zeros(n_participants, jnp.int32).at[participant].set(condition // n_attr)  # the rater's cell
+        count = jax.ops.segment_sum(jnp.ones(n_participants), cell, n_cells)
         eps_raw = param("eps_raw", STANDARD_NORMAL, dims={"participant": n_participants})
-        eps = (eps_raw - eps_raw.mean()) * sp
+        eps_cell = param("eps_cell", STANDARD_NORMAL, dims={"cell": n_cells})
+        raw_mean = jax.ops.segment_sum(eps_raw, cell, n_cells) / jnp.maximum(count, 1.0)
+        unit = eps_raw - raw_mean[cell] + eps_cell[cell] / jnp.sqrt(jnp.maximum(count[cell], 1.0))
+        eps = (unit - unit.mean())[:, None] * sp  # [participant, attribute]: one factor, loadings sp
     return zeta, eps
 
 
@@ -238,7 +320,7 @@ def _observe(table, cut, noise, condition, rating, lapse, eps, participant):
     cut_table = jnp.tile(cut / noise, (flat.shape[0] // n_attr, 1))  # attribute is the fastest axis
     if eps is None:
         return likert_ratings("rating", flat, cut_table, rating, lapse=lapse, dim="response", rows=condition)
-    latent = flat[condition] + eps[participant] / noise
+    latent = flat[condition] + eps[participant, condition % n_attr] / noise
     return likert_ratings("rating", latent, cut_table[condition], rating, lapse=lapse, dim="response")
 
 
@@ -248,12 +330,14 @@ def condition_index(scenario, context, form, attribute, n_attributes: int = 6):
         * n_attributes + np.asarray(attribute)
 
 
-def rsa_linear_predictor(alpha, cost, theta, psi, beta) -> jax.Array:
+def rsa_linear_predictor(alpha, cost, theta, psi, beta, link: str = "qud_fit") -> jax.Array:
     """``β_a · (f − f̄)`` per ``[scenario, context, form, attribute]``; features are centred on their
     mean over conditions so that the level ``μ_a``, not β, carries each attribute's overall level
     (this removes the strong β-level correlation that slows NUTS)."""
-    feats = listener_features(alpha, cost, theta, psi)  # [s, c, u, f]
+    feats = listener_features(alpha, cost, theta, psi, link)  # [s, c, u, f]
     feats = feats - feats.mean(axis=(0, 1, 2), keepdims=True)
+    if link == "qud_fit":  # standardised: β in rating points per SD of the feature
+        feats = feats / (jnp.sqrt((feats ** 2).mean(axis=(0, 1, 2), keepdims=True)) + FEATURE_SD_EPS)
     return jnp.einsum("scuf,fa->scua", feats, beta)
 
 
@@ -264,8 +348,16 @@ def check_motive_prior(motive_prior) -> str:
     return motive_prior
 
 
+def check_link(link) -> str:
+    """``link`` if it is one of :data:`LINKS`, else a ``ValueError`` naming it."""
+    if link not in LINKS:
+        raise ValueError(f"link must be one of {LINKS}; got {link!r}.")
+    return link
+
+
 def rsa_model(condition, rating=None, participant=None, *, n_scenarios: int = 6,
-              n_attributes: int = 6, n_participants: int = 0, motive_prior: str = "uniform"):
+              n_attributes: int = 6, n_participants: int = 0, motive_prior: str = "uniform",
+              link: str = "qud_fit"):
     """The RSA social-meaning model (module docstring). Data are per rating: ``condition
     [response]`` (:func:`condition_index` of scenario, context (0 low, 1 high), form (0 precise,
     1 approx) and attribute), ``rating [response]`` in 1..7, optional ``participant [response]``.
@@ -274,6 +366,7 @@ def rsa_model(condition, rating=None, participant=None, *, n_scenarios: int = 6,
     still infers the motive from form and context. ``"free"`` fits ``ψ`` as well; it is not
     identified against the loadings on LLM data (module docstring, "Identification")."""
     check_motive_prior(motive_prior)
+    features = FEATURE_SETS[check_link(link)]
     alpha = param("alpha", PRIORS_RSA["alpha"])
     cost = param("cost_precise", PRIORS_RSA["cost_precise"])
     theta = group_effect("theta", dim="scenario", size=n_scenarios, loc=PRIORS_RSA["theta_mu"],
@@ -282,11 +375,11 @@ def rsa_model(condition, rating=None, participant=None, *, n_scenarios: int = 6,
         psi = param("psi", PRIORS_RSA["psi"], dims={"free_motive": len(MOTIVES) - 1})
     else:
         psi = jnp.zeros(2)
-    beta = param("beta", PRIORS_RSA["beta"], dims={"feature": len(FEATURES), "attribute": n_attributes})
+    beta = param("beta", PRIORS_RSA["beta"], dims={"feature": len(features), "attribute": n_attributes})
     cut, level, noise = _cutpoints(n_attributes)
-    zeta, eps = _random_effects(n_attributes, n_scenarios, n_participants)
+    zeta, eps = _random_effects(n_attributes, n_scenarios, n_participants, participant, condition)
     lapse = param("lapse", PRIORS_COMMON["lapse"])
-    table = rsa_linear_predictor(alpha, cost, theta, psi, beta) + level + zeta[:, None, None, :]
+    table = rsa_linear_predictor(alpha, cost, theta, psi, beta, link) + level + zeta[:, None, None, :]
     return _observe(table, cut, noise, condition, rating, lapse, eps, participant)
 
 
@@ -310,7 +403,7 @@ def baseline_model(condition, rating=None, participant=None, *, n_scenarios: int
     """Non-pragmatic baseline: form, context and form x context effects per attribute."""
     b = param("b", PRIORS_BASELINE["b"], dims={"effect": 3, "attribute": n_attributes})
     cut, level, noise = _cutpoints(n_attributes)
-    zeta, eps = _random_effects(n_attributes, n_scenarios, n_participants)
+    zeta, eps = _random_effects(n_attributes, n_scenarios, n_participants, participant, condition)
     lapse = param("lapse", PRIORS_COMMON["lapse"])
     table = baseline_linear_predictor(b, n_scenarios) + level + zeta[:, None, None, :]
     return _observe(table, cut, noise, condition, rating, lapse, eps, participant)
@@ -333,19 +426,60 @@ def _expected_rating(latent, cut, noise, lapse, sigma_p):
     return ((p * jnp.arange(1, N_RATING + 1)).sum(-1) * _GH_W).sum(-1)
 
 
+#: ``implied_cell_means`` kinds: the RSA model with each link, and the baseline
+LINK_OF_KIND = {"rsa": "qud_fit", "rsa_motives": "motives"}
+IMPLIED_KINDS = (*LINK_OF_KIND, "baseline")
+
+
 def implied_cell_means(kind: str, draw: dict, n_scenarios: int = 6) -> jax.Array:
-    """Model-implied mean rating per ``[attribute, scenario, context, form]`` for one posterior draw.
+    """Model-implied mean rating per ``[attribute, scenario, context, form]`` for one posterior draw
+    of the model ``kind`` (:data:`IMPLIED_KINDS`: ``"rsa"`` with the default link, ``"rsa_motives"``
+    with today's link, ``"baseline"``).
 
     ``draw`` maps parameter names to arrays for a single draw (as in the DataTree posterior).
     Rater effects are integrated out (9-point Gauss-Hermite) when the fit has them.
     """
     cut = draw["cutpoints"]  # [a, 6]
-    if kind == "rsa":
+    if kind in IMPLIED_KINDS[:-1]:
         psi = draw.get("psi", jnp.zeros(2))  # absent when the motive prior was fixed uniform
-        table = rsa_linear_predictor(draw["alpha"], draw["cost_precise"], draw["theta"], psi, draw["beta"])
+        table = rsa_linear_predictor(draw["alpha"], draw["cost_precise"], draw["theta"], psi, draw["beta"],
+                                     LINK_OF_KIND[kind])
     else:
         table = baseline_linear_predictor(draw["b"], n_scenarios)
     latent = jnp.moveaxis(table + draw["level"] + draw["zeta"][:, None, None, :], -1, 0)  # [a, s, c, u]
-    sigma_p = draw.get("sigma_participant", jnp.zeros(()))
+    sigma_p = draw.get("sigma_participant", jnp.zeros(latent.shape[0]))[:, None, None, None, None]  # [a, 1, 1, 1, 1]
     cut_b = jnp.broadcast_to(cut[:, None, None, None, :], latent.shape + (cut.shape[-1],))
     return _expected_rating(latent, cut_b, draw["noise"], draw["lapse"], sigma_p)
+
+
+def latent_table(kind: str, draw: dict, n_scenarios: int = 6) -> jax.Array:
+    """The latent rating (rating points) per ``[scenario, context, form, attribute]`` for one
+    posterior draw of the model ``kind`` (:data:`IMPLIED_KINDS`), without rater effects."""
+    if kind in LINK_OF_KIND:
+        psi = draw.get("psi", jnp.zeros(2))
+        table = rsa_linear_predictor(draw["alpha"], draw["cost_precise"], draw["theta"], psi, draw["beta"],
+                                     LINK_OF_KIND[kind])
+    else:
+        table = baseline_linear_predictor(draw["b"], n_scenarios)
+    return table + draw["level"] + draw["zeta"][:, None, None, :]
+
+
+def replicate_ratings(kind: str, draw: dict, key: jax.Array, condition, participant, n_participants: int):
+    """One replicated data set with *new* raters: the same items and conditions, each rater's
+    effect drawn afresh from ``N(0, σ_p)`` (per attribute loadings ``σ_p``), ratings from the
+    ordinal likelihood with its lapse. ``condition``, ``participant [response]`` as the fit's data.
+
+    New raters, not the fitted ones, because every participant rated one condition only (between
+    subjects): fitted rater effects can carry part of a condition's effect, and a replication with
+    them reproduces the data even where the model's condition means do not."""
+    n_attr = draw["cutpoints"].shape[0]
+    k_eps, k_lapse, k_y, k_u = jax.random.split(key, 4)
+    table = latent_table(kind, draw).reshape(-1)
+    sp = draw.get("sigma_participant", jnp.zeros(n_attr))
+    eps = jax.random.normal(k_eps, (n_participants,))[:, None] * sp
+    attr = condition % n_attr
+    latent = table[condition] + eps[participant, attr]
+    lp = ordinal_log_probs(latent / draw["noise"], draw["cutpoints"][attr] / draw["noise"])  # [response, 7]
+    y = jax.random.categorical(k_y, lp) + 1
+    lapse = jax.random.uniform(k_lapse, y.shape) < draw["lapse"]
+    return jnp.where(lapse, jax.random.randint(k_u, y.shape, 1, N_RATING + 1), y)

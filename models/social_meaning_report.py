@@ -57,7 +57,7 @@ def _diag_line(label, tree) -> str:
     d = _diagnostics(tree)
     w = json.loads(tree.attrs.get("warnings", "[]"))
     return (f"| {label} | {d['divergences']} | {d['max_rhat']:.3f} | {d['min_ess_bulk']:.0f} | "
-            f"{d['min_ess_tail']:.0f} | {tree.attrs['wall_time_s']:.0f} s | {_init_cell(tree)} | "
+            f"{d['min_ess_tail']:.0f} | {100 * depth_share(tree):.1f}% | {tree.attrs['wall_time_s']:.0f} s | {_init_cell(tree)} | "
             f"{'; '.join(w) if w else 'none'} |")
 
 
@@ -67,11 +67,26 @@ def _diag_short(tree) -> str:
             f"{d['max_rhat']:.3f}, min bulk ESS {d['min_ess_bulk']:.0f}; init: {_init_cell(tree)}")
 
 
-def converged(tree, max_rhat: float = 1.01, min_ess: float = 100.0) -> bool:
-    """Whether a fit's chains agree (max r_hat <= 1.01) and its bulk ESS is at least ``min_ess``.
-    Tree-depth saturation alone does not count against a fit whose chains mix."""
+#: the sampling standards a fit must meet to be read (issue 13): r_hat, bulk and tail ESS,
+#: divergences, and the share of NUTS trajectories at the tree-depth cap
+STANDARDS = dict(max_rhat=1.01, min_ess=400.0, max_divergences=0, max_depth_share=0.01)
+
+
+def depth_share(tree) -> float:
+    """The share of post-warm-up NUTS trajectories that hit ``max_tree_depth`` (NaN if unrecorded)."""
+    ss = tree["sample_stats"] if "sample_stats" in tree else None
+    settings = json.loads(tree.attrs.get("sampler_settings", "{}"))
+    if ss is None or "n_steps" not in ss or "max_tree_depth" not in settings:
+        return float("nan")
+    return float((np.asarray(ss["n_steps"]) >= 2 ** settings["max_tree_depth"] - 1).mean())
+
+
+def converged(tree) -> bool:
+    """Whether a fit meets every standard of :data:`STANDARDS`: max r_hat <= 1.01, bulk and tail
+    ESS >= 400, no divergences and under 1% of trajectories at the tree-depth cap."""
     d = _diagnostics(tree)
-    return d["max_rhat"] <= max_rhat and d["min_ess_bulk"] >= min_ess
+    return (d["max_rhat"] <= STANDARDS["max_rhat"] and min(d["min_ess_bulk"], d["min_ess_tail"]) >= STANDARDS["min_ess"]
+            and d["divergences"] <= STANDARDS["max_divergences"] and not depth_share(tree) >= STANDARDS["max_depth_share"])
 
 
 def chain_table(trees: dict) -> pd.DataFrame:
@@ -91,7 +106,8 @@ def chain_table(trees: dict) -> pd.DataFrame:
                     row[v] = float(post[v].values[c].mean())
             if "beta" in post:
                 b = post["beta"].values[c].mean(0)  # [feature, attribute]
-                row.update({f"beta_{f}": float(x) for f, x in zip(sm.FEATURES, b.mean(-1))})
+                feats = [str(f) for f in post["beta"]["feature"].values] if "feature" in post["beta"].coords else sm.FEATURES
+                row.update({f"beta_{f}": float(x) for f, x in zip(feats, b.mean(-1))})
             rows.append(row)
     return pd.DataFrame(rows)
 
@@ -99,13 +115,11 @@ def chain_table(trees: dict) -> pd.DataFrame:
 def _convergence_section(trees: dict, baseline, chains: pd.DataFrame | None = None) -> list[str]:
     bad = [k for k, t in {"human baseline": baseline, **trees}.items() if not converged(t)]
     if not bad:
-        return ["All fits converged (max r_hat <= 1.01, bulk ESS >= 100).", ""]
-    lines = [f"**Not converged ({len(bad)} of {len(trees) + 1} fits): {', '.join(bad)}.** Their chains disagree "
-             "(max r_hat > 1.01 or bulk ESS < 100; see the table), so their parameters and model-implied ESR/CDS "
-             "(marked `†` above) are not to be read as posteriors. Where chains settle in different modes, the "
-             "feature loadings `beta` and the knowledge prior `theta` (and, with a free motive prior, `psi`) trade "
-             "off: the three listener features span the three within-attribute form x context contrasts, so the "
-             "loadings can absorb the RSA parameters (model docstring, \"Identification\").", ""]
+        return ["**All fits meet the sampling standards** (max r_hat <= 1.01, bulk and tail ESS >= 400, no "
+                "divergences, under 1% of trajectories at the tree-depth cap).", ""]
+    lines = [f"**Below the sampling standards ({len(bad)} of {len(trees) + 1} fits): {', '.join(bad)}** (max r_hat "
+             "<= 1.01, bulk and tail ESS >= 400, no divergences, under 1% at the tree-depth cap; see the table). "
+             "Their parameters are marked `†` above and are not to be read as posteriors.", ""]
     if chains is not None and len(chains):
         rows = chains[chains.fit.isin(bad)]
         if len(rows):
@@ -153,7 +167,38 @@ def _params_markdown(params: pd.DataFrame) -> str:
     return "\n".join([head, *body])
 
 
-def render_report(mode, sampler, table, disc, cmp, trees, baseline, cds, ppc, params, wall, chains=None) -> str:
+def _ppc_markdown(effects: pd.DataFrame) -> str:
+    """The ten effects on replicated data, one column per human model: observed, and each model's
+    replicated median [94% interval], ``✗`` where the observed effect lies outside."""
+    models = list(dict.fromkeys(effects.model))
+    first = effects[effects.model == models[0]]
+    head = "| effect | observed | " + " | ".join(models) + " |\n|---|---|" + "---|" * len(models)
+    rows = []
+    for _, r in first.iterrows():
+        cells = []
+        for m in models:
+            e = effects[(effects.model == m) & (effects.kind == r.kind) & (effects.attribute == r.attribute)].iloc[0]
+            cells.append(f"{e['median']:.2f} [{e.lo:.2f}, {e.hi:.2f}]" + ("" if e.inside else " ✗"))
+        rows.append(f"| {r.kind} {r.attribute} | {r.observed:.2f} | " + " | ".join(cells) + " |")
+    return "\n".join([head, *rows])
+
+
+def _cds_markdown(cds: pd.DataFrame) -> str:
+    cell = lambda r, v: f"{r[v]:.2f} [{r[v + '_lo']:.2f}, {r[v + '_hi']:.2f}]"
+    head = ("| model | prompt | CDS_m | CDS_i | CDS | paper's CDS |\n|---|---|---|---|---|---|")
+    return "\n".join([head, *[f"| {r.model} | {r.prompt} | {cell(r, 'cds_m')} | {cell(r, 'cds_i')} | {cell(r, 'cds')} | "
+                               f"{r.observed_cds:.3f} |" for _, r in cds.iterrows()]])
+
+
+def _claims_markdown(claims: pd.DataFrame) -> str:
+    head = "| claim | paper's numbers | P(claim) | reading |\n|---|---|---|---|"
+    return "\n".join([head, *[f"| {r.claim} | {'holds' if r.paper else 'fails'} | {r.probability:.2f} | {r.reading} |"
+                               for _, r in claims.iterrows()]])
+
+
+def render_report(mode, sampler, table, disc, cmp, trees, baseline, params, wall, chains=None, *,
+                  ppc_effects=None, ppc_cells=None, cds=None, esr=None, claims=None, ppc=None,
+                  calibration=None) -> str:
     from arviz_stats import eti
 
     h = trees["human"]
@@ -163,52 +208,143 @@ def render_report(mode, sampler, table, disc, cmp, trees, baseline, cds, ppc, pa
         lo, hi = (float(b) for b in eti(post[v], prob=0.94).values)
         return f"{float(post[v].median()):.2f} [{lo:.2f}, {hi:.2f}]"
 
+    fits = {"human baseline": baseline, **trees}
+    n_ok = sum(converged(t) for t in fits.values())
     lines = [
-        "# Social meaning of numerical (im)precision: reproduction and RSA fits", "",
+        "# Social meaning of numerical (im)precision: reproduction, RSA fits and model-based calibration", "",
         f"Mode: **{mode}** (NUTS {sampler}); wall time {wall:.0f} s; pragmodels {pm.__version__}.",
         *(["", "> **Quick mode is a smoke test of the pipeline, not an analysis**: chains are far too short "
             "to converge (see Diagnostics), so none of the posterior numbers below should be interpreted. "
             "Run without `--quick` for the real analysis.", ""] if mode == "quick" else []),
         "Data: Solt et al. (2025) Exp. 1 human ratings (362 participants) and the LLM ratings of Mühlenbernd (2026), "
         "loaded from the registry and verified by sha256.", "",
+        "## What this run shows", "",
+        *findings(cmp, ppc_effects, ppc_cells, cds, esr, claims, n_ok, len(fits), calibration), "",
         "## Reproduction of Tables 2-4", "",
         f"All {len(table) * 9} cells of Tables 2-3 and the 12 RMSE_indiv cells of Table 4 were recomputed from the raw "
         f"data; {len(disc)} differ from the printed values by more than 0.001 (`tables/discrepancies.csv`):", "",
         disc.to_markdown(index=False) if len(disc) else "(none)", "",
         "CCC: the paper's numbers use the upstream code's variant (population covariance over sample variances); "
         "Lin's CCC is given as `ccc_lin` and is about 0.03 higher.", "",
-        "## RSA model of the human ratings", "",
-        f"Motive prior in every RSA fit: **{_motive_prior(trees)}** (`rsa_model(motive_prior=...)`; uniform fixes "
-        "P(m) uniform, psi = 0, and the listener still infers the motive from form and context; free fits psi, "
-        "which the data do not identify against the feature loadings: see the model's docstring).", "",
+        "## Three models of the human ratings", "",
+        "- **rsa** (the study's model): the listener's inferences about the speaker, the probability that they know "
+        "the exact number and the probability that the QUD they served is the context's own (`link=\"qud_fit\"`), "
+        "load on each attribute (`models/social_meaning.py`, \"Link to ratings\").",
+        "- **rsa_motives** (the previous model): the same listener with the features P(exact), P(precise-minded), "
+        "P(casual); their three contrasts are linearly dependent, so one direction of loadings per attribute is "
+        "unidentified.",
+        "- **baseline**: free form, context and form x context effects per attribute, no speaker model.", "",
+        "All three share the ordinal likelihood, scenario effects and one-factor rater effects (a loading per "
+        f"attribute). Motive prior of the RSA fits: **{_motive_prior(trees)}**.", "",
+        f"LOO (arviz-stats `compare`, per rating): {loo_sentence(cmp)}", "",
+        cmp.to_markdown(floatfmt=".2f"), "",
+    ]
+    if ppc_effects is not None:
+        inside = ppc_cells.groupby("model").inside.sum() if ppc_cells is not None else None
+        lines += ["Posterior predictive check with **new raters** (`tables/human_ppc_effects.csv`): each model's "
+                  "replicated data recompute the ten significant human effects as the paper computes them "
+                  "(median [94% interval]; `✗`: the observed effect lies outside). New raters because every "
+                  "participant rated one condition only: replicating with the fitted rater effects would let them "
+                  "carry part of each condition's effect.", "", _ppc_markdown(ppc_effects), ""]
+        if inside is not None:
+            lines += ["The 144 human condition means (scenario x context x form x attribute; ~15 raters each) inside "
+                      "their 94% posterior predictive interval (`tables/human_ppc_cells.csv`): "
+                      + ", ".join(f"{m} {int(inside[m])} of 144" for m in dict.fromkeys(ppc_cells.model)) + ".", ""]
+    lines += [
+        "RSA fit of the humans: "
         f"alpha {q('alpha')}; cost of the precise form {q('cost_precise')}; response noise (logistic scale, "
         f"rating points) {q('noise')}; lapse {q('lapse')}; "
         f"prior log-odds that a speaker knows the exact number theta_mu {q('theta_mu')} (median [94% interval]).", "",
-        "LOO (arviz-stats `compare`, per rating; see Pareto k in the posteriors) against the non-pragmatic "
-        f"form x context baseline: {loo_sentence(cmp)}", "",
-        cmp.to_markdown(floatfmt=".2f"), "",
-        "## Humans vs LLMs, as posteriors", "",
+    ]
+    if cds is not None:
+        lines += [
+            "## Model-based ESR and CDS", "",
+            "A measurement model beside the RSA model (`models/social_meaning_esr.py`): the ten human effects and "
+            "each LLM x prompt's ten effects are estimated with their sampling covariances (human raters as "
+            "clusters, so a rater effect's correlation between attributes is kept; LLM calls stratified by "
+            "scenario), and ESR_i = LLM effect_i / human effect_i is a signed posterior quantity. CDS_m, CDS_i and "
+            "CDS follow per draw. Median [94% interval] beside the paper's point CDS (`tables/cds_model.csv`; per "
+            "effect with log |ESR| and P(sign flip) in `tables/esr_model.csv`; `figures/esr_heatmap_model_based.png`):",
+            "", _cds_markdown(cds), ""]
+        if esr is not None:
+            flips = esr[esr.p_sign_flip > 0.05]
+            lines += ["Effects with P(sign flip) > 0.05: " + (", ".join(
+                f"{r.model} {r.prompt} {r.kind} {r.attribute} ({r.p_sign_flip:.2f})" for _, r in flips.iterrows())
+                or "none") + ".", ""]
+        if calibration is not None:
+            lines += [calibration_sentence(calibration), ""]
+    if claims is not None and len(claims):
+        lines += ["## The paper's claims as posterior probabilities", "",
+                  "Each claim of the paper's Sections 6-7 about ESR and CDS, evaluated on the paper's own point "
+                  "estimates (\"paper's numbers\") and as a posterior probability under the measurement model "
+                  "(`tables/claims.csv`; supported: P >= 0.95, contradicted: P <= 0.05). \"Near-calibrated\": "
+                  "|log ESR| < log 1.25 (the region of practical equivalence; the paper states no threshold). "
+                  "Claims about Spearman, CCC or RMSE are not modelled.", "", _claims_markdown(claims), "",
+                  "`figures/contrasts.png`: CDS against the same LLM's MIN prompt, and alpha and cost against the "
+                  "human fit, for every LLM x prompt.", ""]
+    lines += [
+        "## Humans vs LLMs, as RSA posteriors", "",
         "Key parameters, median [94% interval] (`tables/parameters.csv`, `figures/forest_parameters.png`). "
         f"`*`: the response-noise posterior sits at its floor ({sm.NOISE_FLOOR} rating points): that rater is at "
-        "least as deterministic as the model can express, and its lapse absorbs the rest. `†`: the fit did not "
-        "converge (see Diagnostics).", "",
+        "least as deterministic as the model can express, and its lapse absorbs the rest. `†`: the fit is below the "
+        "sampling standards (see Diagnostics).", "",
         _params_markdown(params), "",
-        "Model-implied CDS (median [94% interval]) from each LLM x prompt fit against the human fit, beside the "
-        "observed CDS of Table 3. Implied effects average the four condition means over scenarios with equal "
-        "weights and integrate out rater effects; ESR draws pair each LLM draw with an independent human draw, so "
-        "the intervals carry both posteriors' uncertainty (`tables/esr_model.csv`, `tables/cds_model.csv`):", "",
-        _mark(cds, trees)[["model", "prompt", "cds_median", "cds_lo", "cds_hi", "observed_cds"]].to_markdown(
-            index=False, floatfmt=".3f"), "",
-        f"Posterior predictive check: {int(ppc.inside_94.sum())} of {len(ppc)} LLM condition means lie inside the "
-        "human-fitted model's 94% interval for the condition mean (`tables/ppc_condition_means.csv`, "
-        "`figures/ppc_condition_means.png`).", "",
+    ]
+    if ppc is not None:
+        lines += [f"Posterior predictive check: {int(ppc.inside_94.sum())} of {len(ppc)} LLM condition means lie inside "
+                  "the human-fitted RSA model's 94% interval for the condition mean (`tables/ppc_condition_means.csv`, "
+                  "`figures/ppc_condition_means.png`).", ""]
+    lines += [
         "## Diagnostics", "",
-        _init_paragraph(sampler, {"human baseline": baseline, **trees}), "",
-        "| fit | divergences | max r_hat | min bulk ESS | min tail ESS | wall | init | warnings |",
-        "|---|---|---|---|---|---|---|---|",
-        _diag_line("human baseline", baseline), *[_diag_line(k, t) for k, t in trees.items()], "",
+        _init_paragraph(sampler, fits), "",
+        "| fit | divergences | max r_hat | min bulk ESS | min tail ESS | at depth cap | wall | init | warnings |",
+        "|---|---|---|---|---|---|---|---|---|",
+        *[_diag_line(k, t) for k, t in fits.items()], "",
         *_convergence_section(trees, baseline, chains),
-        "Files: `tables/*.csv`, `figures/*.png` (fig1 = paper Figure 1, fig2 = Figure 2, forest, PPC), "
+        "Files: `tables/*.csv`, `figures/*.png` (fig1 = paper Figure 1, fig2 = Figure 2, forest, PPC, contrasts), "
         "`posteriors/*.nc` (ArviZ DataTrees with provenance attributes).", "",
     ]
     return "\n".join(lines)
+
+
+def calibration_sentence(cal: pd.DataFrame) -> str:
+    """One sentence on the measurement model's calibration check (``tables/esr_calibration.csv``)."""
+    by = cal.groupby(["control", "kind", "attribute"]).covered.mean()
+    ok = by.loc["model"]
+    neg = by.loc["ignore human SE"] if "ignore human SE" in by.index.get_level_values(0) else None
+    n_rep = cal.replicate.nunique()
+    s = (f"Calibration by simulation ({n_rep} data sets simulated from known ESRs at the real data's covariances, "
+         f"refitted): the 90% intervals cover the truth in {100 * cal[cal.control == 'model'].covered.mean():.1f}% of "
+         f"cases, {100 * ok.min():.0f}-{100 * ok.max():.0f}% per effect (pooled over the 12 conditions)")
+    if neg is not None:
+        s += (f"; the negative control that takes the human effects as known covers "
+              f"{100 * cal[cal.control == 'ignore human SE'].covered.mean():.1f}% ({100 * neg.min():.0f}-"
+              f"{100 * neg.max():.0f}% per effect)")
+    return s + " (`tables/esr_calibration.csv`)."
+
+
+def findings(cmp, ppc_effects, ppc_cells, cds, esr, claims, n_ok, n_fits, calibration) -> list[str]:
+    """The report's opening bullets, written from the numbers."""
+    out = [f"- **Sampling:** {n_ok} of {n_fits} RSA and baseline fits meet the sampling standards (Diagnostics)."]
+    if ppc_effects is not None:
+        for m in dict.fromkeys(ppc_effects.model):
+            e = ppc_effects[ppc_effects.model == m]
+            miss = e[~e.inside]
+            out.append(f"- **{m}** reproduces {int(e.inside.sum())} of the 10 human effects on replicated data"
+                       + (" (misses: " + ", ".join(f"{r.kind} {r.attribute}: observed {r.observed:.2f}, replicated "
+                                                   f"{r['median']:.2f} [{r.lo:.2f}, {r.hi:.2f}]" for _, r in miss.iterrows())
+                          + ")" if len(miss) else "") + ".")
+    out.append(f"- **Model comparison:** {loo_sentence(cmp)}")
+    if cds is not None:
+        best = cds.sort_values("cds").iloc[0]
+        worst = cds.sort_values("cds").iloc[-1]
+        out.append(f"- **Calibration:** model-based CDS runs from {best.cds:.2f} [{best.cds_lo:.2f}, {best.cds_hi:.2f}] "
+                   f"({best.model} {best.prompt}) to {worst.cds:.2f} [{worst.cds_lo:.2f}, {worst.cds_hi:.2f}] "
+                   f"({worst.model} {worst.prompt}); the intervals are wide for the interactions, whose human effects "
+                   "carry standard errors of about 0.26 rating points.")
+    if claims is not None and len(claims):
+        counts = claims.reading.value_counts()
+        out.append(f"- **The paper's claims:** of {len(claims)}, {int(counts.get('supported', 0))} are supported, "
+                   f"{int(counts.get('contradicted', 0))} contradicted and {int(counts.get('undecided', 0))} undecided "
+                   "by these data.")
+    return out

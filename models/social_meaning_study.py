@@ -33,19 +33,30 @@ from pragmodels.config_schema import ModeSamplers, SamplerSettings, StudyConfig,
 from pragmodels.results_io import atomic_write, save_netcdf
 from pragmodels.runs import Run, lock_folder, open_run, read_manifest
 from models import social_meaning as sm
+from models import social_meaning_checks as checks
+from models import social_meaning_claims as claims_mod
+from models import social_meaning_esr as se
 from models import social_meaning_paper as paper
 from models.social_meaning_report import (KEY_PARAMETERS, _diag_short, chain_table, converged,  # noqa: F401
                                           parameter_table, render_report)
 
 TABLE_COLUMNS = ["model", "prompt", "spearman", "ccc", "rmse", "cds_m", "cds_i", "cds", "das", "iss"]
 SCENARIOS = ("bicycle", "cinema", "conference", "house", "office", "pasta")
+#: simulated data sets of the ESR calibration check per mode (0: skipped)
+CALIBRATION = {"quick": 0, "full": 100}
+#: NUTS settings of the calibration refits (a 90% interval from 1,000 draws)
+CALIBRATION_SAMPLER = dict(num_warmup=300, num_samples=500, num_chains=2)
+#: NUTS settings of the ESR measurement model per mode (its posterior is near Gaussian)
+MEASUREMENT = {"quick": dict(num_warmup=200, num_samples=200, num_chains=2), "full": dict(se.SAMPLER)}
 SAMPLER = {
     # quick: a smoke run for tests and CI (not for inference: short chains, capped trees)
     "quick": dict(num_warmup=50, num_samples=50, num_chains=2, max_tree_depth=5, human=dict(num_samples=60)),
     # full: chains start spread over the best of 16 optimised starts (pragmodels.multistart); the
-    # slower-mixing human fits draw more
-    "full": dict(num_warmup=800, num_samples=600, num_chains=4, target_accept=0.9, max_tree_depth=8, init="optimize",
-                 human=dict(num_samples=1500)),
+    # slower-mixing human fits draw more; the LLM fits adapt a dense mass matrix (on Gemini MIN: 0.2% of
+    # trajectories at the depth cap against 12% with a diagonal one), the human fits, with 362 rater
+    # effects and no trajectory at the cap, a diagonal one
+    "full": dict(num_warmup=800, num_samples=750, num_chains=4, target_accept=0.9, max_tree_depth=8, init="optimize",
+                 dense_mass=True, human=dict(num_samples=1500, dense_mass=False)),
 }
 
 
@@ -147,12 +158,13 @@ def encode(df: pd.DataFrame, participants: bool) -> dict:
 
 COORDS = {"attribute": list(datasets.ATTRIBUTES), "scenario": list(SCENARIOS), "feature": list(sm.FEATURES),
           "effect": ["form", "context", "form_x_context"], "free_motive": list(sm.MOTIVES[1:]),
-          "cutpoint": list(range(1, sm.N_RATING)), "gap": list(range(1, sm.N_RATING - 1))}
+          "cutpoint": list(range(1, sm.N_RATING)), "gap": list(range(1, sm.N_RATING - 1)),
+          "cell": [f"{s}|{c}|{u}" for s in SCENARIOS for c in sm.CONTEXTS for u in sm.FORMS]}
 
 
 def fit_spec(name: str, kind: str, df: pd.DataFrame, participants: bool, seed: int, sampler: dict,
-             motive_prior: str = "uniform", priors: dict | None = None) -> pm.FitSpec:
-    """A :class:`pragmodels.FitSpec` for the RSA (``kind="rsa"``, with ``motive_prior``) or the
+             motive_prior: str = "uniform", priors: dict | None = None, link: str = "qud_fit") -> pm.FitSpec:
+    """A :class:`pragmodels.FitSpec` for the RSA (``kind="rsa"``, with ``motive_prior`` and ``link``) or the
     baseline model on a ratings frame (``participants``: with rater effects, i.e. the human data; a
     ``"human"`` entry of ``sampler`` then applies, :func:`split_sampler`). ``priors`` overrides the
     model's default priors by parameter name (names the fitted model does not declare are left out,
@@ -162,6 +174,7 @@ def fit_spec(name: str, kind: str, df: pd.DataFrame, participants: bool, seed: i
     if kind == "rsa":
         model = sm.rsa_model
         data["motive_prior"] = sm.check_motive_prior(motive_prior)  # static: in the data hash and the cache key
+        data["link"] = sm.check_link(link)
     elif kind == "baseline":
         model = sm.baseline_model
     else:
@@ -169,12 +182,16 @@ def fit_spec(name: str, kind: str, df: pd.DataFrame, participants: bool, seed: i
     settings = split_sampler(sampler)[0 if participants else 1]  # a "human" entry applies to the human fits
     declared = pm.inspect_model(model, data)
     own = {k: v for k, v in (priors or {}).items() if k in declared.priors or k in declared.fixed}
-    settings = {"chain_method": None, **settings, "coords": dict(COORDS)}
+    coords = dict(COORDS)
+    if kind == "rsa":
+        coords["feature"] = list(sm.FEATURE_SETS[link])
+    settings = {"chain_method": None, **settings, "coords": coords}
     return pm.FitSpec(name, model, data, priors=own or None, sampler=settings, seed=seed)
 
 
 def _annotate(tree, kind: str, motive_prior: str, warned: list[str]):
-    tree.attrs["motive_prior"] = motive_prior if kind == "rsa" else "n/a"
+    tree.attrs["motive_prior"] = motive_prior if kind.startswith("rsa") else "n/a"
+    tree.attrs["model_kind"] = kind  # models.social_meaning.IMPLIED_KINDS
     tree.attrs["warnings"] = json.dumps(list(warned))
     return tree
 
@@ -206,7 +223,7 @@ def _draws(tree, n: int, seed: int) -> list[dict]:
     return out
 
 
-_IMPLIED = {kind: jax.jit(jax.vmap(functools.partial(sm.implied_cell_means, kind))) for kind in ("rsa", "baseline")}
+_IMPLIED = {kind: jax.jit(jax.vmap(functools.partial(sm.implied_cell_means, kind))) for kind in sm.IMPLIED_KINDS}
 
 
 def implied_means(tree, kind: str, n_draws: int, seed: int = 0) -> np.ndarray:
@@ -237,28 +254,6 @@ def _summ(x: np.ndarray, axis=0) -> tuple:
     x = np.moveaxis(np.asarray(x, float), axis, -1)
     iv = array_stats.eti(x, 0.94, axis=-1, skipna=True)
     return np.nanmedian(x, -1), iv[..., 0][()], iv[..., 1][()]  # [()]: a 0-d array becomes a scalar
-
-
-def model_esr(h_eff: dict, m_eff: dict, label: tuple) -> tuple[pd.DataFrame, dict]:
-    """ESR per significant effect (median, 94% interval) and CDS_m/CDS_i/CDS posteriors.
-
-    ESR draws pair the LLM fit's draws with independent draws of the human fit, so both
-    posteriors' uncertainty propagates."""
-    n = min(len(h_eff["main"]), len(m_eff["main"]))
-    att = list(datasets.ATTRIBUTES)
-    rows, dev = [], {"main": [], "interaction": []}
-    for kind, sig in (("main", metrics.SIGNIFICANT_MAIN), ("interaction", metrics.SIGNIFICANT_INTERACTION)):
-        for a in sig:
-            j = att.index(a)
-            dh = np.abs(h_eff[kind][:n, j])
-            # a draw in which the human model implies no effect at all leaves ESR undefined
-            esr = np.where(dh > 1e-9, np.abs(m_eff[kind][:n, j]) / np.where(dh > 1e-9, dh, 1.0), np.nan)
-            dev[kind].append(np.abs(esr - 1))
-            med, lo, hi = _summ(esr)
-            rows.append(dict(model=label[0], prompt=label[1], kind=kind, attribute=a, esr=med, lo=lo, hi=hi))
-    cds_m, cds_i = np.mean(dev["main"], 0), np.mean(dev["interaction"], 0)
-    cds = {"cds_m": cds_m, "cds_i": cds_i, "cds": (cds_m + cds_i) / 2}
-    return pd.DataFrame(rows), {k: _summ(v) for k, v in cds.items()}
 
 
 def _cells_frame(df: pd.DataFrame) -> pd.Series:
@@ -304,9 +299,10 @@ def fit_all(human, llm, seed: int, sampler: dict, progress: bool, motive_prior: 
     from arviz_stats import compare
 
     specs = [fit_spec("human_rsa", "rsa", human, True, seed, sampler, motive_prior),
+             fit_spec("human_rsa_motives", "rsa", human, True, seed + 2, sampler, motive_prior, link="motives"),
              fit_spec("human_baseline", "baseline", human, True, seed + 1, sampler)]
-    labels, kinds, invalid = {"human_rsa": "human", "human_baseline": "baseline"}, {}, {}
-    kinds.update(human_rsa="rsa", human_baseline="baseline")
+    labels, invalid = {"human_rsa": "human", "human_rsa_motives": "motives", "human_baseline": "baseline"}, {}
+    kinds = dict(human_rsa="rsa", human_rsa_motives="rsa_motives", human_baseline="baseline")
     wanted = None if conditions is None else set(map(tuple, conditions))
     for i, m in enumerate(datasets.LLMS):
         for j, p in enumerate(datasets.PROMPTS):
@@ -330,10 +326,25 @@ def fit_all(human, llm, seed: int, sampler: dict, progress: bool, motive_prior: 
         log(f"{labels[outcome.name]}: " + _diag_short(tree))
         trees[labels[outcome.name]] = tree
     baseline = trees.pop("baseline")
+    trees["human (motives link)"] = trees.pop("motives")  # after the LLM fits: they are contrasted with "human"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        cmp = compare({"rsa": trees["human"], "baseline": baseline})
+        cmp = compare(human_models(trees, baseline))
     return trees, baseline, cmp
+
+
+#: the three models of the human ratings compared by LOO (labels in ``loo_compare.csv``)
+HUMAN_MODELS = {"rsa": "human", "rsa_motives": "human (motives link)", "baseline": None}
+
+
+def human_models(trees: dict, baseline) -> dict:
+    """``{kind: tree}`` of the three human fits (:data:`HUMAN_MODELS`)."""
+    return {k: baseline if label is None else trees[label] for k, label in HUMAN_MODELS.items()}
+
+
+def llm_trees(trees: dict) -> dict:
+    """The LLM x prompt fits of ``trees`` (labels ``"<model> <prompt>"``)."""
+    return {k: v for k, v in trees.items() if not k.startswith("human")}
 
 
 #: parameters compared between each LLM fit and the human fit (pm.contrast_table)
@@ -357,26 +368,61 @@ def contrast_section(table: pd.DataFrame, trees: dict) -> str:
 def contrasts(trees: dict) -> pd.DataFrame:
     """Each LLM fit against the human fit: ``P(LLM > human)`` and the difference with its 94%
     interval for :data:`CONTRASTED` (:func:`pragmodels.contrast_table`)."""
-    return pm.contrast_table(trees, list(CONTRASTED), reference="human", prob=0.94)
+    return pm.contrast_table({"human": trees["human"], **llm_trees(trees)}, list(CONTRASTED), reference="human", prob=0.94)
 
 
-def model_implied(trees: dict, table: pd.DataFrame, n_draws: int, seed: int):
-    """Model-implied effects of the human fit, and each LLM fit's implied ESR and CDS against it.
-    Returns ``(human_effects, esr_model, cds_model)``."""
-    h_eff = implied_effects(implied_means(trees["human"], "rsa", n_draws, seed))
-    esr_rows, cds_rows = [], []
-    for label, tree in trees.items():
-        if label == "human":
-            continue
-        m, p = label.split()
-        eff = implied_effects(implied_means(tree, "rsa", n_draws, seed + 1))
-        e, c = model_esr(h_eff, eff, (m, p))
-        esr_rows.append(e)
-        cds_rows.append(dict(model=m, prompt=p, **{f"{k}_{s}": v[i] for k, v in c.items()
-                                                  for i, s in enumerate(("median", "lo", "hi"))}))
+def human_implied_effects(trees: dict, n_draws: int, seed: int) -> dict:
+    """Implied effects of the human RSA fit (:func:`implied_effects`; rater effects integrated out)."""
+    return implied_effects(implied_means(trees["human"], "rsa", n_draws, seed))
+
+
+def llm_sets(llm: pd.DataFrame, conditions=None) -> dict:
+    """``{"<model> <prompt>": ratings}`` of the LLM x prompt data sets (all 12, or ``conditions``)."""
+    wanted = None if conditions is None else set(map(tuple, conditions))
+    return {f"{m} {p}": llm[(llm.model == m) & (llm.prompt == p)] for m in datasets.LLMS for p in datasets.PROMPTS
+            if wanted is None or (m, p) in wanted}
+
+
+def measurement(human: pd.DataFrame, llm: pd.DataFrame, table: pd.DataFrame, conditions, seed: int, sampler: dict):
+    """The ESR measurement model (:mod:`models.social_meaning_esr`) fitted to the human and LLM
+    effects, and what the report reads from it. Returns ``(tree, esr, cds, claims)``: signed ESR
+    per effect, CDS per condition beside the observed (paper's) CDS, and the paper's claims as
+    posterior probabilities (:mod:`models.social_meaning_claims`; all 12 conditions needed)."""
+    data, labels = se.model_data(human, llm_sets(llm, conditions))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", pm.diagnostics.FitWarning)
+        tree = se.fit(data, labels, seed=seed, **sampler)
+    tree.attrs["warnings"] = json.dumps([str(w.message) for w in caught if issubclass(w.category, pm.diagnostics.FitWarning)])
+    esr, cds = se.esr_summary(tree), se.cds_summary(tree)
     observed = table[["model", "prompt", "cds_m", "cds_i", "cds"]].rename(
         columns=lambda c: f"observed_{c}" if c.startswith("cds") else c)
-    return h_eff, pd.concat(esr_rows, ignore_index=True), pd.DataFrame(cds_rows).merge(observed, on=["model", "prompt"])
+    cds = cds.merge(observed, on=["model", "prompt"])
+    claims = (claims_mod.claims_table(tree, data["d_m"] / data["d_h"]) if len(labels) == 12
+              else pd.DataFrame(columns=["id", "claim", "paper", "probability", "reading"]))
+    return tree, esr, cds, claims
+
+
+def calibration_table(human, llm, conditions, seed: int, n_replicates: int) -> pd.DataFrame:
+    """The measurement model's calibration check and its negative control
+    (:func:`models.social_meaning_esr.calibration`)."""
+    data, _ = se.model_data(human, llm_sets(llm, conditions))
+    return se.calibration(data, n_replicates, seed=seed, **CALIBRATION_SAMPLER)
+
+
+def human_checks(trees: dict, baseline, human: pd.DataFrame, n_draws: int, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Posterior predictive checks of the three human fits with new raters
+    (:mod:`models.social_meaning_checks`): the ten effects and the 144 condition means, one block
+    of rows per model (column ``model``)."""
+    data = encode(human, True)
+    eff, cells = [], []
+    for kind, tree in human_models(trees, baseline).items():
+        e = checks.effect_check(tree, kind, human, data, n_draws, seed)
+        c = checks.cell_check(tree, kind, human, data, n_draws, seed)
+        e.insert(0, "model", kind)
+        c.insert(0, "model", kind)
+        eff.append(e)
+        cells.append(c)
+    return pd.concat(eff, ignore_index=True), pd.concat(cells, ignore_index=True)
 
 
 def predictive_check(h_eff: dict, human: pd.DataFrame, fig1: pd.DataFrame):
@@ -417,7 +463,35 @@ FOREST_LABELS = {"alpha": "alpha (speaker rationality)", "cost_precise": "cost o
                  "noise": "response noise (rating points)", "lapse": "lapse rate",
                  "theta_mu": "theta_mu (log-odds: speaker knows)"}
 ESR_TITLES = {"observed": "Observed ESR: LLM effect / human effect in the raw ratings (paper Figure 2)",
-              "model": "Model-implied ESR: posterior median of LLM-fit effect / human-fit effect (RSA fits)"}
+              "model": "Model-based ESR: posterior median of |LLM effect / human effect| (measurement model)"}
+
+
+#: panels of the contrast figure: name -> axis label
+CONTRAST_PANELS = {"cds_vs_min": "CDS - CDS under MIN (same LLM)", "alpha_vs_human": "alpha - alpha of the humans",
+                   "cost_vs_human": "cost_precise - that of the humans"}
+
+
+def contrast_figure(esr_tree, trees: dict, seed: int = 0):
+    """One ArviZ forest of the study's contrasts, a row per LLM x prompt: CDS against the same
+    LLM's MIN prompt (the measurement model's joint posterior, so the two CDS share their draws)
+    and the RSA parameters alpha and cost against the human fit (independent posteriors, paired by
+    :func:`pragmodels.contrast_draws`). Dashed line: no difference."""
+    import xarray as xr
+    from pragmodels import plots
+
+    cds = esr_tree["posterior"]["cds"].stack(sample=("chain", "draw")).transpose("sample", "condition")
+    rows = {}
+    for label, tree in llm_trees(trees).items():
+        m = label.split()[0]
+        d_cds = (cds.sel(condition=label) - cds.sel(condition=f"{m} MIN")).values
+        d_alpha = pm.contrast_draws(tree, trees["human"], "alpha", seed=seed).values
+        d_cost = pm.contrast_draws(tree, trees["human"], "cost_precise", seed=seed).values
+        n = min(len(d_cds), len(d_alpha))
+        post = xr.Dataset({k: (("chain", "draw"), v[None, :n]) for k, v in
+                           zip(CONTRAST_PANELS, (d_cds, d_alpha, d_cost))})
+        rows[label] = xr.DataTree.from_dict({"posterior": post})
+    return plots.forest(rows, list(CONTRAST_PANELS), labels=CONTRAST_PANELS, reference=0.0,
+                        title="Contrasts: posterior median, 50% and 94% intervals; dashed: no difference")
 
 
 def _save(fig, path: Path, dpi: int = 120) -> None:
@@ -437,14 +511,15 @@ def _write_figures(folder: Path, fig1, observed_esr, esr_model, predicted, obser
     _save(plots.human_vs_model_means(fig1), folder / "fig1_human_vs_model.png")
     esr_plot = observed_esr[["model", "prompt", "kind", "attribute", "esr"]]
     _save(plots.esr_heatmap(esr_plot, title=ESR_TITLES["observed"]), folder / "fig2_esr_heatmap.png")
-    _save(plots.esr_heatmap(esr_model, title=ESR_TITLES["model"]), folder / "esr_heatmap_model_implied.png")
+    paper_esr = esr_model[["model", "prompt", "kind", "attribute", "abs_esr"]].rename(columns={"abs_esr": "esr"})
+    _save(plots.esr_heatmap(paper_esr, title=ESR_TITLES["model"]), folder / "esr_heatmap_model_based.png")
     _save(plots.ppc_condition_means(predicted, observed), folder / "ppc_condition_means.png", dpi=110)
 
 
 def redraw_figures(run_dir: str | Path) -> None:
     """Draw the figures that come from tables again, from a run folder's ``tables/*.csv`` and the
     raw data (Figure 1's cell means), without refitting: ``fig1_human_vs_model``, ``fig2_esr_heatmap``,
-    ``esr_heatmap_model_implied`` and ``ppc_condition_means``. The forest plot needs the posteriors
+    ``esr_heatmap_model_based`` and ``ppc_condition_means``. The forest plot needs the posteriors
     (:func:`rebuild_report` redraws it)."""
     run_dir = Path(run_dir)
     tables = run_dir / "tables"
@@ -543,18 +618,32 @@ def _run_into(folder: Path, record: Run, *, mode, seed, n_draws, progress, log, 
     cmp.to_csv(tables / "loo_compare.csv")
     contrasts(trees).to_csv(tables / "contrasts.csv", index=False)
 
-    stamp("model-implied effects, ESR and CDS")
-    h_eff, esr_model, cds_model = model_implied(trees, table, n_draws, seed)
+    stamp("posterior predictive checks of the three human models (new raters)")
+    ppc_effects, ppc_cells = human_checks(trees, baseline, human, n_draws, seed)
+    ppc_effects.to_csv(tables / "human_ppc_effects.csv", index=False)
+    ppc_cells.to_csv(tables / "human_ppc_cells.csv", index=False)
+
+    stamp("ESR measurement model: signed ESR, CDS and the paper's claims")
+    esr_tree, esr_model, cds_model, claims = measurement(human, llm, table, conditions, seed, MEASUREMENT[mode])
     esr_model.to_csv(tables / "esr_model.csv", index=False)
     cds_model.to_csv(tables / "cds_model.csv", index=False)
+    claims.to_csv(tables / "claims.csv", index=False)
+    save_netcdf(esr_tree, folder / "posteriors" / "esr_measurement.nc")
+    if CALIBRATION[mode]:
+        stamp(f"ESR calibration: {CALIBRATION[mode]} simulated data sets, and the negative control")
+        calibration_table(human, llm, conditions, seed, CALIBRATION[mode]).to_csv(
+            tables / "esr_calibration.csv", index=False)
+    record.fit("esr measurement", esr_tree, "posteriors/esr_measurement.nc")
 
     stamp("posterior predictive check: human-fitted model vs each LLM's observed means")
-    predicted, observed, ppc = predictive_check(h_eff, human, fig1)
+    predicted, observed, ppc = predictive_check(human_implied_effects(trees, n_draws, seed), human, fig1)
     ppc.to_csv(tables / "ppc_condition_means.csv", index=False)
     predicted.to_csv(tables / "human_model_predicted_means.csv", index=False)
 
     stamp("figures")
     _write_figures(figures, fig1, observed_esr, esr_model, predicted, observed)
+    if len(claims):
+        _save(contrast_figure(esr_tree, trees), figures / "contrasts.png", dpi=110)
 
     stamp("writing posteriors (netCDF)")
     save_netcdf(baseline, folder / "posteriors" / "human_baseline.nc")
@@ -588,11 +677,12 @@ def write_report(run_dir: str | Path, *, trees: dict | None = None, baseline=Non
         trees, baseline = _load_trees(run_dir, manifest)
     tables = run_dir / "tables"
     params, chains = _posterior_summaries(run_dir, trees, baseline)
-    report = render_report(manifest["mode"], manifest["sampler"], pd.read_csv(tables / "reproduction.csv"),
-                           pd.read_csv(tables / "discrepancies.csv"),
-                           pd.read_csv(tables / "loo_compare.csv", index_col=0), trees, baseline,
-                           pd.read_csv(tables / "cds_model.csv"), pd.read_csv(tables / "ppc_condition_means.csv"),
-                           params, manifest["wall_time_s"], chains)
+    read = lambda name, **kw: pd.read_csv(tables / name, **kw) if (tables / name).exists() else None
+    report = render_report(manifest["mode"], manifest["sampler"], read("reproduction.csv"), read("discrepancies.csv"),
+                           read("loo_compare.csv", index_col=0), trees, baseline, params, manifest["wall_time_s"], chains,
+                           ppc_effects=read("human_ppc_effects.csv"), ppc_cells=read("human_ppc_cells.csv"),
+                           cds=read("cds_model.csv"), esr=read("esr_model.csv"), claims=read("claims.csv"),
+                           ppc=read("ppc_condition_means.csv"), calibration=read("esr_calibration.csv"))
     if (tables / "contrasts.csv").exists():
         report += contrast_section(pd.read_csv(tables / "contrasts.csv"), trees)
     if rebuilt:

@@ -121,33 +121,43 @@ def test_tables_social_meaning_writes_the_required_columns(tmp_path, capsys):
 def test_social_meaning_main_job_quick(tmp_path):
     out = tmp_path / "run"
     assert main(["run", str(ROOT / "fits" / "social_meaning.json"), "--quick", "--out", str(out)]) == 0
-    assert len(list((out / "posteriors").glob("*.nc"))) == 14  # human RSA, human baseline, 12 LLM x prompt
-    assert sorted(p.name for p in (out / "figures").iterdir()) == [
-        "esr_heatmap_model_implied.png", "fig1_human_vs_model.png", "fig2_esr_heatmap.png",
-        "forest_parameters.png", "ppc_condition_means.png"]
+    # human RSA (two links), human baseline, 12 LLM x prompt, the ESR measurement model
+    assert len(list((out / "posteriors").glob("*.nc"))) == 16
+    assert sorted(p.name for p in (out / "figures").iterdir()) == sorted([
+        "esr_heatmap_model_based.png", "contrasts.png", "fig1_human_vs_model.png", "fig2_esr_heatmap.png",
+        "forest_parameters.png", "ppc_condition_means.png"])
     esr = pd.read_csv(out / "tables" / "esr_model.csv")
     assert len(esr) == 12 * 10 and (esr.lo <= esr.esr).all() and (esr.esr <= esr.hi).all()
+    assert esr.p_sign_flip.between(0, 1).all() and np.allclose(np.exp(esr.log_abs_esr), esr.abs_esr, rtol=0.05)
     cds = pd.read_csv(out / "tables" / "cds_model.csv")
-    assert np.isfinite(cds[["cds_median", "cds_lo", "cds_hi"]]).all().all()
+    assert np.isfinite(cds[["cds", "cds_lo", "cds_hi", "observed_cds"]]).all().all()
+    claims = pd.read_csv(out / "tables" / "claims.csv")
+    assert len(claims) >= 20 and claims.probability.between(0, 1).all()
+    assert set(claims.reading) <= {"supported", "contradicted", "undecided"}
+    ppc = pd.read_csv(out / "tables" / "human_ppc_effects.csv")
+    assert len(ppc) == 3 * 10 and set(ppc.model) == {"rsa", "rsa_motives", "baseline"}
+    assert len(pd.read_csv(out / "tables" / "human_ppc_cells.csv")) == 3 * 144
     loo = pd.read_csv(out / "tables" / "loo_compare.csv", index_col=0)
-    assert set(loo.index) == {"rsa", "baseline"}
+    assert set(loo.index) == {"rsa", "rsa_motives", "baseline"}
     contrasts = pd.read_csv(out / "tables" / "contrasts.csv")  # each LLM fit vs the human fit (pm.contrast_table)
     assert len(contrasts) == 12 * 5 and set(contrasts.reference) == {"human"}
     assert ((contrasts.p_greater >= 0) & (contrasts.p_greater <= 1)).all() and (contrasts.lower <= contrasts.upper).all()
+    report = (out / "report.md").read_text()
+    assert "## The paper's claims as posterior probabilities" in report and "new raters" in report
     params = pd.read_csv(out / "tables" / "parameters.csv")
-    assert params.fit.tolist()[0] == "human" and len(params) == 13
+    assert params.fit.tolist()[0] == "human" and len(params) == 14
     assert (params.noise_lo >= 0.15).all() and (params.noise_lo <= params.noise).all() and (params.noise <= params.noise_hi).all()
     tree = load_netcdf(out / "posteriors" / "claude_MIN_rsa.nc")
     assert tree.attrs["n_invalid_excluded"] == 98 and tree["observed_data"]["rating"].size == 1342
     # the config's motive prior (uniform) reaches every RSA fit and its recorded priors
     assert tree.attrs["motive_prior"] == "uniform" and "psi" not in tree["posterior"]
-    # the config's "human" sampler entry applies to the two human fits only
+    # the config's "human" sampler entry applies to the three human fits only
     assert load_netcdf(out / "posteriors" / "human_rsa.nc")["posterior"].sizes["draw"] == 60
     assert load_netcdf(out / "posteriors" / "human_baseline.nc")["posterior"].sizes["draw"] == 60
     assert tree["posterior"].sizes["draw"] == 50
     assert "psi" not in json.loads(tree.attrs["priors"]) and "alpha" in json.loads(tree.attrs["priors"])
-    chains = pd.read_csv(out / "tables" / "chains.csv")  # 14 fits x 2 chains, each with its log likelihood
-    assert len(chains) == 28 and chains.fit.nunique() == 14 and np.isfinite(chains.loglik).all()
+    chains = pd.read_csv(out / "tables" / "chains.csv")  # 15 fits x 2 chains, each with its log likelihood
+    assert len(chains) == 30 and chains.fit.nunique() == 15 and np.isfinite(chains.loglik).all()
     assert chains.loc[chains.fit == "human baseline", "alpha"].isna().all() and chains.alpha.notna().sum() == 26
     report = (out / "report.md").read_text()
     assert "Quick mode is a smoke test" in report and "## Diagnostics" in report

@@ -29,7 +29,7 @@ def test_context_and_motive_shape_the_speaker_as_the_theory_says():
 
 
 def test_listener_features_follow_form_and_context():
-    f = np.asarray(sm.listener_features(jnp.array(2.0), jnp.array(0.3), jnp.zeros(6), jnp.zeros(2)))
+    f = np.asarray(sm.listener_features(jnp.array(2.0), jnp.array(0.3), jnp.zeros(6), jnp.zeros(2), "motives"))
     assert f.shape == (6, 2, 2, 3) and np.all((f >= 0) & (f <= 1))
     low, high = 0, 1
     precise, approx = 0, 1
@@ -37,6 +37,40 @@ def test_listener_features_follow_form_and_context():
     assert np.all(f[:, high, approx, 0] < f[:, low, approx, 0])  # approx is worse news when precision matters
     assert np.all(f[:, low, precise, 1] > f[:, high, precise, 1])  # precise in a casual context: a precise-minded persona
     assert np.all(f[:, high, approx, 2] > f[:, low, approx, 2])  # approx where precision matters: casual persona
+
+
+def test_qud_fit_feature_is_the_norm_of_the_context():
+    """P(the speaker served the context's QUD): high for the form the context asks for, low for the
+    other one (approximate where precision matters, precise where it does not)."""
+    f = np.asarray(sm.listener_features(jnp.array(2.0), jnp.array(0.3), jnp.zeros(6), jnp.zeros(2), "qud_fit"))
+    assert f.shape == (6, 2, 2, 2)
+    low, high, precise, approx = 0, 1, 0, 1
+    fit = f[..., 1]
+    assert np.all(fit[:, high, precise] > fit[:, high, approx]) and np.all(fit[:, low, approx] > fit[:, low, precise])
+    # the type posterior it comes from, summed by hand over the types whose QUD is the context's
+    post = np.asarray(sm.type_posterior(jnp.array(2.0), jnp.array(0.3), jnp.zeros(6), jnp.zeros(2)))
+    t = {n: i for i, n in enumerate(sm.TYPES)}
+    by_hand = post[0, high, approx, [t["exact/cooperative"], t["vague/cooperative"], t["exact/precise-minded"],
+                                     t["vague/precise-minded"]]].sum()
+    assert fit[0, high, approx] == pytest.approx(by_hand, abs=1e-6)
+
+
+def test_qud_fit_contrasts_are_identified_and_motives_contrasts_are_not():
+    """Per attribute the data fix three contrasts (form, context, interaction). The motives link's
+    three features span only two of them at any alpha (its 3 x 3 contrast matrix is singular); the
+    qud_fit link's two features span two, well conditioned (module docstring, "Identification")."""
+    def contrasts(link, alpha, cost):
+        f = np.asarray(sm.listener_features(jnp.array(alpha), jnp.array(cost), jnp.array([1.2]), jnp.zeros(2), link))[0]
+        main = (f[:, 0] - f[:, 1]).mean(0)
+        ctx = (f[1] - f[0]).mean(0)
+        inter = (f[1, 0] - f[1, 1]) - (f[0, 0] - f[0, 1])
+        return np.linalg.svd(np.stack([main, ctx, inter]), compute_uv=False)
+
+    for alpha in (1.0, 2.0, 4.5):
+        sv = contrasts("motives", alpha, 0.0)
+        assert sv[-1] / sv[0] < 1e-4, sv
+        sv = contrasts("qud_fit", alpha, 0.0)
+        assert sv[-1] / sv[0] > 0.3, sv
 
 
 def _data(n_participants=0, seed=0, n=300):
@@ -93,7 +127,7 @@ def test_implied_means_match_monte_carlo_of_the_generative_model():
     key = jax.random.key(0)
     tr = handlers.trace(handlers.seed(sm.rsa_model, 1)).get_trace(**dict(_data(20), rating=None))
     draw = {k: v["value"] for k, v in tr.items() if v["type"] in ("sample", "deterministic") and k != "rating"}
-    draw["sigma_participant"] = jnp.array(0.8)
+    draw["sigma_participant"] = jnp.full(6, 0.8)  # the rater factor's loading per attribute
     means = np.asarray(sm.implied_cell_means("rsa", draw))  # [a, s, c, u]
     assert means.shape == (6, 6, 2, 2) and np.all((means > 1) & (means < 7))
     a, s, c, u = 2, 3, 1, 0
@@ -108,8 +142,10 @@ def test_implied_means_match_monte_carlo_of_the_generative_model():
 @pytest.mark.slow
 @pytest.mark.parametrize("noise_excess", [0.05, 0.6])  # an LLM-like near-deterministic rater, a human-like one
 def test_fit_recovers_the_simulated_noise_and_implied_cell_means(noise_excess):
-    """Simulate 20 ratings per condition from the RSA model at a prior draw, refit by NUTS, and
-    check the quantities the study reports. Tolerances: the truth lies inside the 94% interval of
+    """Simulate 10 ratings per condition (an LLM data set's size, 1,440 ratings) from the RSA
+    model at a prior draw, refit by NUTS, and check the quantities the study reports and the
+    loadings (identified under the qud_fit link: at least 10 of the 12 inside their 94%
+    intervals). Tolerances: the truth lies inside the 94% interval of
     the response noise (a 6% miss rate per test; the seed is fixed); the 94% intervals of the
     implied cell means (the basis of the model-implied ESR/CDS) cover at least 80% of the 144
     true means (cells share parameters, so their misses are correlated and the share varies
@@ -119,7 +155,7 @@ def test_fit_recovers_the_simulated_noise_and_implied_cell_means(noise_excess):
     import pragmodels as pm
     from models.social_meaning_study import COORDS
 
-    cond = np.repeat(np.arange(6 * 2 * 2 * 6), 20).astype(np.int32)
+    cond = np.repeat(np.arange(6 * 2 * 2 * 6), 10).astype(np.int32)
     prior = handlers.trace(handlers.seed(sm.rsa_model, 3)).get_trace(condition=cond)
     truth = {k: v["value"] for k, v in prior.items() if v["type"] == "sample" and not v["is_observed"] and k != "rating"}
     truth.update(noise_excess=jnp.array(noise_excess), lapse=jnp.array(0.03))
@@ -129,7 +165,11 @@ def test_fit_recovers_the_simulated_noise_and_implied_cell_means(noise_excess):
     true_means = np.asarray(sm.implied_cell_means("rsa", true_draw))
 
     tree = pm.fit(5, sm.rsa_model, dict(condition=cond, rating=rating.astype(np.int32)), num_warmup=400,
-                  num_samples=300, num_chains=2, max_tree_depth=8, coords=COORDS, progress_bar=False)
+                  num_samples=300, num_chains=2, max_tree_depth=8, dense_mass=True, coords=COORDS, progress_bar=False)
+    beta = tree["posterior"]["beta"].values.reshape(-1, 2, 6)
+    b_lo, b_hi = np.quantile(beta, [0.03, 0.97], axis=0)
+    inside = (b_lo <= np.asarray(truth["beta"])) & (np.asarray(truth["beta"]) <= b_hi)
+    assert inside.sum() >= 10, (np.asarray(truth["beta"]), b_lo, b_hi)
     noise = tree["posterior"]["noise"].values.reshape(-1)
     true_noise = sm.NOISE_FLOOR + noise_excess
     assert np.quantile(noise, 0.03) <= true_noise <= np.quantile(noise, 0.97), (true_noise, np.quantile(noise, [0.03, 0.97]))

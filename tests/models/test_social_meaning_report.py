@@ -5,7 +5,7 @@ from types import SimpleNamespace
 
 import pandas as pd
 
-from models.social_meaning_report import _init_paragraph, converged
+from models.social_meaning_report import _init_paragraph, converged, depth_share
 from pragmodels.model_comparison import loo_sentence
 
 
@@ -36,6 +36,29 @@ def test_chain_starts_are_described_as_the_run_made_them():
     assert "12 random starts" in full and "500 Adam steps" in full
 
 
-def test_converged_needs_both_rhat_and_ess():
-    tree = lambda rhat, ess: SimpleNamespace(attrs={"diagnostics": json.dumps(dict(max_rhat=rhat, min_ess_bulk=ess))})
-    assert converged(tree(1.009, 150)) and not converged(tree(1.011, 5000)) and not converged(tree(1.0, 99))
+def _tree(rhat=1.0, bulk=1000, tail=1000, div=0, steps=(15, 31, 63, 7)):
+    """A fit's stand-in: diagnostics as pm.fit records them, and n_steps of its trajectories."""
+    import numpy as np
+    import xarray as xr
+
+    ss = xr.Dataset({"n_steps": (("chain", "draw"), np.array(steps, dtype=np.int64)[None, :])})
+    attrs = {"diagnostics": json.dumps(dict(max_rhat=rhat, min_ess_bulk=bulk, min_ess_tail=tail, divergences=div)),
+             "sampler_settings": json.dumps(dict(max_tree_depth=8))}
+    return xr.DataTree.from_dict({"sample_stats": ss}), attrs
+
+
+def test_converged_needs_every_sampling_standard():
+    """Issue 13's standards: r_hat <= 1.01, bulk and tail ESS >= 400, no divergences, under 1% of
+    trajectories at the tree-depth cap (255 leapfrog steps at depth 8)."""
+    def fit(**kw):
+        t, attrs = _tree(**kw)
+        t.attrs.update(attrs)
+        return t
+
+    assert converged(fit())
+    assert not converged(fit(rhat=1.011))
+    assert not converged(fit(bulk=399)) and not converged(fit(tail=399))
+    assert not converged(fit(div=1))
+    assert not converged(fit(steps=(255,) + (15,) * 99))  # exactly 1% at the cap
+    assert converged(fit(steps=(255,) + (15,) * 100))  # just under 1%
+    assert depth_share(fit(steps=(255, 255, 15, 15))) == 0.5
