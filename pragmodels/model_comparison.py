@@ -132,13 +132,17 @@ def loo_sentence(cmp: pd.DataFrame) -> str:
     Returns
     -------
     str
-        The sentence (Markdown bold for the model names); "see the table." for fewer than two fits.
+        The sentence (Markdown bold for the model names); with more than two fits, the best one
+        against each of the others in turn; "see the table." for fewer than two fits.
     """
     if "elpd_diff" not in cmp or "dse" not in cmp or len(cmp) < 2:
         return "see the table."
-    ahead, behind = cmp.index[0], cmp.index[1]
-    diff, se = abs(float(cmp["elpd_diff"].iloc[1])), float(cmp["dse"].iloc[1])
-    ratio = diff / se if se > 0 else float("inf")
-    verdict = ("a difference within 2 standard errors: the data do not separate the two models"
-               if ratio < 2 else "a difference of more than 2 standard errors")
-    return f"**{ahead}** is ahead of **{behind}** by {diff:.1f} ± {se:.1f} elpd (paired SE), {verdict}."
+    ahead = cmp.index[0]
+    parts = []
+    for i in range(1, len(cmp)):
+        diff, se = abs(float(cmp["elpd_diff"].iloc[i])), float(cmp["dse"].iloc[i])
+        ratio = diff / se if se > 0 else float("inf")
+        verdict = ("a difference within 2 standard errors: the data do not separate the two models"
+                   if ratio < 2 else "a difference of more than 2 standard errors")
+        parts.append(f"**{cmp.index[i]}** by {diff:.1f} ± {se:.1f} elpd (paired SE), {verdict}")
+    return f"**{ahead}** is ahead of " + "; and of ".join(parts) + "."

@@ -62,3 +62,10 @@ def test_converged_needs_every_sampling_standard():
     assert not converged(fit(steps=(255,) + (15,) * 99))  # exactly 1% at the cap
     assert converged(fit(steps=(255,) + (15,) * 100))  # just under 1%
     assert depth_share(fit(steps=(255, 255, 15, 15))) == 0.5
+
+
+def test_loo_sentence_names_the_best_model_against_each_other():
+    cmp = pd.DataFrame({"elpd_diff": [0.0, -10.0, -3.0], "dse": [0.0, 4.0, 4.5]}, index=["rsa", "baseline", "rsa_motives"])
+    s = loo_sentence(cmp)
+    assert s.startswith("**rsa** is ahead of **baseline** by 10.0 ± 4.0 elpd (paired SE), a difference of more than 2")
+    assert "; and of **rsa_motives** by 3.0 ± 4.5 elpd (paired SE), a difference within 2 standard errors" in s
