@@ -270,7 +270,7 @@ def _cutpoints(n_attr):
     return deterministic("cutpoints", cut, dims={"attribute": n_attr, "cutpoint": N_RATING - 1}), level, noise
 
 
-def _random_effects(n_attr, n_scenarios, n_participants, participant=None, condition=None):
+def _random_effects(n_attr, n_scenarios, n_participants):
     """Scenario effects ``ζ [scenario, attribute]`` and rater effects ``ε [participant]``, both
     non-centred and constrained to sum to zero (centred after scaling), so that ``μ_a`` alone
     carries each attribute's level (no level-effect ridge).
@@ -281,13 +281,11 @@ def _random_effects(n_attr, n_scenarios, n_participants, participant=None, condi
     all four chains stayed there (``σ_p`` 0.00-0.02 instead of 1.35; r_hat 2.8).
 
     Every participant rated one item (between subjects), so raters nest in the 24 scenario x
-    context x form cells, and the mean rater effect of a cell trades off against that cell's
-    condition effects. Drawn as one sum of 362 raw effects, that mean is a collective direction a
-    diagonal mass matrix cannot follow (measured on the baseline fit: the interaction of
-    "competent" at bulk ESS 141, r_hat 1.03). So each cell's mean is its own standard normal
-    ``eps_cell / sqrt(n_cell)``, and the raw effects enter only as deviations from their cell's
-    mean: for iid normal effects the cell mean and the deviations are independent, with these
-    distributions, so the model is the same.
+    context x form cells, and a cell's mean rater effect trades off against its condition effects
+    (on the baseline fit: the interaction of "competent" at bulk ESS 141, r_hat 1.03). Giving each
+    cell's mean its own standard-normal parameter was tried in the 2026-12-02 full run and made
+    the human fits mix far worse (r_hat 2.1 and 2.2 for the RSA and baseline fits, against 1.011
+    and 1.031 without it), so it is not used.
 
     Scenario effects are non-centred too. Centring them for the LLM fits (60 ratings per scenario
     and attribute) was tried and measured worse on Gemini MIN: 38% of trajectories at the depth
@@ -298,14 +296,8 @@ def _random_effects(n_attr, n_scenarios, n_participants, participant=None, condi
     eps = None
     if n_participants:
         sp = param("sigma_participant", PRIORS_COMMON["sigma_participant"], dims={"attribute": n_attr})
-        n_cells = n_scenarios * len(CONTEXTS) * len(FORMS)
-        cell = jnp.zeros(n_participants, jnp.int32).at[participant].set(condition // n_attr)  # the rater's cell
-        count = jax.ops.segment_sum(jnp.ones(n_participants), cell, n_cells)
         eps_raw = param("eps_raw", STANDARD_NORMAL, dims={"participant": n_participants})
-        eps_cell = param("eps_cell", STANDARD_NORMAL, dims={"cell": n_cells})
-        raw_mean = jax.ops.segment_sum(eps_raw, cell, n_cells) / jnp.maximum(count, 1.0)
-        unit = eps_raw - raw_mean[cell] + eps_cell[cell] / jnp.sqrt(jnp.maximum(count[cell], 1.0))
-        eps = (unit - unit.mean())[:, None] * sp  # [participant, attribute]: one factor, loadings sp
+        eps = (eps_raw - eps_raw.mean())[:, None] * sp  # [participant, attribute]: one factor, loadings sp
     return zeta, eps
 
 
@@ -377,7 +369,7 @@ def rsa_model(condition, rating=None, participant=None, *, n_scenarios: int = 6,
         psi = jnp.zeros(2)
     beta = param("beta", PRIORS_RSA["beta"], dims={"feature": len(features), "attribute": n_attributes})
     cut, level, noise = _cutpoints(n_attributes)
-    zeta, eps = _random_effects(n_attributes, n_scenarios, n_participants, participant, condition)
+    zeta, eps = _random_effects(n_attributes, n_scenarios, n_participants)
     lapse = param("lapse", PRIORS_COMMON["lapse"])
     table = rsa_linear_predictor(alpha, cost, theta, psi, beta, link) + level + zeta[:, None, None, :]
     return _observe(table, cut, noise, condition, rating, lapse, eps, participant)
@@ -403,7 +395,7 @@ def baseline_model(condition, rating=None, participant=None, *, n_scenarios: int
     """Non-pragmatic baseline: form, context and form x context effects per attribute."""
     b = param("b", PRIORS_BASELINE["b"], dims={"effect": 3, "attribute": n_attributes})
     cut, level, noise = _cutpoints(n_attributes)
-    zeta, eps = _random_effects(n_attributes, n_scenarios, n_participants, participant, condition)
+    zeta, eps = _random_effects(n_attributes, n_scenarios, n_participants)
     lapse = param("lapse", PRIORS_COMMON["lapse"])
     table = baseline_linear_predictor(b, n_scenarios) + level + zeta[:, None, None, :]
     return _observe(table, cut, noise, condition, rating, lapse, eps, participant)
@@ -426,6 +418,9 @@ def _expected_rating(latent, cut, noise, lapse, sigma_p):
     return ((p * jnp.arange(1, N_RATING + 1)).sum(-1) * _GH_W).sum(-1)
 
 
+#: the posterior variables one draw of any of the models needs for its implied means or replications
+DRAW_KEYS = ("alpha", "cost_precise", "theta", "psi", "beta", "b", "level", "cutpoints", "noise", "zeta", "lapse",
+             "sigma_participant")
 #: ``implied_cell_means`` kinds: the RSA model with each link, and the baseline
 LINK_OF_KIND = {"rsa": "qud_fit", "rsa_motives": "motives"}
 IMPLIED_KINDS = (*LINK_OF_KIND, "baseline")

@@ -34,10 +34,6 @@ PROB = 0.94
 CELL_KEYS = ["scenario", "context", "form", "attribute"]
 
 
-_KEEP = ("alpha", "cost_precise", "theta", "psi", "beta", "b", "level", "cutpoints", "noise", "zeta", "lapse",
-         "sigma_participant")
-
-
 @functools.partial(jax.jit, static_argnums=(0, 5))
 def _replicate_many(kind, draws, keys, condition, participant, n_participants):
     return jax.vmap(lambda d, k: sm.replicate_ratings(kind, d, k, condition, participant, n_participants))(draws, keys)
@@ -48,7 +44,7 @@ def _replicates(tree, kind: str, data: dict, n_rows: int, n_draws: int, seed: in
     for the fit's data ``data`` (``condition``, ``participant``, ``n_participants``)."""
     post = tree["posterior"].to_dataset().stack(sample=("chain", "draw")).transpose("sample", ...)
     idx = np.random.default_rng(seed).choice(post.sizes["sample"], size=min(n_draws, post.sizes["sample"]), replace=False)
-    draws = {v: jnp.asarray(post[v].values[idx]) for v in post.data_vars if v in _KEEP}
+    draws = {v: jnp.asarray(post[v].values[idx]) for v in post.data_vars if v in sm.DRAW_KEYS}
     if len(data["condition"]) != n_rows:
         raise ValueError(f"the fit has {len(data['condition'])} ratings; the data have {n_rows}.")
     keys = jax.random.split(jax.random.key(seed), len(idx))

@@ -158,8 +158,7 @@ def encode(df: pd.DataFrame, participants: bool) -> dict:
 
 COORDS = {"attribute": list(datasets.ATTRIBUTES), "scenario": list(SCENARIOS), "feature": list(sm.FEATURES),
           "effect": ["form", "context", "form_x_context"], "free_motive": list(sm.MOTIVES[1:]),
-          "cutpoint": list(range(1, sm.N_RATING)), "gap": list(range(1, sm.N_RATING - 1)),
-          "cell": [f"{s}|{c}|{u}" for s in SCENARIOS for c in sm.CONTEXTS for u in sm.FORMS]}
+          "cutpoint": list(range(1, sm.N_RATING)), "gap": list(range(1, sm.N_RATING - 1))}
 
 
 def fit_spec(name: str, kind: str, df: pd.DataFrame, participants: bool, seed: int, sampler: dict,
@@ -229,9 +228,7 @@ _IMPLIED = {kind: jax.jit(jax.vmap(functools.partial(sm.implied_cell_means, kind
 def implied_means(tree, kind: str, n_draws: int, seed: int = 0) -> np.ndarray:
     """Model-implied cell means, shape ``[draw, attribute, scenario, context, form]``."""
     draws = _draws(tree, n_draws, seed)
-    keep = ("alpha", "cost_precise", "theta", "psi", "beta", "b", "level", "cutpoints", "noise", "zeta", "lapse",
-            "sigma_participant")
-    stacked = {k: jnp.stack([d[k] for d in draws]) for k in draws[0] if k in keep}
+    stacked = {k: jnp.stack([d[k] for d in draws]) for k in draws[0] if k in sm.DRAW_KEYS}
     return np.asarray(_IMPLIED[kind](stacked))
 
 
@@ -662,7 +659,8 @@ def _load_trees(run_dir: Path, manifest: dict) -> tuple[dict, object]:
     """The fits of a run folder, in the manifest's order: ``(trees, baseline)``."""
     fits = manifest["fits"]
     baseline = pm.load_netcdf(run_dir / fits["human baseline"]["file"])
-    trees = {label: pm.load_netcdf(run_dir / f["file"]) for label, f in fits.items() if label != "human baseline"}
+    trees = {label: pm.load_netcdf(run_dir / f["file"]) for label, f in fits.items()
+             if label not in ("human baseline", "esr measurement")}
     return trees, baseline
 
 
