@@ -162,7 +162,6 @@ CONTEXTS = ("low", "high")
 #: the link's features per ``rsa_model(link=...)``, the default first (module docstring, "Link to ratings")
 FEATURE_SETS = {"qud_fit": ("p_exact", "p_qud_fit"), "motives": ("p_exact", "p_precise_minded", "p_casual")}
 LINKS = tuple(FEATURE_SETS)
-FEATURES = FEATURE_SETS["motives"]  # today's link; kept for code that reads it
 DELTA = float(np.log(5.0))
 N_RATING = 7
 #: settings of ``rsa_model(motive_prior=...)``, the default first

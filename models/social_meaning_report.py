@@ -106,7 +106,7 @@ def chain_table(trees: dict) -> pd.DataFrame:
                     row[v] = float(post[v].values[c].mean())
             if "beta" in post:
                 b = post["beta"].values[c].mean(0)  # [feature, attribute]
-                feats = [str(f) for f in post["beta"]["feature"].values] if "feature" in post["beta"].coords else sm.FEATURES
+                feats = [str(f) for f in post["beta"]["feature"].values] if "feature" in post["beta"].coords else sm.FEATURE_SETS["motives"]
                 row.update({f"beta_{f}": float(x) for f, x in zip(feats, b.mean(-1))})
             rows.append(row)
     return pd.DataFrame(rows)
@@ -151,12 +151,6 @@ def _init_paragraph(sampler: dict, trees: dict) -> str:
             "of the best; the column says how many starts ended there and how far below it the next end point "
             "lies (another basin, or a start that had not converged; a basin within a few nats would carry real "
             "posterior mass that the chains might miss).")
-
-
-def _mark(cds: pd.DataFrame, trees: dict) -> pd.DataFrame:
-    out = cds.copy()
-    out["prompt"] = [p + ("†" if not converged(trees[f"{m} {p}"]) else "") for m, p in zip(out.model, out.prompt)]
-    return out
 
 
 def _params_markdown(params: pd.DataFrame) -> str:

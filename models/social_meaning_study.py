@@ -156,7 +156,7 @@ def encode(df: pd.DataFrame, participants: bool) -> dict:
     return data
 
 
-COORDS = {"attribute": list(datasets.ATTRIBUTES), "scenario": list(SCENARIOS), "feature": list(sm.FEATURES),
+COORDS = {"attribute": list(datasets.ATTRIBUTES), "scenario": list(SCENARIOS),
           "effect": ["form", "context", "form_x_context"], "free_motive": list(sm.MOTIVES[1:]),
           "cutpoint": list(range(1, sm.N_RATING)), "gap": list(range(1, sm.N_RATING - 1))}
 
@@ -181,9 +181,7 @@ def fit_spec(name: str, kind: str, df: pd.DataFrame, participants: bool, seed: i
     settings = split_sampler(sampler)[0 if participants else 1]  # a "human" entry applies to the human fits
     declared = pm.inspect_model(model, data)
     own = {k: v for k, v in (priors or {}).items() if k in declared.priors or k in declared.fixed}
-    coords = dict(COORDS)
-    if kind == "rsa":
-        coords["feature"] = list(sm.FEATURE_SETS[link])
+    coords = dict(COORDS, feature=list(sm.FEATURE_SETS[link])) if kind == "rsa" else dict(COORDS)
     settings = {"chain_method": None, **settings, "coords": coords}
     return pm.FitSpec(name, model, data, priors=own or None, sampler=settings, seed=seed)
 

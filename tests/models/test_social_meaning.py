@@ -165,7 +165,8 @@ def test_fit_recovers_the_simulated_noise_and_implied_cell_means(noise_excess):
     true_means = np.asarray(sm.implied_cell_means("rsa", true_draw))
 
     tree = pm.fit(5, sm.rsa_model, dict(condition=cond, rating=rating.astype(np.int32)), num_warmup=400,
-                  num_samples=300, num_chains=2, max_tree_depth=8, dense_mass=True, coords=COORDS, progress_bar=False)
+                  num_samples=300, num_chains=2, max_tree_depth=8, dense_mass=True, coords=dict(COORDS, feature=list(sm.FEATURE_SETS["qud_fit"])),
+                  progress_bar=False)
     beta = tree["posterior"]["beta"].values.reshape(-1, 2, 6)
     b_lo, b_hi = np.quantile(beta, [0.03, 0.97], axis=0)
     inside = (b_lo <= np.asarray(truth["beta"])) & (np.asarray(truth["beta"]) <= b_hi)
