@@ -34,6 +34,7 @@ from typing import Any, Literal
 import jax
 import jax.numpy as jnp
 import numpyro
+import numpyro.distributions as dist
 from jax.typing import ArrayLike
 from numpyro import handlers
 from numpyro.primitives import _PYRO_STACK, Messenger, apply_stack
@@ -167,15 +168,23 @@ def _hyper(name: str, spec: Prior | Mapping[str, Any] | ArrayLike) -> jax.Array 
 
 def group_effect(name: str, *, dim: str, size: int, loc: Prior | Mapping[str, Any] | ArrayLike,
                  scale: Prior | Mapping[str, Any] | ArrayLike,
-                 link: Link | Callable[[jax.Array], jax.Array] = "identity") -> jax.Array:
-    """A non-centred group-level effect: ``name[g] = link(loc + scale * z[g])``, ``z ~ Normal(0, 1)``.
+                 link: Link | Callable[[jax.Array], jax.Array] = "identity", centred: bool = False) -> jax.Array:
+    """A group-level effect: ``name[g] = link(x[g])``, ``x[g] ~ Normal(loc, scale)``.
 
-    Declares ``{name}_mu`` (from ``loc``), ``{name}_sigma`` (from ``scale``) and ``{name}_z``
-    (dims ``{dim: size}``), and records ``name`` itself as a deterministic with dims
-    ``{dim: size}``. ``loc``/``scale`` may be priors (sampled), numbers (fixed) or arrays
-    computed elsewhere in the model (used as given, not declared). ``link``: ``"identity"``,
-    ``"exp"`` (a log-normal effect, e.g. a rationality per item), ``"sigmoid"``, ``"softplus"`` or
-    a callable.
+    Declares ``{name}_mu`` (from ``loc``) and ``{name}_sigma`` (from ``scale``). ``loc``/``scale``
+    may be priors (sampled), numbers (fixed) or arrays computed elsewhere in the model (used as
+    given, not declared). ``link``: ``"identity"``, ``"exp"`` (a log-normal effect, e.g. a
+    rationality per item), ``"sigmoid"``, ``"softplus"`` or a callable.
+
+    ``centred=False`` (default, non-centred): ``x = loc + scale * z`` with ``{name}_z ~ Normal(0, 1)``
+    declared (dims ``{dim: size}``) and ``name`` recorded as a deterministic. Best where each
+    group's data say little (the funnel between ``scale`` and the effects then lies in the prior).
+    ``centred=True``: ``x`` itself is sampled, as ``name`` (identity link) or ``{name}_latent``,
+    and recorded as hierarchical (:attr:`ModelInfo.hierarchical`). Best where each group's data pin
+    its effect: non-centred, ``z = (x - loc) / scale`` then narrows as ``scale`` grows, a funnel
+    that NUTS meets as divergences at large ``scale``. Give ``scale`` a prior with no mass at 0
+    (e.g. log-normal) when fitting with ``init="optimize"``: with mass at 0 the centred density is
+    unbounded as ``scale -> 0`` and an optimiser can end there.
 
     Shapes: ``loc`` and ``scale`` scalars or arrays broadcasting to ``[dim]`` -> ``[dim]``.
     """
@@ -189,8 +198,22 @@ def group_effect(name: str, *, dim: str, size: int, loc: Prior | Mapping[str, An
         raise TypeError(f"group_effect {name!r}: link must be a name or a callable; got {link!r}.")
     mu = _hyper(f"{name}_mu", loc)
     sigma = _hyper(f"{name}_sigma", scale)
-    z = param(f"{name}_z", STANDARD_NORMAL, dims={dim: size})
-    return deterministic(name, fn(jnp.asarray(mu + sigma * z)), dims={dim: size})
+    if not centred:
+        z = param(f"{name}_z", STANDARD_NORMAL, dims={dim: size})
+        return deterministic(name, fn(jnp.asarray(mu + sigma * z)), dims={dim: size})
+    _dims(name, {dim: size})  # the same checks as a declared parameter's dims
+    site = name if fn is LINKS["identity"] else f"{name}_latent"
+    given = f"Normal(loc={_describe(f'{name}_mu', loc)}, scale={_describe(f'{name}_sigma', scale)})"
+    d = dist.Normal(jnp.broadcast_to(jnp.asarray(mu, jnp.float32), (size,)),
+                    jnp.broadcast_to(jnp.asarray(sigma, jnp.float32), (size,))).to_event(1)
+    x = numpyro.sample(site, d, infer={INFER_KEY: {"hierarchical": given, "dims": (dim,)}})
+    return x if site == name else deterministic(name, fn(x), dims={dim: size})
+
+
+def _describe(hyper: str, spec: Any) -> str:
+    """How a group effect's location or scale reads in its record: the hyperparameter's name when
+    it is sampled or fixed by :func:`_hyper`, ``"given"`` for an array computed in the model."""
+    return hyper if isinstance(spec, (Prior, Mapping, int, float)) and not isinstance(spec, bool) else "given"
 
 
 class _ReplaceUndeclared(Messenger):
@@ -300,13 +323,15 @@ def site_dims(site: Mapping[str, Any]) -> list[str | None]:
 class ModelInfo:
     """What one trace of a model shows: its parameters with the priors in force (``priors``:
     ``{name: Prior | float}``, a float being a fixed value), latent sample sites not declared with
-    :func:`param` (``undeclared``: ``{name: distribution repr}``), observed sites, deterministic
+    :func:`param` (``undeclared``: ``{name: distribution repr}``), the centred effects of
+    :func:`group_effect` (``hierarchical``: ``{name: "Normal(loc=..., scale=...)"}``), observed sites, deterministic
     sites and every site's dims. ``unobserved``: observation sites of
     :mod:`pragmodels.likelihoods` that were given no data (what predictive draws fill in)."""
 
     priors: dict[str, Prior | float] = field(default_factory=dict)
     fixed: dict[str, float] = field(default_factory=dict)
     undeclared: dict[str, str] = field(default_factory=dict)
+    hierarchical: dict[str, str] = field(default_factory=dict)
     observed: list[str] = field(default_factory=list)
     unobserved: list[str] = field(default_factory=list)
     deterministic: list[str] = field(default_factory=list)
@@ -316,13 +341,14 @@ class ModelInfo:
     @property
     def latent(self) -> list[str]:
         """Names of the sampled latent sites (declared or not), in trace order."""
-        return [k for k in self.dims if k in self.priors or k in self.undeclared]
+        return [k for k in self.dims if k in self.priors or k in self.undeclared or k in self.hierarchical]
 
     def priors_record(self) -> dict[str, Any]:
         """JSON-ready record of what was sampled: declared priors, fixed values, other sites."""
         out: dict[str, Any] = {k: v.to_dict() for k, v in self.priors.items() if isinstance(v, Prior)}
         out.update({k: {"fixed": v} for k, v in self.fixed.items()})
         out.update({k: {"undeclared": v} for k, v in self.undeclared.items()})
+        out.update({k: {"hierarchical": v} for k, v in self.hierarchical.items()})
         return dict(sorted(out.items()))
 
     def named_dims(self, name: str) -> list[str]:
@@ -394,6 +420,8 @@ def inspect_model(model: Callable[..., Any], data: Mapping[str, Any], priors: Ma
         elif site["type"] == "sample":
             if "prior" in meta:
                 info.priors[name] = meta["prior"]
+            elif "hierarchical" in meta:
+                info.hierarchical[name] = meta["hierarchical"]
             else:
                 info.undeclared[name] = _dist_repr(site["fn"])
         elif site["type"] == "deterministic":
