@@ -51,12 +51,14 @@ MEASUREMENT = {"quick": dict(num_warmup=200, num_samples=200, num_chains=2), "fu
 SAMPLER = {
     # quick: a smoke run for tests and CI (not for inference: short chains, capped trees)
     "quick": dict(num_warmup=50, num_samples=50, num_chains=2, max_tree_depth=5, human=dict(num_samples=60)),
-    # full: chains start spread over the best of 16 optimised starts (pragmodels.multistart); the
-    # slower-mixing human fits draw more; the LLM fits adapt a dense mass matrix (on Gemini MIN: 0.2% of
-    # trajectories at the depth cap against 12% with a diagonal one), the human fits, with 362 rater
-    # effects and no trajectory at the cap, a diagonal one
-    "full": dict(num_warmup=800, num_samples=750, num_chains=4, target_accept=0.9, max_tree_depth=8, init="optimize",
-                 dense_mass=True, human=dict(num_samples=1500, dense_mass=False)),
+    # full: chains start spread over the best of 16 optimised starts (pragmodels.multistart); the LLM
+    # fits adapt a dense mass matrix (on Gemini MIN: 0.2% of trajectories at the depth cap against 12%
+    # with a diagonal one), the human fits, with 362 rater effects and no trajectory at the cap, a
+    # diagonal one (dense: the baseline had not finished after 21 min, against 9 with a diagonal one); 1,500 draws per chain because GPT ALT's
+    # posterior has two modes of the cost (bulk ESS 194 at 750); target_accept 0.95 removes the last
+    # divergences in the tails of alpha (Claude ALT: 2 -> 0)
+    "full": dict(num_warmup=800, num_samples=1500, num_chains=4, target_accept=0.95, max_tree_depth=8, init="optimize",
+                 dense_mass=True, human=dict(dense_mass=False)),
 }
 
 
@@ -153,6 +155,7 @@ def encode(df: pd.DataFrame, participants: bool) -> dict:
     if participants:
         codes, uniq = pd.factorize(df.participant_id, sort=True)
         data.update(participant=codes.astype(np.int32), n_participants=len(uniq))
+        data["rater_basis"] = sm.rater_basis(data["condition"], data["participant"], len(uniq))
     return data
 
 
@@ -174,6 +177,8 @@ def fit_spec(name: str, kind: str, df: pd.DataFrame, participants: bool, seed: i
         model = sm.rsa_model
         data["motive_prior"] = sm.check_motive_prior(motive_prior)  # static: in the data hash and the cache key
         data["link"] = sm.check_link(link)
+        # centred where the data pin each scenario's knowledge (the LLMs), non-centred for the humans
+        data["theta_param"] = "non-centred" if participants else "centred"
     elif kind == "baseline":
         model = sm.baseline_model
     else:

@@ -77,9 +77,71 @@ def _data(n_participants=0, seed=0, n=300):
     rng = np.random.default_rng(seed)
     cond = rng.integers(0, 6 * 2 * 2 * 6, n).astype(np.int32)
     d = dict(condition=cond, rating=rng.integers(1, 8, n).astype(np.int32))
-    if n_participants:
-        d.update(participant=rng.integers(0, n_participants, n).astype(np.int32), n_participants=n_participants)
+    if n_participants:  # between subjects: each participant rates within one cell
+        cell_of = rng.integers(0, 24, n_participants)
+        part = rng.integers(0, n_participants, n).astype(np.int32)
+        d.update(condition=(cell_of[part] * 6 + cond % 6).astype(np.int32), participant=part,
+                 n_participants=n_participants)
     return d
+
+
+def _between_subjects(per_cell=3, seed=0):
+    """Each rater rates the six attributes of one scenario x context x form cell."""
+    cells = np.repeat(np.arange(24), per_cell)
+    cond = (cells[:, None] * 6 + np.arange(6)[None, :]).reshape(-1).astype(np.int32)
+    part = np.repeat(np.arange(cells.size), 6).astype(np.int32)
+    rating = np.random.default_rng(seed).integers(1, 8, cond.size).astype(np.int32)
+    return dict(condition=cond, rating=rating, participant=part, n_participants=cells.size), cells
+
+
+def test_baseline_samples_effects_among_the_raters_so_rater_cell_means_do_not_trade_off():
+    """Shifting every rater's score by the interaction code of their cell moves the raters' cell
+    means along the design; with ``b_sample`` fixed the ratings' likelihood must not change (the
+    population ``b`` absorbs it, by the loading times the shift)."""
+    from numpyro.infer.util import log_likelihood
+    data, cells = _between_subjects()
+    tr = handlers.trace(handlers.seed(sm.baseline_model, 3)).get_trace(**dict(data, rating=None))
+    values = {k: v["value"] for k, v in tr.items() if v["type"] == "sample" and not v.get("is_observed") and k != "rating"}
+    code = np.array([-0.25, 0.25, 0.25, -0.25])[cells % 4]  # (high - low) x (precise - approx) per rater's cell
+    basis = sm.rater_basis(data["condition"], data["participant"], data["n_participants"])
+    shifted = dict(values, rater_z=values["rater_z"] + basis.T @ (0.8 * code))  # the basis is orthonormal
+    ll = lambda v: float(log_likelihood(sm.baseline_model, v, **data, batch_ndims=0)["rating"].sum())
+    assert abs(ll(shifted) - ll(values)) < 1e-3
+    b_before = tr["b"]["value"]
+    b_after = handlers.trace(handlers.substitute(handlers.seed(sm.baseline_model, 3), shifted)).get_trace(**data)["b"]["value"]
+    np.testing.assert_allclose(np.asarray(b_before - b_after)[2], 0.8 * np.asarray(values["sigma_participant"]), rtol=1e-4)
+    np.testing.assert_allclose(np.asarray(b_before - b_after)[:2], 0.0, atol=1e-5)
+
+
+def test_rsa_loadings_among_the_raters_absorb_rater_cell_means_along_the_features():
+    """The same for the RSA model: a shift of the rater scores along a feature's pattern over the
+    cells leaves the likelihood unchanged with ``beta_sample`` fixed and moves that feature's
+    population loadings ``beta`` by the shift times the rater loadings."""
+    from numpyro.infer.util import log_likelihood
+    data, cells = _between_subjects()
+    tr = handlers.trace(handlers.seed(sm.rsa_model, 5)).get_trace(**dict(data, rating=None))
+    values = {k: v["value"] for k, v in tr.items() if v["type"] == "sample" and not v.get("is_observed") and k != "rating"}
+    feats = sm.link_features(tr["alpha"]["value"], tr["cost_precise"]["value"], tr["theta"]["value"], jnp.zeros(2))
+    pattern = np.asarray(feats.reshape(24, 2))[cells, 1]  # p_qud_fit over the raters' cells
+    basis = sm.rater_basis(data["condition"], data["participant"], data["n_participants"])
+    shifted = dict(values, rater_z=values["rater_z"] + basis.T @ (0.5 * pattern))
+    ll = lambda v: float(log_likelihood(sm.rsa_model, v, **data, batch_ndims=0)["rating"].sum())
+    assert abs(ll(shifted) - ll(values)) < 1e-3
+    after = handlers.trace(handlers.substitute(handlers.seed(sm.rsa_model, 5), shifted)).get_trace(**data)["beta"]["value"]
+    diff = np.asarray(tr["beta"]["value"] - after)
+    np.testing.assert_allclose(diff[1], 0.5 * np.asarray(values["sigma_participant"]), rtol=1e-3)
+    np.testing.assert_allclose(diff[0], 0.0, atol=1e-4)
+
+
+def test_rater_basis_is_orthonormal_with_cell_means_first_and_rejects_within_subject_data():
+    data, cells = _between_subjects(per_cell=4)
+    q = sm.rater_basis(data["condition"], data["participant"], data["n_participants"])
+    np.testing.assert_allclose(q.T @ q, np.eye(q.shape[0]), atol=1e-5)
+    first = np.flatnonzero(cells == 0)  # the first cell's four raters: its mean column, then 3 deviations
+    np.testing.assert_allclose(q[first, 0], 0.5, rtol=1e-6)
+    np.testing.assert_allclose(q[:, 1:4][first].sum(0), 0.0, atol=1e-6)
+    with pytest.raises(ValueError, match=r"participant 0 rated in cells 0 and 1"):
+        sm.rater_basis(np.array([0, 7]), np.array([0, 0]), 1)
 
 
 @pytest.mark.parametrize("model", [sm.rsa_model, sm.baseline_model])
@@ -91,9 +153,9 @@ def test_models_trace_with_named_dims(model, n_participants):
     info = pm.inspect_model(model, _data(n_participants))
     assert info.dims["level"] == ["attribute"] and info.dims["cut_gap"] == ["gap", "attribute"]
     assert info.dims["cutpoints"] == ["attribute", "cutpoint"] and info.dims["zeta"] == ["scenario", "attribute"]
-    assert ("eps_raw" in info.dims) == bool(n_participants)
+    assert ("rater_z" in info.dims) == bool(n_participants)
     if n_participants:
-        assert info.dims["eps_raw"] == ["participant"]
+        assert info.dims["rater_z"] == ["rater_coordinate"]
     # every parameter a user reads has named dims (no ArviZ fallback names)
     assert all(d is not None for dims in info.dims.values() for d in dims), info.dims
     lp = tr["rating"]["fn"].log_prob(tr["rating"]["value"])
