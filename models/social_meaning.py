@@ -45,7 +45,7 @@ data pin ``λ_c`` on a hyperbola ``C = −λ_c / α``, and where the LLMs prefer
 under a coarse QUD only a little (``C`` near ``δ = log 5``), ``λ_f`` flips sign within a few
 tenths of ``C`` once ``α`` is large: a curved, narrowing ridge. Measured on Gemini KMA (full
 settings, 4 x 750 draws): 8-16 divergent transitions sampling ``(α, C)`` with ``C ~ N(0, 1)``,
-all at large ``α`` or ``C`` near 1.5; none sampling ``(α, λ_c)``. The prior ``λ_c ~ N(0, 3)``
+most in the tail of ``α`` (up to 17, median 7) with ``C`` 1.1-1.5; none sampling ``(α, λ_c)``. The prior ``λ_c ~ N(0, 3)``
 (95% within ±6, i.e. 0.25%-99.75%) is weakly informative on the scale the data speak in; it
 implies a heavier-tailed prior on ``C`` than the former ``N(0, 1)``.
 
@@ -57,8 +57,9 @@ Scenario knowledge
 in the degenerate spike ``θ_σ -> 0`` (measured with centred rater effects: all chains stuck
 there). The LLM data pin every ``θ_s`` (60 ratings per scenario and attribute), so ``θ_s`` is
 sampled centred (``theta_param="centred"``): non-centred, ``z_s = (θ_s − θ_μ) / θ_σ`` narrows as
-``θ_σ`` grows, and on Claude ALT 11 of 3,000 transitions diverged, all at ``θ_σ`` 1.1-1.8 with
-``θ_s`` near their posterior medians; centred, 0-1. The human fits, with 15 raters per scenario
+``θ_σ`` grows, and on Claude ALT 11 of 3,000 transitions diverged, at ``θ_σ`` 0.8-1.8 (posterior
+median 0.56) with ``θ_s`` near their posterior medians; centred, 1-2 at ``target_accept`` 0.9 and
+none at 0.95 (the study's setting). The human fits, with 15 raters per scenario
 and cell, sample it non-centred. Both parametrisations have the same posterior.
 
 Link to ratings

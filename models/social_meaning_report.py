@@ -213,7 +213,7 @@ def render_report(mode, sampler, table, disc, cmp, trees, baseline, params, wall
         "Data: Solt et al. (2025) Exp. 1 human ratings (362 participants) and the LLM ratings of Mühlenbernd (2026), "
         "loaded from the registry and verified by sha256.", "",
         "## What this run shows", "",
-        *findings(cmp, ppc_effects, ppc_cells, cds, esr, claims, n_ok, len(fits), calibration), "",
+        *findings(cmp, ppc_effects, ppc_cells, cds, esr, claims, n_ok, len(fits), calibration, fits), "",
         "## Reproduction of Tables 2-4", "",
         f"All {len(table) * 9} cells of Tables 2-3 and the 12 RMSE_indiv cells of Table 4 were recomputed from the raw "
         f"data; {len(disc)} differ from the printed values by more than 0.001 (`tables/discrepancies.csv`):", "",
@@ -294,11 +294,21 @@ def render_report(mode, sampler, table, disc, cmp, trees, baseline, params, wall
         "| fit | divergences | max r_hat | min bulk ESS | min tail ESS | at depth cap | wall | init | warnings |",
         "|---|---|---|---|---|---|---|---|---|",
         *[_diag_line(k, t) for k, t in fits.items()], "",
+        PARAMETRISATION, "",
         *_convergence_section(trees, baseline, chains),
         "Files: `tables/*.csv`, `figures/*.png` (fig1 = paper Figure 1, fig2 = Figure 2, forest, PPC, contrasts), "
         "`posteriors/*.nc` (ArviZ DataTrees with provenance attributes).", "",
     ]
     return "\n".join(lines)
+
+
+#: how the fits are parametrised for the sampler (models/social_meaning.py explains each and what it fixed)
+PARAMETRISATION = (
+    "Parametrisation (`models/social_meaning.py`, which states the priors that came with it): alpha and "
+    "the log-odds of the precise form under a coarse QUD are sampled and the cost derived (\"Why alpha and this "
+    "log-odds\"); the LLM fits sample the scenario knowledge theta centred, the human fits non-centred (\"Scenario "
+    "knowledge\"); the human fits sample the rater scores in a per-cell orthonormal basis and the loadings among "
+    "the raters who took part, with the population loadings derived (\"Raters who saw one cell\").")
 
 
 def calibration_sentence(cal: pd.DataFrame) -> str:
@@ -317,8 +327,9 @@ def calibration_sentence(cal: pd.DataFrame) -> str:
     return s + " (`tables/esr_calibration.csv`)."
 
 
-def findings(cmp, ppc_effects, ppc_cells, cds, esr, claims, n_ok, n_fits, calibration) -> list[str]:
-    """The report's opening bullets, written from the numbers."""
+def findings(cmp, ppc_effects, ppc_cells, cds, esr, claims, n_ok, n_fits, calibration, fits=None) -> list[str]:
+    """The report's opening bullets, written from the numbers (``fits``: ``{label: tree}`` of every
+    fit, for the time they took)."""
     out = [f"- **Sampling:** {n_ok} of {n_fits} RSA and baseline fits meet the sampling standards (Diagnostics)."]
     if ppc_effects is not None:
         for m in dict.fromkeys(ppc_effects.model):
@@ -329,6 +340,13 @@ def findings(cmp, ppc_effects, ppc_cells, cds, esr, claims, n_ok, n_fits, calibr
                                                    f"{r['median']:.2f} [{r.lo:.2f}, {r.hi:.2f}]" for _, r in miss.iterrows())
                           + ")" if len(miss) else "") + ".")
     out.append(f"- **Model comparison:** {loo_sentence(cmp)}")
+    if fits:
+        slow = max(fits, key=lambda k: fits[k].attrs.get("wall_time_s", 0.0))
+        total = sum(t.attrs.get("wall_time_s", 0.0) for t in fits.values())
+        out.append(f"- **Time:** the {n_fits} fits took {total / 60:.0f} core-minutes in all; the slowest, {slow}, "
+                   f"{fits[slow].attrs.get('wall_time_s', 0.0) / 60:.0f} minutes on one core"
+                   + (". On two cores a run cannot take less than half the total, so 10 minutes is out of reach at "
+                      "these draws." if total / 2 > 600 else "."))
     if cds is not None:
         best = cds.sort_values("cds").iloc[0]
         worst = cds.sort_values("cds").iloc[-1]
