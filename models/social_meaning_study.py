@@ -54,8 +54,9 @@ SAMPLER = {
     # full: chains start spread over the best of 16 optimised starts (pragmodels.multistart); the LLM
     # fits adapt a dense mass matrix (on Gemini MIN: 0.2% of trajectories at the depth cap against 12%
     # with a diagonal one), the human fits, with 362 rater effects and no trajectory at the cap, a
-    # diagonal one (dense: the baseline had not finished after 21 min, against 9 with a diagonal one); 1,500 draws per chain because GPT ALT's
-    # posterior has two modes of the cost (bulk ESS 194 at 750); target_accept 0.95 removes the last
+    # diagonal one (dense: the baseline had not finished after 21 min, against 9 with a diagonal one);
+    # 1,500 draws per chain because GPT ALT's posterior has two modes of the cost (bulk ESS 194 at
+    # 750); target_accept 0.95 removes the last
     # divergences in the tails of alpha (Claude ALT: 2 -> 0)
     "full": dict(num_warmup=800, num_samples=1500, num_chains=4, target_accept=0.95, max_tree_depth=8, init="optimize",
                  dense_mass=True, human=dict(dense_mass=False)),

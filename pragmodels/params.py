@@ -29,7 +29,7 @@ import contextvars
 import difflib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeGuard
 
 import jax
 import jax.numpy as jnp
@@ -159,9 +159,15 @@ def deterministic(name: str, value: ArrayLike, *, dims: Mapping[str, int] | None
     return msg["value"]
 
 
+def _declares(spec: Any) -> TypeGuard[Prior | Mapping[str, Any] | float]:
+    """Whether a hyperparameter spec is declared as a parameter (a prior, or a number fixing it)
+    rather than an array computed in the model and used as is."""
+    return isinstance(spec, (Prior, Mapping, int, float)) and not isinstance(spec, bool)
+
+
 def _hyper(name: str, spec: Prior | Mapping[str, Any] | ArrayLike) -> jax.Array | float:
     """A hyperparameter: a prior (sampled as ``name``), a number (fixed) or an array (used as is)."""
-    if isinstance(spec, (Prior, Mapping, int, float)) and not isinstance(spec, bool):
+    if _declares(spec):
         return param(name, spec)
     return jnp.asarray(spec)
 
@@ -213,7 +219,7 @@ def group_effect(name: str, *, dim: str, size: int, loc: Prior | Mapping[str, An
 def _describe(hyper: str, spec: Any) -> str:
     """How a group effect's location or scale reads in its record: the hyperparameter's name when
     it is sampled or fixed by :func:`_hyper`, ``"given"`` for an array computed in the model."""
-    return hyper if isinstance(spec, (Prior, Mapping, int, float)) and not isinstance(spec, bool) else "given"
+    return hyper if _declares(spec) else "given"
 
 
 class _ReplaceUndeclared(Messenger):
