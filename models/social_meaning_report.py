@@ -33,6 +33,9 @@ def parameter_table(trees: dict) -> pd.DataFrame:
             lo, hi = (float(b) for b in eti(post[v], prob=0.94).values)
             row.update({v: float(np.median(post[v].values)), f"{v}_lo": lo, f"{v}_hi": hi})
         row["noise_at_floor"] = bool(row["noise_lo"] < sm.NOISE_FLOOR + 0.01)
+        if "noise_attribute" in post:  # the scale per attribute (model docstring, "Noise per attribute")
+            med = post["noise_attribute"].median(("chain", "draw"))
+            row.update({f"noise_{a}": float(med.sel(attribute=a)) for a in med["attribute"].values})
         row["converged"] = converged(tree)
         rows.append(row)
     return pd.DataFrame(rows)
@@ -161,6 +164,19 @@ def _params_markdown(params: pd.DataFrame) -> str:
     return "\n".join([head, *body])
 
 
+def _noise_sentence(params: pd.DataFrame) -> list[str]:
+    """One line on the response noise per attribute: the human fit's, and the range over the LLM fits."""
+    cols = [c for c in params.columns if c.startswith("noise_") and c not in ("noise_lo", "noise_hi", "noise_at_floor")]
+    if not cols or "human" not in set(params.fit):
+        return []
+    h = params[params.fit == "human"].iloc[0]
+    llm = params[~params.fit.str.startswith("human")]
+    per = "; ".join(f"{c[6:]} {h[c]:.2f}" + (f" (LLMs {llm[c].min():.2f}-{llm[c].max():.2f})" if len(llm) else "")
+                    for c in cols)
+    return ["Response noise per attribute (posterior medians, rating points; `noise` above is the typical one, "
+            f"`noise_<attribute>` in `tables/parameters.csv`): human fit {per}.", ""]
+
+
 def _ppc_markdown(effects: pd.DataFrame) -> str:
     """The ten effects on replicated data, one column per human model: observed, and each model's
     replicated median [94% interval], ``✗`` where the observed effect lies outside."""
@@ -283,6 +299,7 @@ def render_report(mode, sampler, table, disc, cmp, trees, baseline, params, wall
         "least as deterministic as the model can express, and its lapse absorbs the rest. `†`: the fit is below the "
         "sampling standards (see Diagnostics).", "",
         _params_markdown(params), "",
+        *_noise_sentence(params),
     ]
     if ppc is not None:
         lines += [f"Posterior predictive check: {int(ppc.inside_94.sum())} of {len(ppc)} LLM condition means lie inside "

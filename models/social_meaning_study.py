@@ -55,20 +55,30 @@ SAMPLER = {
     # fits adapt a dense mass matrix (on Gemini MIN: 0.2% of trajectories at the depth cap against 12%
     # with a diagonal one), the human fits, with 362 rater effects and no trajectory at the cap, a
     # diagonal one (dense: the baseline had not finished after 21 min, against 9 with a diagonal one);
-    # 1,500 draws per chain because GPT ALT's posterior has two modes of the cost (bulk ESS 194 at
-    # 750); target_accept 0.95 removes the last
+    # 2,000 draws per LLM chain because GPT ALT's posterior has two modes of the cost (bulk ESS 194 at
+    # 750, 325 at 1,500, 1,092 at 2,000); Claude MIN, near-deterministic, has cliff-edged posteriors
+    # (its latents pinned between cutpoints at the noise floor: tail ESS 155 at 1,500), hence 4,000;
+    # the human fits 1,500 (bulk ESS 1,580 on the baseline); target_accept 0.95 removes the last
     # divergences in the tails of alpha (Claude ALT: 2 -> 0)
-    "full": dict(num_warmup=800, num_samples=1500, num_chains=4, target_accept=0.95, max_tree_depth=8, init="optimize",
-                 dense_mass=True, human=dict(dense_mass=False)),
+    "full": dict(num_warmup=800, num_samples=2000, num_chains=4, target_accept=0.95, max_tree_depth=8, init="optimize",
+                 dense_mass=True, human=dict(dense_mass=False, num_samples=1500),
+                 fits={"claude MIN": dict(num_samples=4000)}),
 }
 
 
 # ------------------------------------------------------------------ the config's schema
+#: labels of the LLM x prompt fits, ``"<model> <prompt>"``
+LLM_LABELS = tuple(f"{m} {p}" for m in datasets.LLMS for p in datasets.PROMPTS)
+
+
 class StudySampler(SamplerSettings):
-    """NUTS settings of one mode; ``human`` overrides some of them for the two human fits."""
+    """NUTS settings of one mode; ``human`` overrides some of them for the human fits, ``fits`` for single LLM fits."""
 
     human: SamplerSettings | None = Field(None, description="overrides for the two human fits (which mix "
                                                             "more slowly), e.g. more num_samples")
+    fits: dict[Literal[LLM_LABELS], SamplerSettings] | None = Field(
+        None, description="overrides for single LLM fits, by label '<model> <prompt>' (e.g. more num_samples "
+                          "for a near-deterministic rater); recorded in each fit's provenance")
 
 
 class Config(StudyConfig):
@@ -166,10 +176,12 @@ COORDS = {"attribute": list(datasets.ATTRIBUTES), "scenario": list(SCENARIOS),
 
 
 def fit_spec(name: str, kind: str, df: pd.DataFrame, participants: bool, seed: int, sampler: dict,
-             motive_prior: str = "uniform", priors: dict | None = None, link: str = "qud_fit") -> pm.FitSpec:
+             motive_prior: str = "uniform", priors: dict | None = None, link: str = "qud_fit",
+             label: str | None = None) -> pm.FitSpec:
     """A :class:`pragmodels.FitSpec` for the RSA (``kind="rsa"``, with ``motive_prior`` and ``link``) or the
     baseline model on a ratings frame (``participants``: with rater effects, i.e. the human data; a
-    ``"human"`` entry of ``sampler`` then applies, :func:`split_sampler`). ``priors`` overrides the
+    ``"human"`` entry of ``sampler`` then applies, :func:`split_sampler`; for an LLM fit, the
+    ``"fits"`` entry of its ``label``, ``"<model> <prompt>"``). ``priors`` overrides the
     model's default priors by parameter name (names the fitted model does not declare are left out,
     so one mapping serves the RSA and baseline fits, with and without raters); the fit records the
     priors it sampled."""
@@ -184,7 +196,7 @@ def fit_spec(name: str, kind: str, df: pd.DataFrame, participants: bool, seed: i
         model = sm.baseline_model
     else:
         raise ValueError(f"kind must be 'rsa' or 'baseline'; got {kind!r}.")
-    settings = split_sampler(sampler)[0 if participants else 1]  # a "human" entry applies to the human fits
+    settings = split_sampler(sampler, label)[0 if participants else 1]  # "human" / "fits" entries apply
     declared = pm.inspect_model(model, data)
     own = {k: v for k, v in (priors or {}).items() if k in declared.priors or k in declared.fixed}
     coords = dict(COORDS, feature=list(sm.FEATURE_SETS[link])) if kind == "rsa" else dict(COORDS)
@@ -279,15 +291,21 @@ def observed_comparisons(human: pd.DataFrame, llm: pd.DataFrame) -> tuple[pd.Dat
     return pd.concat(esr, ignore_index=True), pd.DataFrame(fig1_rows)
 
 
-def split_sampler(sampler: dict) -> tuple[dict, dict]:
+def split_sampler(sampler: dict, label: str | None = None) -> tuple[dict, dict]:
     """NUTS settings for the human fits and for the LLM fits: a ``"human"`` entry in ``sampler``
-    overrides settings for the two human fits only (their posteriors mix more slowly: 362 rater
-    effects and six scenario effects per attribute against 13,000 ratings)."""
-    base = {k: v for k, v in sampler.items() if k != "human"}
+    overrides settings for the human fits only (their posteriors mix more slowly: 362 rater
+    effects and six scenario effects per attribute against 13,000 ratings), and a ``"fits"`` entry
+    ``{"<model> <prompt>": {...}}`` those of single LLM fits (``label``)."""
+    base = {k: v for k, v in sampler.items() if k not in ("human", "fits")}
     extra = sampler.get("human", {})
     if not isinstance(extra, dict):
         raise ValueError(f"sampler['human'] must be a dict of NUTS settings; got {extra!r}.")
-    return {**base, **extra}, base
+    per_fit = sampler.get("fits") or {}
+    unknown = sorted(set(per_fit) - set(LLM_LABELS))
+    if unknown or not all(isinstance(v, dict) for v in per_fit.values()):
+        raise ValueError(f"sampler['fits'] must map LLM fit labels {LLM_LABELS} to dicts of NUTS settings; "
+                         f"got {per_fit!r}" + (f" (unknown: {unknown})" if unknown else "") + ".")
+    return {**base, **extra}, {**base, **per_fit.get(label, {})}
 
 
 def fit_all(human, llm, seed: int, sampler: dict, progress: bool, motive_prior: str, conditions, stamp, log,
@@ -311,7 +329,8 @@ def fit_all(human, llm, seed: int, sampler: dict, progress: bool, motive_prior: 
                 continue
             v = metrics.valid_ratings(llm[(llm.model == m) & (llm.prompt == p)])
             name = f"{m}_{p}_rsa"
-            specs.append(fit_spec(name, "rsa", v.frame, False, seed + 10 + 4 * i + j, sampler, motive_prior))
+            specs.append(fit_spec(name, "rsa", v.frame, False, seed + 10 + 4 * i + j, sampler, motive_prior,
+                                  label=f"{m} {p}"))
             labels[name], kinds[name], invalid[name] = f"{m} {p}", "rsa", v.n_invalid
     stamp(f"fitting {len(specs)} models with pragmodels.fit_many ({executor if isinstance(executor, str) else 'dask'}; "
           f"NUTS {split_sampler(sampler)[0]} for the humans; motive prior {motive_prior})")

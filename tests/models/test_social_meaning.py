@@ -195,7 +195,8 @@ def test_implied_means_match_monte_carlo_of_the_generative_model():
     a, s, c, u = 2, 3, 1, 0
     table = sm.rsa_linear_predictor(draw["alpha"], draw["cost_precise"], draw["theta"], jnp.zeros(2), draw["beta"])
     latent = table[s, c, u, a] + draw["level"][a] + draw["zeta"][s, a] + 0.8 * jax.random.normal(key, (200_000,))
-    lp = sm.ordinal_log_probs(latent / draw["noise"], draw["cutpoints"][a] / draw["noise"])
+    noise = draw["noise_attribute"][a]
+    lp = sm.ordinal_log_probs(latent / noise, draw["cutpoints"][a] / noise)
     p = (1 - draw["lapse"]) * jnp.exp(lp) + draw["lapse"] / 7
     y = jax.random.categorical(jax.random.key(1), jnp.log(p)) + 1
     assert abs(float(y.mean()) - means[a, s, c, u]) < 0.02

@@ -69,3 +69,23 @@ def test_loo_sentence_names_the_best_model_against_each_other():
     s = loo_sentence(cmp)
     assert s.startswith("**rsa** is ahead of **baseline** by 10.0 ± 4.0 elpd (paired SE), a difference of more than 2")
     assert "; and of **rsa_motives** by 3.0 ± 4.5 elpd (paired SE), a difference within 2 standard errors" in s
+
+
+def test_sampler_overrides_apply_to_the_human_fits_and_to_single_llm_fits():
+    """The config's full settings are the study's own, and its ``human`` / ``fits`` entries reach
+    exactly the fits they name; a misspelled fit label is an error naming it."""
+    import json
+    from pathlib import Path
+
+    import pytest
+
+    from models import social_meaning_study as st
+
+    cfg = json.loads((Path(__file__).parents[2] / "fits" / "social_meaning.json").read_text())
+    assert cfg["sampler"]["full"] == st.SAMPLER["full"]
+    human, llm = st.split_sampler(st.SAMPLER["full"], "claude MIN")
+    assert human["num_samples"] == 1500 and human["dense_mass"] is False and "fits" not in human
+    assert llm["num_samples"] == 4000 and llm["dense_mass"] is True and "human" not in llm
+    assert st.split_sampler(st.SAMPLER["full"], "gpt MIN")[1]["num_samples"] == 2000
+    with pytest.raises(ValueError, match=r"unknown: \['claude MINI'\]"):
+        st.split_sampler({"fits": {"claude MINI": {"num_samples": 10}}}, "claude MIN")
