@@ -105,10 +105,12 @@ spaced by a simplex ``w_a`` (normalised Gamma(4) gaps, i.e. Dirichlet(4, ..., 4)
 Why this parametrisation: near-deterministic raters (an LLM that gives the same rating in 76%
 of conditions) need a latent scale many logits wide. With free cutpoints and a logistic scale
 fixed at 1, every scale-carrying parameter (cutpoint gaps, β, τ) has to grow together against
-its own prior, a long curved ridge on which NUTS saturates its trees. Here a single parameter,
-``σ``, carries the scale; humans and LLMs are compared on it directly.
+its own prior, a long curved ridge on which NUTS saturates its trees. Here one parameter per
+attribute, ``σ_a``, carries the scale ("Noise per attribute"); humans and LLMs are compared on
+the typical one, ``noise``, directly.
 
-``σ`` has a floor, ``σ = 0.15 + σ_excess`` (``NOISE_FLOOR``). Measured on Claude MIN (1,342
+``σ`` has a floor, ``σ = 0.15 + σ_excess`` (``NOISE_FLOOR``; per attribute since 2026-12-02, the
+figures below were measured with one scale shared by all attributes). Measured on Claude MIN (1,342
 ratings, 76% of the 144 conditions rated identically all 10 times), 4 chains: with no floor
 ``σ`` collapses to about 0.02 (the lapse absorbs every deviation), the ordinal walls become
 cliffs ~50 logits per rating point steep, every trajectory hits tree depth 8 and the chains
@@ -123,11 +125,11 @@ report marks such fits.
 Noise per attribute
 -------------------
 Raters disagree far more about pedantry than about competence: in the human data "pedantic" is
-spread over the whole scale (13% 1s, 34% 4s, 9% 7s), "competent" sits at 4-7 (2.5% below 4), and
+spread over the whole scale (13% 1s, 34% 4s, 9% 7s), "competent" sits at 4-7 (5% below 4), and
 each rater rates each attribute once, so a rater's idiosyncratic view of one attribute is
 response noise. Each attribute therefore has its own scale, ``σ_a = 0.15 + e · exp(s (r_a − r̄))``
 with ``e = noise_excess`` (so ``noise = 0.15 + e`` is the typical scale, the one the report
-compares), ``s = noise_spread ~ HalfNormal(1)`` and ``r_a ~ N(0, 1)`` (``noise_raw``; centred to
+compares: ``e`` is the geometric mean of the attributes' excesses), ``s = noise_spread ~ HalfNormal(1)`` and ``r_a ~ N(0, 1)`` (``noise_raw``; centred to
 sum to zero). With one scale for all six, the pedantry ratings could only be fitted by the lapse
 and one very wide interior category, and there were three such fits, each a mode: the widest
 category was rating 6, 4 or 2 with pedantry's level at 2.2, 4.0 or 5.7 and the lapse at 0.06 or
@@ -252,7 +254,7 @@ PRIORS_COMMON = {
     "level": Prior("Normal", loc=4.0, scale=1.5),
     "cut_gap": Prior("Gamma", concentration=4.0, rate=1.0),
     "noise_excess": Prior("LogNormal", loc=-0.7, scale=1.0),  # noise = NOISE_FLOOR + noise_excess
-    "noise_spread": Prior("HalfNormal", scale=1.0),  # SD of the attributes' log noise excess
+    "noise_spread": Prior("HalfNormal", scale=1.0),  # scale of the attributes' log noise excess (its SD x √(6/5))
     "tau": Prior("HalfNormal", scale=1.0),
     "sigma_participant": Prior("HalfNormal", scale=1.0),
     "lapse": Prior("Beta", concentration1=1.0, concentration0=19.0),
@@ -611,7 +613,7 @@ _GH_W = _GH_W / _GH_W.sum()
 
 def _expected_rating(latent, cut, noise, lapse, sigma_p):
     """E[rating] for latent ``[...]`` (rating points) with cutpoints ``[..., 6]`` and noise scale
-    ``noise`` (broadcast against ``latent``), integrating a N(0, σ_p) rater effect."""
+    ``noise`` (the same shape as ``latent``), integrating a N(0, σ_p) rater effect."""
     shifts = sigma_p * _GH_X  # [q]
     noise = noise[..., None, None]
     lp = ordinal_log_probs((latent[..., None] + shifts) / noise[..., 0], cut[..., None, :] / noise)  # [..., q, 7]

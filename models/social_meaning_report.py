@@ -21,8 +21,9 @@ KEY_PARAMETERS = ("alpha", "cost_precise", "noise", "lapse", "theta_mu")
 
 
 def parameter_table(trees: dict) -> pd.DataFrame:
-    """Median and 94% interval of the key parameters for each fit, and whether the response noise
-    sits at its floor (3% quantile within 0.01 of ``NOISE_FLOOR``)."""
+    """Median and 94% interval of the key parameters for each fit, the median response noise per
+    attribute (``noise_<attribute>``), and whether the noise of some attribute sits at its floor (3%
+    quantile within 0.01 of ``NOISE_FLOOR``)."""
     from arviz_stats import eti
 
     rows = []
@@ -36,6 +37,8 @@ def parameter_table(trees: dict) -> pd.DataFrame:
         if "noise_attribute" in post:  # the scale per attribute (model docstring, "Noise per attribute")
             med = post["noise_attribute"].median(("chain", "draw"))
             row.update({f"noise_{a}": float(med.sel(attribute=a)) for a in med["attribute"].values})
+            low = post["noise_attribute"].quantile(0.03, ("chain", "draw"))
+            row["noise_at_floor"] = bool((low < sm.NOISE_FLOOR + 0.01).any())  # some attribute at the floor
         row["converged"] = converged(tree)
         rows.append(row)
     return pd.DataFrame(rows)
@@ -263,7 +266,7 @@ def render_report(mode, sampler, table, disc, cmp, trees, baseline, params, wall
     lines += [
         "RSA fit of the humans: "
         f"alpha {q('alpha')}; cost of the precise form {q('cost_precise')}; response noise (logistic scale, "
-        f"rating points) {q('noise')}; lapse {q('lapse')}; "
+        f"rating points; the typical one of the attributes, each has its own) {q('noise')}; lapse {q('lapse')}; "
         f"prior log-odds that a speaker knows the exact number theta_mu {q('theta_mu')} (median [94% interval]).", "",
     ]
     if cds is not None:
@@ -295,8 +298,8 @@ def render_report(mode, sampler, table, disc, cmp, trees, baseline, params, wall
     lines += [
         "## Humans vs LLMs, as RSA posteriors", "",
         "Key parameters, median [94% interval] (`tables/parameters.csv`, `figures/forest_parameters.png`). "
-        f"`*`: the response-noise posterior sits at its floor ({sm.NOISE_FLOOR} rating points): that rater is at "
-        "least as deterministic as the model can express, and its lapse absorbs the rest. `†`: the fit is below the "
+        f"`*`: the response-noise posterior of at least one attribute sits at its floor ({sm.NOISE_FLOOR} rating "
+        "points): on it that rater is at least as deterministic as the model can express, and its lapse absorbs the rest. `†`: the fit is below the "
         "sampling standards (see Diagnostics).", "",
         _params_markdown(params), "",
         *_noise_sentence(params),

@@ -74,7 +74,7 @@ LLM_LABELS = tuple(f"{m} {p}" for m in datasets.LLMS for p in datasets.PROMPTS)
 class StudySampler(SamplerSettings):
     """NUTS settings of one mode; ``human`` overrides some of them for the human fits, ``fits`` for single LLM fits."""
 
-    human: SamplerSettings | None = Field(None, description="overrides for the two human fits (which mix "
+    human: SamplerSettings | None = Field(None, description="overrides for the three human fits (which mix "
                                                             "more slowly), e.g. more num_samples")
     fits: dict[Literal[LLM_LABELS], SamplerSettings] | None = Field(
         None, description="overrides for single LLM fits, by label '<model> <prompt>' (e.g. more num_samples "
