@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 import pragmodels as pm
+from pragmodels import datasets
 from pragmodels.model_comparison import loo_sentence
 from models import social_meaning as sm
 
@@ -169,7 +170,7 @@ def _params_markdown(params: pd.DataFrame) -> str:
 
 def _noise_sentence(params: pd.DataFrame) -> list[str]:
     """One line on the response noise per attribute: the human fit's, and the range over the LLM fits."""
-    cols = [c for c in params.columns if c.startswith("noise_") and c not in ("noise_lo", "noise_hi", "noise_at_floor")]
+    cols = [f"noise_{a}" for a in datasets.ATTRIBUTES if f"noise_{a}" in params.columns]
     if not cols or "human" not in set(params.fit):
         return []
     h = params[params.fit == "human"].iloc[0]
