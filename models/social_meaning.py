@@ -80,8 +80,9 @@ misfit. The previous link (``link="motives"``) used ``(p_exact, P(m = precise-mi
 P(m = casual))``, context-free motive probabilities.
 
 Each feature is centred on its mean over the 24 scenario x context x form conditions and, for
-``qud_fit``, divided by its SD over them, so ``β`` is in rating points per SD of the feature and
-does not have to grow as alpha shrinks the features' range. A latent score *on the rating scale*
+``qud_fit``, divided by ``sqrt(SD² + 0.001²)`` over them (``FEATURE_SD_FLOOR``), so ``β`` is in
+rating points per SD of the feature and does not have to grow as alpha shrinks the features' range
+(see "Features that vanish" for the floor). A latent score *on the rating scale*
 
 .. math::
 
@@ -121,6 +122,40 @@ centred in its category yields ten identical ratings with probability about 0.5 
 ``σ = 0.02``), so the most deterministic LLMs would prefer a lower ``σ``. A posterior piled at
 the floor therefore reads "at least as deterministic as the model can express", and the study
 report marks such fits.
+
+Features that vanish
+--------------------
+Divided by its SD alone, a feature is rescaled whatever residue is left of it, so the ratings
+respond to the *shape* of a listener inference over the conditions and never to its size. Two
+directions of the parameters shrink a feature towards nothing while its shape converges:
+
+* knowers who use the precise form almost always (``λ_c``, ``λ_f`` large; ``cost_precise``
+  very negative): an approximate number then says "vague" whatever the motive, ``p_exact`` is a
+  pure form effect and ``p_qud_fit`` varies by a residue of probabilities near ``σ(−λ)``, whose
+  shape (correlation above 0.99 with its limit from cost −1 on, at alpha 1.2) is mostly the form x
+  context interaction. Measured at alpha 1.2 and θ_μ −0.9: the SD of ``p_qud_fit`` is 0.09 at cost
+  0, 0.012 at −2, 1.2e-3 at −4, 1.3e-5 at −7.7;
+* almost every speaker knowing the number (θ large; the LLM fits, θ_s 3-5): ``p_exact`` has SD
+  0.035 at θ 3, 0.013 at 4, 0.005 at 5, with the same shape.
+
+Without a floor, both are plateaus of the likelihood that only the priors bound. On the human
+ratings the plateau of the cost is where the ratings are fitted best (the two features then
+separate the form effect from the interaction): in the 2026-12-02 full run three chains stayed at
+cost 0.3-0.8 and one reached −7.7 with a log likelihood 6 nats higher (r_hat 1.59). The floor
+``sqrt(SD² + FEATURE_SD_FLOOR²)`` with ``FEATURE_SD_FLOOR = 1e-3`` (a tenth of a percentage
+point) cuts both plateaus off where an inference no rater could respond to begins: ``β`` would have
+to grow by ``1 / factor`` to use such a feature, and its prior rules that out (at cost −7.7 the
+normalised ``p_qud_fit`` is 0.013 in size, against 0.11 with ``SD + 1e-4``).
+
+A larger floor cuts deeper into the LLMs' plateau and turns it into a curved ridge of ``θ``
+against the ``p_exact`` loadings, which NUTS cannot follow: measured with ``FEATURE_SD_FLOOR =
+0.01`` (single fits, study settings): Gemini COM 72 divergent transitions, all at ``θ_s`` 4-4.5
+(posterior median 2.8) with large loadings; Claude ALT 12, and 38% of trajectories at the depth
+cap (0% before). On the human ratings 0.01 removed the mode at −7.7, but the chains still
+disagreed (r_hat 1.43; means of the cost −1.1, −2.7, −4.0, −1.1 at equal log likelihoods
+−2,231.8 to −2,233.3): what is left is a long ridge of the cost against θ_μ (0.9 to −0.3) that the
+ratings do not pin, so the human RSA fits adapt a dense mass matrix over the speaker, listener and
+loading parameters (the study's ``RSA_BLOCK``) and a diagonal one elsewhere.
 
 Noise per attribute
 -------------------
@@ -263,9 +298,10 @@ PRIORS_BASELINE = {"b": Prior("Normal", loc=0.0, scale=2.0)}
 CUT_LOW, CUT_HIGH = 1.5, N_RATING - 0.5
 #: lower bound of the response noise σ, in rating points (module docstring, "Why this parametrisation")
 NOISE_FLOOR = 0.15
-#: added to a feature's SD before it is divided by it (``link="qud_fit"``): keeps the division
-#: finite where alpha -> 0 flattens every feature
-FEATURE_SD_EPS = 1e-4
+#: a feature is divided by ``sqrt(SD² + FEATURE_SD_FLOOR²)`` (``link="qud_fit"``), probability units:
+#: a listener inference that varies by much less than this over the conditions cannot be blown up
+#: into a full-size regressor (module docstring, "Features that vanish")
+FEATURE_SD_FLOOR = 1e-3
 
 
 def _utility() -> np.ndarray:
@@ -458,7 +494,7 @@ def link_features(alpha, cost, theta, psi, link: str = "qud_fit") -> jax.Array:
     feats = listener_features(alpha, cost, theta, psi, link)  # [s, c, u, f]
     feats = feats - feats.mean(axis=(0, 1, 2), keepdims=True)
     if link == "qud_fit":
-        feats = feats / (jnp.sqrt((feats ** 2).mean(axis=(0, 1, 2), keepdims=True)) + FEATURE_SD_EPS)
+        feats = feats / jnp.sqrt((feats ** 2).mean(axis=(0, 1, 2), keepdims=True) + FEATURE_SD_FLOOR ** 2)
     return feats
 
 

@@ -48,6 +48,10 @@ CALIBRATION = {"quick": 0, "full": 100}
 CALIBRATION_SAMPLER = dict(num_warmup=300, num_samples=500, num_chains=2)
 #: NUTS settings of the ESR measurement model per mode (its posterior is near Gaussian)
 MEASUREMENT = {"quick": dict(num_warmup=200, num_samples=200, num_chains=2), "full": dict(se.SAMPLER)}
+#: the human RSA fits' dense mass block: the speaker and listener parameters and the loadings, which
+#: the ratings pin only jointly (a long ridge of the cost against the knowledge prior:
+#: models/social_meaning.py, "Features that vanish"); the 362 rater scores and the rest stay diagonal
+RSA_BLOCK = ("alpha", "precise_logodds_coarse", "theta_mu", "theta_sigma", "theta_z", "beta_sample")
 SAMPLER = {
     # quick: a smoke run for tests and CI (not for inference: short chains, capped trees)
     "quick": dict(num_warmup=50, num_samples=50, num_chains=2, max_tree_depth=5, human=dict(num_samples=60)),
@@ -62,13 +66,18 @@ SAMPLER = {
     # divergences in the tails of alpha (Claude ALT: 2 -> 0)
     "full": dict(num_warmup=800, num_samples=2000, num_chains=4, target_accept=0.95, max_tree_depth=8, init="optimize",
                  dense_mass=True, human=dict(dense_mass=False, num_samples=1500),
-                 fits={"claude MIN": dict(num_samples=4000)}),
+                 fits={**{h: dict(dense_mass=[list(RSA_BLOCK)]) for h in ("human", "human (motives link)")},
+                       "claude MIN": dict(num_samples=4000)}),
 }
 
 
 # ------------------------------------------------------------------ the config's schema
 #: labels of the LLM x prompt fits, ``"<model> <prompt>"``
 LLM_LABELS = tuple(f"{m} {p}" for m in datasets.LLMS for p in datasets.PROMPTS)
+#: labels of the three human fits (as in the report)
+HUMAN_LABELS = ("human", "human (motives link)", "human baseline")
+#: every label a ``sampler.fits`` entry may name
+FIT_LABELS = HUMAN_LABELS + LLM_LABELS
 
 
 class StudySampler(SamplerSettings):
@@ -76,9 +85,10 @@ class StudySampler(SamplerSettings):
 
     human: SamplerSettings | None = Field(None, description="overrides for the three human fits (which mix "
                                                             "more slowly), e.g. more num_samples")
-    fits: dict[Literal[LLM_LABELS], SamplerSettings] | None = Field(
-        None, description="overrides for single LLM fits, by label '<model> <prompt>' (e.g. more num_samples "
-                          "for a near-deterministic rater); recorded in each fit's provenance")
+    fits: dict[Literal[FIT_LABELS], SamplerSettings] | None = Field(
+        None, description="overrides for single fits, by label: 'human', 'human (motives link)', 'human baseline' "
+                          "(after the 'human' entry) or '<model> <prompt>' (e.g. more num_samples for a "
+                          "near-deterministic rater); recorded in each fit's provenance")
 
 
 class Config(StudyConfig):
@@ -181,7 +191,7 @@ def fit_spec(name: str, kind: str, df: pd.DataFrame, participants: bool, seed: i
     """A :class:`pragmodels.FitSpec` for the RSA (``kind="rsa"``, with ``motive_prior`` and ``link``) or the
     baseline model on a ratings frame (``participants``: with rater effects, i.e. the human data; a
     ``"human"`` entry of ``sampler`` then applies, :func:`split_sampler`; for an LLM fit, the
-    ``"fits"`` entry of its ``label``, ``"<model> <prompt>"``). ``priors`` overrides the
+    ``"fits"`` entry of its ``label``, ``"<model> <prompt>"``, or of a human fit's, :data:`HUMAN_LABELS`). ``priors`` overrides the
     model's default priors by parameter name (names the fitted model does not declare are left out,
     so one mapping serves the RSA and baseline fits, with and without raters); the fit records the
     priors it sampled."""
@@ -295,17 +305,19 @@ def split_sampler(sampler: dict, label: str | None = None) -> tuple[dict, dict]:
     """NUTS settings for the human fits and for the LLM fits: a ``"human"`` entry in ``sampler``
     overrides settings for the human fits only (their posteriors mix more slowly: 362 rater
     effects and six scenario effects per attribute against 13,000 ratings), and a ``"fits"`` entry
-    ``{"<model> <prompt>": {...}}`` those of single LLM fits (``label``)."""
+    ``{"<label>": {...}}`` those of single fits (``label``: ``"<model> <prompt>"`` or one of
+    :data:`HUMAN_LABELS`, applied after the ``"human"`` entry)."""
     base = {k: v for k, v in sampler.items() if k not in ("human", "fits")}
     extra = sampler.get("human", {})
     if not isinstance(extra, dict):
         raise ValueError(f"sampler['human'] must be a dict of NUTS settings; got {extra!r}.")
     per_fit = sampler.get("fits") or {}
-    unknown = sorted(set(per_fit) - set(LLM_LABELS))
+    unknown = sorted(set(per_fit) - set(FIT_LABELS))
     if unknown or not all(isinstance(v, dict) for v in per_fit.values()):
-        raise ValueError(f"sampler['fits'] must map LLM fit labels {LLM_LABELS} to dicts of NUTS settings; "
+        raise ValueError(f"sampler['fits'] must map fit labels {FIT_LABELS} to dicts of NUTS settings; "
                          f"got {per_fit!r}" + (f" (unknown: {unknown})" if unknown else "") + ".")
-    return {**base, **extra}, {**base, **per_fit.get(label, {})}
+    own = per_fit.get(label, {})
+    return {**base, **extra, **(own if label in HUMAN_LABELS else {})}, {**base, **(own if label in LLM_LABELS else {})}
 
 
 def fit_all(human, llm, seed: int, sampler: dict, progress: bool, motive_prior: str, conditions, stamp, log,
@@ -317,9 +329,10 @@ def fit_all(human, llm, seed: int, sampler: dict, progress: bool, motive_prior: 
     does not stop the others; the study raises at the end, naming every failure."""
     from arviz_stats import compare
 
-    specs = [fit_spec("human_rsa", "rsa", human, True, seed, sampler, motive_prior),
-             fit_spec("human_rsa_motives", "rsa", human, True, seed + 2, sampler, motive_prior, link="motives"),
-             fit_spec("human_baseline", "baseline", human, True, seed + 1, sampler)]
+    specs = [fit_spec("human_rsa", "rsa", human, True, seed, sampler, motive_prior, label="human"),
+             fit_spec("human_rsa_motives", "rsa", human, True, seed + 2, sampler, motive_prior, link="motives",
+                      label="human (motives link)"),
+             fit_spec("human_baseline", "baseline", human, True, seed + 1, sampler, label="human baseline")]
     labels, invalid = {"human_rsa": "human", "human_rsa_motives": "motives", "human_baseline": "baseline"}, {}
     kinds = dict(human_rsa="rsa", human_rsa_motives="rsa_motives", human_baseline="baseline")
     wanted = None if conditions is None else set(map(tuple, conditions))
@@ -349,7 +362,7 @@ def fit_all(human, llm, seed: int, sampler: dict, progress: bool, motive_prior: 
     trees["human (motives link)"] = trees.pop("motives")  # after the LLM fits: they are contrasted with "human"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        cmp = compare(human_models(trees, baseline))
+        cmp = compare(human_models(trees, baseline), round_to="none")  # unrounded: the report rounds
     return trees, baseline, cmp
 
 

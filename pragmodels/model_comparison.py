@@ -107,7 +107,9 @@ def compare(trees: Mapping[str, xr.DataTree], sites: Sequence[str] | None = None
             **kwargs: Any) -> pd.DataFrame:
     """``arviz_stats.compare`` of several fits of the same data, each joined by ``how`` first.
     Returns ArviZ's comparison table (``elpd_diff`` and its ``dse`` against the best fit), one row
-    per fit.
+    per fit, unrounded (``round_to="none"`` unless given: ArviZ's default rounds ``elpd`` and
+    ``elpd_diff`` to the digits their SEs warrant, so that two differences of 9.6 and 10.4 both
+    read 10.0 in a table that is rounded again for display).
 
     Shapes: each fit's log-likelihood sites ``[chain, draw, *obs]``, the same ``obs`` in every fit.
     """
@@ -116,6 +118,7 @@ def compare(trees: Mapping[str, xr.DataTree], sites: Sequence[str] | None = None
     joints = {k: joint_log_likelihood(t, sites, how) for k, t in trees.items()}
     for j in joints.values():
         _check_not_constant(j.children["log_likelihood"].dataset[JOINT])
+    kwargs.setdefault("round_to", "none")
     return _compare(joints, var_name=JOINT, **kwargs)
 
 

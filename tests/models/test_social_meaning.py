@@ -57,6 +57,26 @@ def test_qud_fit_feature_is_the_norm_of_the_context():
     assert fit[0, high, approx] == pytest.approx(by_hand, abs=1e-6)
 
 
+def test_a_vanishing_feature_is_not_blown_up_into_a_full_size_regressor():
+    """Where knowers always use the precise form (cost -7.7 at alpha 1.2: the spurious mode one
+    chain of the 2026-12-02 human fit took, 6 nats above the others), P(the speaker served the
+    context's QUD) varies by about 1e-5 over the conditions. Divided by its SD alone that residue
+    became a regressor of size 0.11 (SD + 1e-4) or 1; with the floor it stays near 0.01 in size
+    (a loading would have to be ~100 times larger to use it), while a feature that carries real
+    variation keeps unit size."""
+    def rms(alpha, cost, theta):
+        f = np.asarray(sm.link_features(jnp.float32(alpha), jnp.float32(cost), jnp.full(6, theta, jnp.float32),
+                                        jnp.zeros(2)))
+        return np.sqrt((f ** 2).mean(axis=(0, 1, 2)))
+    raw = np.asarray(sm.listener_features(jnp.float32(1.207), jnp.float32(-7.746), jnp.full(6, -0.88), jnp.zeros(2)))
+    raw_sd = raw.reshape(-1, 2).std(0)
+    assert raw_sd[1] < 1e-4 < 0.1 < raw_sd[0]  # the spurious point: a flat QUD feature
+    vanishing = rms(1.207, -7.746, -0.88)
+    assert vanishing[1] < 0.02 and vanishing[0] == pytest.approx(1.0, abs=0.01)
+    typical = rms(1.5, 0.56, 1.5)  # the other chains' basin
+    np.testing.assert_allclose(typical, 1.0, atol=0.01)
+
+
 def test_qud_fit_contrasts_are_identified_and_motives_contrasts_are_not():
     """Per attribute the data fix three contrasts (form, context, interaction). The motives link's
     three features span only two of them at any alpha (its 3 x 3 contrast matrix is singular); the

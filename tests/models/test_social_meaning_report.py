@@ -87,5 +87,18 @@ def test_sampler_overrides_apply_to_the_human_fits_and_to_single_llm_fits():
     assert human["num_samples"] == 1500 and human["dense_mass"] is False and "fits" not in human
     assert llm["num_samples"] == 4000 and llm["dense_mass"] is True and "human" not in llm
     assert st.split_sampler(st.SAMPLER["full"], "gpt MIN")[1]["num_samples"] == 2000
+    # the human RSA fits adapt a dense block over the RSA parameters; the baseline, which has none, does not
+    rsa = st.split_sampler(st.SAMPLER["full"], "human")[0]
+    assert rsa["dense_mass"] == [list(st.RSA_BLOCK)] and rsa["num_samples"] == 1500
+    assert st.split_sampler(st.SAMPLER["full"], "human baseline")[0]["dense_mass"] is False
+    # every site of the block exists in both human RSA models (a missing one is a KeyError in numpyro mid-run)
+    from numpyro import handlers
+
+    import models.social_meaning as sm
+    from tests.models.test_social_meaning import _between_subjects
+    data, _ = _between_subjects()
+    for link in sm.LINKS:
+        tr = handlers.trace(handlers.seed(sm.rsa_model, 0)).get_trace(**data, link=link, theta_param="non-centred")
+        assert set(st.RSA_BLOCK) <= {k for k, v in tr.items() if v["type"] == "sample"}
     with pytest.raises(ValueError, match=r"unknown: \['claude MINI'\]"):
         st.split_sampler({"fits": {"claude MINI": {"num_samples": 10}}}, "claude MIN")
