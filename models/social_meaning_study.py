@@ -346,7 +346,8 @@ def fit_all(human, llm, seed: int, sampler: dict, progress: bool, motive_prior: 
                                   label=f"{m} {p}"))
             labels[name], kinds[name], invalid[name] = f"{m} {p}", "rsa", v.n_invalid
     stamp(f"fitting {len(specs)} models with pragmodels.fit_many ({executor if isinstance(executor, str) else 'dask'}; "
-          f"NUTS {split_sampler(sampler)[0]} for the humans; motive prior {motive_prior})")
+          f"NUTS {split_sampler(sampler)[0]} for the humans; overrides for {sorted(sampler.get('fits') or {})}; "
+          f"motive prior {motive_prior})")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", pm.diagnostics.FitWarning)  # kept per fit in tree.attrs["warnings"]
         result = pm.fit_many(specs, executor=executor, progress=progress)
