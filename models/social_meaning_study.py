@@ -48,6 +48,8 @@ CALIBRATION = {"quick": 0, "full": 100}
 CALIBRATION_SAMPLER = dict(num_warmup=300, num_samples=500, num_chains=2)
 #: NUTS settings of the ESR measurement model per mode (its posterior is near Gaussian)
 MEASUREMENT = {"quick": dict(num_warmup=200, num_samples=200, num_chains=2), "full": dict(se.SAMPLER)}
+#: labels of the three human fits (as in the report)
+HUMAN_LABELS = ("human", "human (motives link)", "human baseline")
 #: the human RSA fits' dense mass block: the speaker and listener parameters and the loadings, which
 #: the ratings pin only jointly (a long ridge of the cost against the knowledge prior:
 #: models/social_meaning.py, "Features that vanish"); the 362 rater scores and the rest stay diagonal
@@ -66,7 +68,7 @@ SAMPLER = {
     # divergences in the tails of alpha (Claude ALT: 2 -> 0)
     "full": dict(num_warmup=800, num_samples=2000, num_chains=4, target_accept=0.95, max_tree_depth=8, init="optimize",
                  dense_mass=True, human=dict(dense_mass=False, num_samples=1500),
-                 fits={**{h: dict(dense_mass=[list(RSA_BLOCK)]) for h in ("human", "human (motives link)")},
+                 fits={**{h: dict(dense_mass=[list(RSA_BLOCK)]) for h in HUMAN_LABELS[:2]},  # the RSA ones
                        "claude MIN": dict(num_samples=4000)}),
 }
 
@@ -74,8 +76,6 @@ SAMPLER = {
 # ------------------------------------------------------------------ the config's schema
 #: labels of the LLM x prompt fits, ``"<model> <prompt>"``
 LLM_LABELS = tuple(f"{m} {p}" for m in datasets.LLMS for p in datasets.PROMPTS)
-#: labels of the three human fits (as in the report)
-HUMAN_LABELS = ("human", "human (motives link)", "human baseline")
 #: every label a ``sampler.fits`` entry may name
 FIT_LABELS = HUMAN_LABELS + LLM_LABELS
 
@@ -329,10 +329,11 @@ def fit_all(human, llm, seed: int, sampler: dict, progress: bool, motive_prior: 
     does not stop the others; the study raises at the end, naming every failure."""
     from arviz_stats import compare
 
-    specs = [fit_spec("human_rsa", "rsa", human, True, seed, sampler, motive_prior, label="human"),
+    rsa, motives, base = HUMAN_LABELS
+    specs = [fit_spec("human_rsa", "rsa", human, True, seed, sampler, motive_prior, label=rsa),
              fit_spec("human_rsa_motives", "rsa", human, True, seed + 2, sampler, motive_prior, link="motives",
-                      label="human (motives link)"),
-             fit_spec("human_baseline", "baseline", human, True, seed + 1, sampler, label="human baseline")]
+                      label=motives),
+             fit_spec("human_baseline", "baseline", human, True, seed + 1, sampler, label=base)]
     labels, invalid = {"human_rsa": "human", "human_rsa_motives": "motives", "human_baseline": "baseline"}, {}
     kinds = dict(human_rsa="rsa", human_rsa_motives="rsa_motives", human_baseline="baseline")
     wanted = None if conditions is None else set(map(tuple, conditions))
