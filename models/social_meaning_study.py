@@ -327,8 +327,6 @@ def fit_all(human, llm, seed: int, sampler: dict, progress: bool, motive_prior: 
     ``"sequential"``, ``"process"`` or a Dask ``Client``). Returns ``(trees, baseline,
     loo_compare)``; ``trees["human"]`` first, then ``trees["<model> <prompt>"]``. A failed fit
     does not stop the others; the study raises at the end, naming every failure."""
-    from arviz_stats import compare
-
     rsa, motives, base = HUMAN_LABELS
     specs = [fit_spec("human_rsa", "rsa", human, True, seed, sampler, motive_prior, label=rsa),
              fit_spec("human_rsa_motives", "rsa", human, True, seed + 2, sampler, motive_prior, link="motives",
@@ -364,7 +362,7 @@ def fit_all(human, llm, seed: int, sampler: dict, progress: bool, motive_prior: 
     trees["human (motives link)"] = trees.pop("motives")  # after the LLM fits: they are contrasted with "human"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        cmp = compare(human_models(trees, baseline), round_to="none")  # unrounded: the report rounds
+        cmp = pm.compare(human_models(trees, baseline))  # unrounded: the report rounds
     return trees, baseline, cmp
 
 
