@@ -268,7 +268,11 @@ def render_report(mode, sampler, table, disc, cmp, trees, baseline, params, wall
         "RSA fit of the humans: "
         f"alpha {q('alpha')}; cost of the precise form {q('cost_precise')}; response noise (logistic scale, "
         f"rating points; the typical one of the attributes, each has its own) {q('noise')}; lapse {q('lapse')}; "
-        f"prior log-odds that a speaker knows the exact number theta_mu {q('theta_mu')} (median [94% interval]).", "",
+        f"prior log-odds that a speaker knows the exact number theta_mu {q('theta_mu')} (median [94% interval]). "
+        "The ratings do not say how often a speaker who knows the number uses the precise form: the human RSA fits "
+        "take that log-odds from production data (N(-0.5, 1); `models/social_meaning.py`, \"What the human ratings "
+        "cannot identify\"), so their cost and theta_mu, and the contrasts of these with the LLMs, carry that prior "
+        "and are not measurements.", "",
     ]
     if cds is not None:
         lines += [

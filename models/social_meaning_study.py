@@ -328,9 +328,10 @@ def fit_all(human, llm, seed: int, sampler: dict, progress: bool, motive_prior: 
     loo_compare)``; ``trees["human"]`` first, then ``trees["<model> <prompt>"]``. A failed fit
     does not stop the others; the study raises at the end, naming every failure."""
     rsa, motives, base = HUMAN_LABELS
-    specs = [fit_spec("human_rsa", "rsa", human, True, seed, sampler, motive_prior, label=rsa),
-             fit_spec("human_rsa_motives", "rsa", human, True, seed + 2, sampler, motive_prior, link="motives",
-                      label=motives),
+    speaker = sm.PRIORS_HUMAN_SPEAKER  # what the ratings cannot identify (models/social_meaning.py)
+    specs = [fit_spec("human_rsa", "rsa", human, True, seed, sampler, motive_prior, speaker, label=rsa),
+             fit_spec("human_rsa_motives", "rsa", human, True, seed + 2, sampler, motive_prior, speaker,
+                      link="motives", label=motives),
              fit_spec("human_baseline", "baseline", human, True, seed + 1, sampler, label=base)]
     labels, invalid = {"human_rsa": "human", "human_rsa_motives": "motives", "human_baseline": "baseline"}, {}
     kinds = dict(human_rsa="rsa", human_rsa_motives="rsa_motives", human_baseline="baseline")
