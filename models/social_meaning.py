@@ -296,9 +296,9 @@ MOTIVE_PRIORS = ("uniform", "free")
 #: study config) without editing this module, and the fit records the priors actually sampled
 PRIORS_RSA = {
     "alpha": Prior("LogNormal", loc=0.5, scale=0.75),
-    # log-odds of the precise form for a speaker who knows the number and serves a coarse QUD (the
-    # human fits: PRIORS_HUMAN_SPEAKER),
-    # -alpha * cost_precise (module docstring, "Why alpha and this log-odds"): 95% in ±6
+    # log-odds of the precise form for a speaker who knows the number and serves a coarse QUD,
+    # -alpha * cost_precise (module docstring, "Why alpha and this log-odds"): 95% in ±6; the human
+    # RSA fits replace it by PRIORS_HUMAN_SPEAKER
     "precise_logodds_coarse": Prior("Normal", loc=0.0, scale=3.0),
     "theta_mu": Prior("Normal", loc=0.0, scale=1.5),
     # no mass at 0 (module docstring, "Scenario knowledge"): median 0.5, 95% in [0.11, 2.2]
