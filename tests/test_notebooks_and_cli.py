@@ -158,11 +158,17 @@ def test_social_meaning_main_job_quick(tmp_path):
     assert "psi" not in json.loads(tree.attrs["priors"]) and "alpha" in json.loads(tree.attrs["priors"])
     # the human RSA fits, and only they, sample the knower's log-odds under the production-data prior
     # (models/social_meaning.py, "What the human ratings cannot identify"); the LLM fits keep N(0, 3)
+    from models import social_meaning as sm
+    from pragmodels.priors import Prior
+
+    def recorded(t):
+        return Prior.from_dict(json.loads(t.attrs["priors"])["precise_logodds_coarse"]).to_dict()
+
     for name in ("human_rsa.nc", "human_(motives_link)_rsa.nc"):
-        lam = json.loads(load_netcdf(out / "posteriors" / name).attrs["priors"])["precise_logodds_coarse"]
-        assert "-0.5" in json.dumps(lam) and "Normal" in json.dumps(lam), (name, lam)
-    lam = json.loads(tree.attrs["priors"])["precise_logodds_coarse"]
-    assert "-0.5" not in json.dumps(lam) and "3.0" in json.dumps(lam), lam
+        got = recorded(load_netcdf(out / "posteriors" / name))
+        assert got == sm.PRIORS_HUMAN_SPEAKER["precise_logodds_coarse"].to_dict(), (name, got)
+    assert recorded(tree) == sm.PRIORS_RSA["precise_logodds_coarse"].to_dict() != sm.PRIORS_HUMAN_SPEAKER[
+        "precise_logodds_coarse"].to_dict()
     chains = pd.read_csv(out / "tables" / "chains.csv")  # 15 fits x 2 chains, each with its log likelihood
     assert len(chains) == 30 and chains.fit.nunique() == 15 and np.isfinite(chains.loglik).all()
     assert chains.loc[chains.fit == "human baseline", "alpha"].isna().all() and chains.alpha.notna().sum() == 28
