@@ -88,11 +88,12 @@ rating points per SD of the feature and does not have to grow as alpha shrinks t
 
     η = μ_a + β_a · \tilde f + ζ_{a,s} + ω_a ε_p,\qquad ζ_{a,s} \sim N(0, τ_a),\; ε_p \sim N(0, 1)
 
-(``μ_a``: the attribute's level; ``ω_a ε_p``: a rater effect, for human participants only, one
+(``μ_a``: the attribute's level; ``ω_a ε_p``: a rater effect, for human participants only,
+integrated out of each rater's likelihood ("Raters who saw one cell"), one
 factor with a loading ``ω_a = sigma_participant[a]`` per attribute, because a rater's general
 positivity moves competence, helpfulness and the like together but barely touches pedantry (the
-within-cell correlations are 0.7-0.8 and 0.2); both ``ζ`` and ``ε`` are centred to sum to zero, so
-``μ_a`` is the grand mean). The
+within-cell correlations are 0.7-0.8 and 0.2); ``ζ`` is centred to sum to zero and ``ε`` has
+mean 0, so ``μ_a`` is the grand mean). The
 rating ``y ∈ 1..7`` follows an ordered logistic with response noise ``σ_a`` (the logistic
 scale, in rating points, per attribute: "Noise per attribute") and cutpoints ``κ_a`` whose outer two are fixed at 1.5 and 6.5 (so
 ``μ``, ``β``, ``ζ`` and ``σ`` are in rating points and identified), the interior ones
@@ -172,9 +173,8 @@ mostly round even when their watch shows the exact minute, and round less when t
 precision (van der Henst, Carles & Sperber 2002, *Mind & Language* 17: 457-466). Measured on the
 human ratings (single fit, study settings and seed): the chains agree on the cost (chain means
 0.60-0.65) and ``θ_μ`` (1.51-1.62), 0.03% of trajectories reach the depth cap, and the fit takes
-16 minutes instead of 30; the rater scores still mix slowly (r_hat up to 1.17 on 12 of the 362
-coordinates, ``sigma_participant`` 1.02), which is open: all 12 belong to one cell of 16 raters,
-and one chain alone sits 2-3 nats lower in a second mode of a rater's score there. The human cost and share of knowers are
+16 minutes instead of 30 (the rater scores, then sampled, still mixed slowly: "Raters who saw one
+cell" says why and how they are now integrated out). The human cost and share of knowers are
 then the prior's as much as the data's: the report must not read them, or their contrasts with
 the LLMs, as measured. The LLM fits keep ``N(0, 3)``: their ratings pin ``λ_c`` (posterior
 intervals about a unit wide).
@@ -240,27 +240,25 @@ loadings shared across attributes up to a scale), which would be a different mod
 
 Raters who saw one cell
 -----------------------
-Every human rater saw one scenario x context x form cell, so a cell's mean rater score and that
-cell's condition effects reach the data only as a sum. Two changes take that sum out of the
-sampler's way; neither changes the model beyond a 1% change in one prior SD:
+Every human rater saw one scenario x context x form cell and rated its six attributes once. The
+rater scores ``ε_p`` are not parameters of the sampler: each rater's score is integrated out of
+that rater's likelihood, ``p(y_p) = ∫ Π_a P(y_pa | η + ω_a ε) φ(ε) dε``, by the trapezoidal rule
+on 81 nodes (:mod:`pragmodels.rater_likelihood`, within 3e-6 nats per rater of a 6,001-node
+reference on the human posterior), as R's ``ordinal::clmm`` does. The log-likelihood then has one
+value per rater, so LOO leaves out a rater (the prediction for a new one).
 
-* The rater scores are sampled in an orthonormal basis (:func:`rater_basis`): per cell, one
-  coordinate for the cell's mean and Helmert coordinates for the deviations from it. ``ε = Q z``
-  with ``z ~ N(0, I)`` is the same prior as ``ε ~ N(0, I)``, but the cell means, which only the
-  prior sees along the design, are axes of their own instead of diffuse directions through all
-  362 scores.
-* The fits sample the loadings (in the baseline, the effects) *among the raters who took part*,
-  ``beta_sample``, and derive the population's, ``β = beta_sample − ω_a ⊗ γ``, with ``γ`` the
-  least-squares projection of the raters' cell means of their unit scores onto the features (the
-  effect codes in the baseline; :func:`rater_cell_contrasts`). The data then pin
-  ``beta_sample`` while ``γ`` is pinned by the rater prior. The shear has unit Jacobian; the prior
-  ``N(0, 2.5)`` (baseline ``N(0, 2)``) sits on ``beta_sample``, which changes the prior SD of ``β``
-  by about 1% (``γ`` has prior SD about ``ω_a / 10``, ``ω_a / 5`` for the interaction).
-
-Measured on the baseline, 4 x 1,500 draws: sampling ``b`` and the raw scores, the interaction of
-"competent" correlated −0.82 with the rater contrast (bulk ESS 201, r_hat 1.025); with the shear
-alone, ``b_sample`` reached bulk ESS 2,000-5,800 but ``γ``, a diffuse direction through the raw
-scores, only 259-310 (r_hat 1.021 on ``b``).
+Why: sampled, the 362 scores made the human fits the slowest and the least converged of the
+study. Every rater saw one cell, so a cell's mean rater score and that cell's condition effects
+reached the data only as a sum (handled before by an orthonormal cell basis and loadings sampled
+among the raters, 2026-12-02); and a rater whose ratings contradict the one-factor pattern has a
+bimodal score. Measured on the human RSA fit with the production prior (study settings): rater
+28, who gave 1, 1, 7, 7, 7, 4 (competent, knowledgeable, well-prepared, helpful, likeable,
+pedantic), had a score near −2.5 in a third of one chain's draws and near +1.3 elsewhere, the
+12 coordinates of that rater's cell had r_hat up to 1.17, and ``sigma_participant`` 1.02.
+Integrated out, the bimodality is part of an exact likelihood, the sum over a cell is a sum
+inside each rater's integral with no parameter to trade off against, and the sampler sees 115
+parameters instead of 477. ``ε`` has mean 0 in the population, so ``μ_a`` is the grand mean of a
+new rater.
 
 Non-pragmatic baseline
 ----------------------
@@ -277,6 +275,7 @@ import numpy as np
 
 from pragmodels import agents
 from pragmodels.likelihoods import likert_ratings, ordinal_log_probs
+from pragmodels.rater_likelihood import likert_ratings_by_rater, quadrature
 from pragmodels.params import STANDARD_NORMAL, deterministic, group_effect, param
 from pragmodels.priors import Prior
 
@@ -411,99 +410,42 @@ def _cutpoints(n_attr):
     return deterministic("cutpoints", cut, dims={"attribute": n_attr, "cutpoint": N_RATING - 1}), level, noise
 
 
-def rater_basis(condition, participant, n_participants: int, n_attributes: int = 6) -> np.ndarray:
-    """An orthonormal basis ``[participant, coordinate]`` of the rater scores: per scenario x
-    context x form cell (in cell order), one column for the cell's mean (``1/√n`` on its ``n``
-    raters) and ``n − 1`` Helmert columns for the deviations from it; a participant without
-    ratings gets a column of its own. ``ε = Q z`` with ``z ~ N(0, I)`` is the same prior as
-    ``ε ~ N(0, I)``, but the directions the data cannot see (a cell's mean rater score against that
-    cell's condition effects) become axes of their own (module docstring, "Raters who saw one cell").
+def _random_effects(n_attr, n_scenarios, n_participants):
+    """Scenario effects ``ζ [scenario, attribute]`` (non-centred, constrained to sum to zero after
+    scaling, so that ``μ_a`` alone carries each attribute's level: no level-effect ridge) and, with
+    raters, the loadings ``ω [attribute]`` of their scores (``None`` without raters). The raters'
+    scores themselves are integrated out of the likelihood (:func:`_observe`; module docstring,
+    "Raters who saw one cell").
 
-    Raises ``ValueError`` naming a participant who rated in more than one cell: the model is for a
-    between-subjects design."""
-    from scipy.linalg import helmert
-
-    cond = np.asarray(condition)
-    part = np.asarray(participant)
-    cell_of = np.full(n_participants, -1)
-    for p, c in zip(part, cond // n_attributes):
-        if cell_of[p] not in (-1, c):
-            raise ValueError(f"participant {int(p)} rated in cells {int(cell_of[p])} and {int(c)}; the social-meaning "
-                             "rater effects expect each participant to rate one scenario x context x form cell.")
-        cell_of[p] = c
-    basis = np.zeros((n_participants, n_participants), np.float32)
-    k = 0
-    for c in [*sorted(set(cell_of.tolist()) - {-1}), -1]:
-        members = np.flatnonzero(cell_of == c)
-        if members.size == 0:
-            continue
-        if c == -1:  # no ratings: prior only
-            basis[members, k + np.arange(members.size)] = 1.0
-        else:
-            basis[members, k] = 1.0 / np.sqrt(members.size)
-            if members.size > 1:
-                basis[np.ix_(members, k + 1 + np.arange(members.size - 1))] = helmert(members.size).T
-        k += members.size
-    return basis
-
-
-def _random_effects(n_attr, n_scenarios, n_participants, basis=None):
-    """Scenario effects ``ζ [scenario, attribute]`` and the raters' unit scores ``ε [participant]``
-    with their loadings ``ω [attribute]`` (``None, None`` without raters). Both non-centred and
-    constrained to sum to zero (centred after scaling), so that ``μ_a`` alone carries each
-    attribute's level (no level-effect ridge). ``basis``: :func:`rater_basis`.
-
-    Rater effects are non-centred on purpose. Measured on the human ratings: centred zero-sum effects made the
-    multi-start optimisation of ``init="optimize"`` find the degenerate joint mode of a centred
-    hierarchy (``σ_p → 0`` with every ``ε_p → 0``, where the density grows without bound), and
-    all four chains stayed there (``σ_p`` 0.00-0.02 instead of 1.35; r_hat 2.8).
-
-    Every participant rated one cell (between subjects), so a cell's mean rater score trades off
-    against its condition effects: see the module docstring, "Raters who saw one cell", for the
-    basis and the loadings among these raters that take this trade-off out of the sampler's way.
-    (Giving each cell's mean its own parameter *beside* the 362 raw scores, tried in the 2026-12-02
-    full run, left a 24-dimensional direction that only the prior sees and made the human fits mix
-    far worse: r_hat 2.1-2.2.)
-
-    Scenario effects are non-centred too. Centring them for the LLM fits (60 ratings per scenario
-    and attribute) was tried and measured worse on Gemini MIN: 38% of trajectories at the depth
-    cap against 12% non-centred, with a diagonal mass matrix."""
+    Scenario effects are non-centred on purpose. Centring them for the LLM fits (60 ratings per
+    scenario and attribute) was tried and measured worse on Gemini MIN: 38% of trajectories at the
+    depth cap against 12% non-centred, with a diagonal mass matrix."""
     tau = param("tau", PRIORS_COMMON["tau"], dims={"attribute": n_attr})
     zeta_raw = param("zeta_raw", STANDARD_NORMAL, dims={"scenario": n_scenarios, "attribute": n_attr})
     zeta = deterministic("zeta", (zeta_raw - zeta_raw.mean(0)) * tau, dims={"scenario": n_scenarios, "attribute": n_attr})
     if not n_participants:
-        return zeta, None, None
-    sp = param("sigma_participant", PRIORS_COMMON["sigma_participant"], dims={"attribute": n_attr})
-    z = param("rater_z", STANDARD_NORMAL, dims={"rater_coordinate": n_participants})
-    raw = jnp.asarray(basis, z.dtype) @ z
-    return zeta, raw - raw.mean(), sp
+        return zeta, None
+    return zeta, param("sigma_participant", PRIORS_COMMON["sigma_participant"], dims={"attribute": n_attr})
 
 
-def _basis(basis, condition, participant, n_participants, n_attributes):
-    """The rater basis as given, or built from concrete data (:func:`rater_basis`)."""
-    if not n_participants or basis is not None:
-        return basis
-    try:
-        return rater_basis(condition, participant, n_participants, n_attributes)
-    except (jax.errors.TracerArrayConversionError, jax.errors.ConcretizationTypeError):
-        raise ValueError("with rater effects under a jax transformation, pass rater_basis=models.social_meaning."
-                         "rater_basis(condition, participant, n_participants) with the data") from None
-
-
-def _observe(table, cut, noise, condition, rating, lapse, eps, participant):
+def _observe(table, cut, noise, condition, rating, lapse, sp, participant, n_participants, slots):
     """Ratings given the latent table ``table [scenario, context, form, attribute]`` (rating
     points), cutpoints ``cut [attribute, 6]`` and the noise scale.
 
     Without rater effects the ordinal probabilities are computed once per condition (144) and
-    gathered per rating; with them, per rating."""
+    gathered per rating. With them (``sp``: the loadings ``ω_a``), each rater's one-factor score is
+    integrated out (:func:`pragmodels.rater_likelihood.likert_ratings_by_rater`): the observed
+    site is then the ``[participant, attribute]`` matrix, with one log-likelihood per rater."""
     n_attr = cut.shape[0]
-    flat = (table / noise).reshape(-1)  # noise [attribute]: the table's last axis
-    cut_table = jnp.tile(cut / noise[:, None], (flat.shape[0] // n_attr, 1))  # attribute is the fastest axis
-    if eps is None:
+    scaled = table / noise  # noise [attribute]: the table's last axis
+    if sp is None:
+        flat = scaled.reshape(-1)
+        cut_table = jnp.tile(cut / noise[:, None], (flat.shape[0] // n_attr, 1))  # attribute is the fastest axis
         return likert_ratings("rating", flat, cut_table, rating, lapse=lapse, dim="response", rows=condition)
-    attr = condition % n_attr
-    latent = flat[condition] + eps[participant, attr] / noise[attr]
-    return likert_ratings("rating", latent, cut_table[condition], rating, lapse=lapse, dim="response")
+    return likert_ratings_by_rater("rating", scaled.reshape(-1, n_attr), cut / noise[:, None], sp / noise, rating,
+                                   rater=participant, cell=jnp.asarray(condition) // n_attr,
+                                   item=jnp.asarray(condition) % n_attr, n_raters=n_participants, slots=slots, lapse=lapse,
+                                   dim="participant", item_dim="attribute")
 
 
 def condition_index(scenario, context, form, attribute, n_attributes: int = 6):
@@ -556,7 +498,7 @@ def check_theta_param(theta_param) -> str:
 
 def rsa_model(condition, rating=None, participant=None, *, n_scenarios: int = 6,
               n_attributes: int = 6, n_participants: int = 0, motive_prior: str = "uniform",
-              link: str = "qud_fit", theta_param: str = "centred", rater_basis=None):
+              link: str = "qud_fit", theta_param: str = "centred", rater_slots=None):
     """The RSA social-meaning model (module docstring). Data are per rating: ``condition
     [response]`` (:func:`condition_index` of scenario, context (0 low, 1 high), form (0 precise,
     1 approx) and attribute), ``rating [response]`` in 1..7, optional ``participant [response]``.
@@ -582,21 +524,13 @@ def rsa_model(condition, rating=None, participant=None, *, n_scenarios: int = 6,
     else:
         psi = jnp.zeros(2)
     dims = {"feature": len(features), "attribute": n_attributes}
-    beta = param("beta_sample" if n_participants else "beta", PRIORS_RSA["beta"], dims=dims)
+    beta = param("beta", PRIORS_RSA["beta"], dims=dims)
     cut, level, noise = _cutpoints(n_attributes)
-    zeta, unit, sp = _random_effects(n_attributes, n_scenarios, n_participants,
-                                     _basis(rater_basis, condition, participant, n_participants, n_attributes))
+    zeta, sp = _random_effects(n_attributes, n_scenarios, n_participants)
     feats = link_features(alpha, cost, theta, psi, link)
-    eps = None
-    if n_participants:  # loadings among these raters -> population loadings ("Raters who saw one cell")
-        design = feats.reshape(-1, len(features))  # [cell, feature]
-        contrasts = jnp.linalg.solve(design.T @ design, design.T)  # least squares on the features
-        beta = deterministic("beta", beta - rater_cell_contrasts(unit, condition, participant, contrasts, n_attributes)
-                             [:, None] * sp[None, :], dims=dims)
-        eps = unit[:, None] * sp
     lapse = param("lapse", PRIORS_COMMON["lapse"])
     table = jnp.einsum("scuf,fa->scua", feats, beta) + level + zeta[:, None, None, :]
-    return _observe(table, cut, noise, condition, rating, lapse, eps, participant)
+    return _observe(table, cut, noise, condition, rating, lapse, sp, participant, n_participants, rater_slots)
 
 
 rsa_model.name = "social_meaning_rsa"
@@ -614,63 +548,28 @@ def baseline_linear_predictor(b, n_scenarios: int = 6) -> jax.Array:
     return jnp.broadcast_to(jnp.einsum("cue,ea->cua", design, b), (n_scenarios,) + design.shape[:2] + b.shape[1:])
 
 
-def _design_contrasts(n_scenarios: int) -> np.ndarray:
-    """``[effect, cell]``: the form, context and form x context effects of a table over the
-    ``scenario x context x form`` cells (scenarios weighted equally), the effect codes of
-    :func:`baseline_linear_predictor`."""
-    precise = np.array([0.5, -0.5])[None, :]
-    high = np.array([-0.5, 0.5])[:, None]
-    design = np.stack(np.broadcast_arrays(precise, high, precise * high), 0)  # [e, c, u]
-    per_scenario = design / (design ** 2).sum((1, 2), keepdims=True)  # least squares in one scenario
-    return np.broadcast_to(per_scenario[:, None], (3, n_scenarios) + design.shape[1:]).reshape(3, -1) / n_scenarios
-
-
-def rater_cell_contrasts(eps_unit, condition, participant, contrasts, n_attr: int) -> jax.Array:
-    """``contrasts [k, cell] @`` the raters' cell means of their unit rater scores ``eps_unit
-    [participant]`` (every rater rated one scenario x context x form cell), shape ``[k]``."""
-    contrasts = jnp.asarray(contrasts)
-    n_cells = contrasts.shape[1]
-    n_p = eps_unit.shape[0]
-    cell = jnp.zeros(n_p, jnp.int32).at[participant].set(jnp.asarray(condition) // n_attr)
-    count = jax.ops.segment_sum(jnp.ones(n_p), cell, n_cells)
-    mean = jax.ops.segment_sum(eps_unit, cell, n_cells) / jnp.maximum(count, 1.0)
-    return contrasts.astype(mean.dtype) @ mean
-
-
 def baseline_model(condition, rating=None, participant=None, *, n_scenarios: int = 6,
-                   n_attributes: int = 6, n_participants: int = 0, rater_basis=None):
-    """Non-pragmatic baseline: form, context and form x context effects per attribute.
-
-    With raters (``n_participants > 0``) the sampled effects are those among the raters who took
-    part, ``b_sample``; the population effects are ``b = b_sample − ω_a · D m``, where ``D m``
-    is the same contrast of the raters' cell means of their (unit) rater scores. Every rater saw
-    one cell, so a cell's mean rater effect and its condition effects reach the data only as a
-    sum: sampling ``b`` itself, ``b`` and the 362 rater scores moved together along that sum
-    (measured on the human ratings, 4 x 1,500 draws: the interaction of "competent" correlated
-    −0.82 with the rater contrast, bulk ESS 201, r_hat 1.025). The prior ``N(0, 2)`` is on
-    ``b_sample``; the rater contrasts have prior SDs of about ``ω_a / 10`` (main effects) and
-    ``ω_a / 5`` (interaction) with 15 raters per cell, so the prior SD of ``b`` is within 1% of 2."""
+                   n_attributes: int = 6, n_participants: int = 0, rater_slots=None):
+    """Non-pragmatic baseline: form, context and form x context effects per attribute, with the
+    same ordinal likelihood, scenario effects and (``n_participants > 0``) rater scores integrated
+    out as :func:`rsa_model`."""
     dims = {"effect": 3, "attribute": n_attributes}
-    b = param("b_sample" if n_participants else "b", PRIORS_BASELINE["b"], dims=dims)
+    b = param("b", PRIORS_BASELINE["b"], dims=dims)
     cut, level, noise = _cutpoints(n_attributes)
-    zeta, unit, sp = _random_effects(n_attributes, n_scenarios, n_participants,
-                                     _basis(rater_basis, condition, participant, n_participants, n_attributes))
-    eps = None
-    if n_participants:
-        b = deterministic("b", b - rater_cell_contrasts(unit, condition, participant, _design_contrasts(n_scenarios),
-                                                          n_attributes)[:, None] * sp[None, :], dims=dims)
-        eps = unit[:, None] * sp
+    zeta, sp = _random_effects(n_attributes, n_scenarios, n_participants)
     lapse = param("lapse", PRIORS_COMMON["lapse"])
     table = baseline_linear_predictor(b, n_scenarios) + level + zeta[:, None, None, :]
-    return _observe(table, cut, noise, condition, rating, lapse, eps, participant)
+    return _observe(table, cut, noise, condition, rating, lapse, sp, participant, n_participants, rater_slots)
 
 
 baseline_model.name = "social_meaning_baseline"
 
 
 # ---------------------------------------------------------------- model-implied quantities
-_GH_X, _GH_W = np.polynomial.hermite_e.hermegauss(9)  # ∫ f(x) N(x; 0, 1) dx ≈ Σ w f(x) / √(2π)
-_GH_W = _GH_W / _GH_W.sum()
+# ∫ f(x) N(x; 0, 1) dx ≈ Σ w f(x): the rater likelihood's trapezoidal rule (9-point Gauss-Hermite, used
+# before, missed implied means by up to 0.045 rating points on the human posterior: pragmodels.rater_likelihood)
+_GH_X, _GH_LOGW = quadrature()
+_GH_W = np.exp(_GH_LOGW)
 
 
 def _expected_rating(latent, cut, noise, lapse, sigma_p):
@@ -697,7 +596,7 @@ def implied_cell_means(kind: str, draw: dict, n_scenarios: int = 6) -> jax.Array
     with today's link, ``"baseline"``).
 
     ``draw`` maps parameter names to arrays for a single draw (as in the DataTree posterior).
-    Rater effects are integrated out (9-point Gauss-Hermite) when the fit has them.
+    Rater effects are integrated out (the rater likelihood's 81-node trapezoidal rule) when the fit has them.
     """
     cut = draw["cutpoints"]  # [a, 6]
     if kind in IMPLIED_KINDS[:-1]:

@@ -30,6 +30,7 @@ from pydantic import Field
 import pragmodels as pm
 from pragmodels import datasets, metrics
 from pragmodels.config_schema import ModeSamplers, SamplerSettings, StudyConfig, validate_config
+from pragmodels.rater_likelihood import rater_slots
 from pragmodels.results_io import atomic_write, save_netcdf
 from pragmodels.runs import Run, lock_folder, open_run, read_manifest
 from models import social_meaning as sm
@@ -52,8 +53,8 @@ MEASUREMENT = {"quick": dict(num_warmup=200, num_samples=200, num_chains=2), "fu
 HUMAN_LABELS = ("human", "human (motives link)", "human baseline")
 #: the human RSA fits' dense mass block: the speaker and listener parameters and the loadings, which
 #: the ratings pin only jointly (a long ridge of the cost against the knowledge prior:
-#: models/social_meaning.py, "Features that vanish"); the 362 rater scores and the rest stay diagonal
-RSA_BLOCK = ("alpha", "precise_logodds_coarse", "theta_mu", "theta_sigma", "theta_z", "beta_sample")
+#: models/social_meaning.py, "Features that vanish"); the rest stays diagonal
+RSA_BLOCK = ("alpha", "precise_logodds_coarse", "theta_mu", "theta_sigma", "theta_z", "beta")
 SAMPLER = {
     # quick: a smoke run for tests and CI (not for inference: short chains, capped trees)
     "quick": dict(num_warmup=50, num_samples=50, num_chains=2, max_tree_depth=5, human=dict(num_samples=60)),
@@ -176,7 +177,9 @@ def encode(df: pd.DataFrame, participants: bool) -> dict:
     if participants:
         codes, uniq = pd.factorize(df.participant_id, sort=True)
         data.update(participant=codes.astype(np.int32), n_participants=len(uniq))
-        data["rater_basis"] = sm.rater_basis(data["condition"], data["participant"], len(uniq))
+        n_attr = len(datasets.ATTRIBUTES)  # the rater likelihood's layout: each rater's cell (computed once, here)
+        data["rater_slots"] = rater_slots(data["participant"], cond // n_attr, cond % n_attr, len(uniq),
+                                          len(SCENARIOS) * 4, n_attr, what="the human ratings")
     return data
 
 

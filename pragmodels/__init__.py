@@ -4,6 +4,7 @@ Layering (a module may import only those listed before it, never one after):
 
     logmath -> semantics -> agents            pure JAX; never numpyro
     priors -> params, likelihoods             latent / observed numpyro.sample sites; never arviz
+    rater_likelihood                          ordinal ratings with each rater's score integrated out
     predictive                                un-observe handler, predictive draws
     rsa_models                                model factories (agents + likelihoods)
     results_io, diagnostics -> inference      NUTS -> ArviZ DataTree, provenance, atomic netCDF

@@ -99,85 +99,46 @@ def _data(n_participants=0, seed=0, n=300):
     rng = np.random.default_rng(seed)
     cond = rng.integers(0, 6 * 2 * 2 * 6, n).astype(np.int32)
     d = dict(condition=cond, rating=rng.integers(1, 8, n).astype(np.int32))
-    if n_participants:  # between subjects: each participant rates within one cell
+    if n_participants:  # between subjects: each participant rates the six attributes of one cell
         cell_of = rng.integers(0, 24, n_participants)
-        part = rng.integers(0, n_participants, n).astype(np.int32)
-        d.update(condition=(cell_of[part] * 6 + cond % 6).astype(np.int32), participant=part,
+        part = np.repeat(np.arange(n_participants), 6).astype(np.int32)
+        d.update(condition=(cell_of[part] * 6 + np.tile(np.arange(6), n_participants)).astype(np.int32),
+                 rating=rng.integers(1, 8, part.size).astype(np.int32), participant=part,
                  n_participants=n_participants)
     return d
 
 
-def _between_subjects(per_cell=3, seed=0):
-    """Each rater rates the six attributes of one scenario x context x form cell."""
-    cells = np.repeat(np.arange(24), per_cell)
-    cond = (cells[:, None] * 6 + np.arange(6)[None, :]).reshape(-1).astype(np.int32)
-    part = np.repeat(np.arange(cells.size), 6).astype(np.int32)
-    rating = np.random.default_rng(seed).integers(1, 8, cond.size).astype(np.int32)
-    return dict(condition=cond, rating=rating, participant=part, n_participants=cells.size), cells
-
-
-def test_baseline_samples_effects_among_the_raters_so_rater_cell_means_do_not_trade_off():
-    """Shifting every rater's score by the interaction code of their cell moves the raters' cell
-    means along the design; with ``b_sample`` fixed the ratings' likelihood must not change (the
-    population ``b`` absorbs it, by the loading times the shift)."""
+def test_rater_scores_are_integrated_out_one_log_likelihood_per_rater():
+    """With raters the observed site is the ``[participant, attribute]`` matrix and its
+    log-likelihood has one value per rater (leave-one-rater-out LOO); no rater score is sampled."""
     from numpyro.infer.util import log_likelihood
-    data, cells = _between_subjects()
-    tr = handlers.trace(handlers.seed(sm.baseline_model, 3)).get_trace(**dict(data, rating=None))
-    values = {k: v["value"] for k, v in tr.items() if v["type"] == "sample" and not v.get("is_observed") and k != "rating"}
-    code = np.array([-0.25, 0.25, 0.25, -0.25])[cells % 4]  # (high - low) x (precise - approx) per rater's cell
-    basis = sm.rater_basis(data["condition"], data["participant"], data["n_participants"])
-    shifted = dict(values, rater_z=values["rater_z"] + basis.T @ (0.8 * code))  # the basis is orthonormal
-    ll = lambda v: float(log_likelihood(sm.baseline_model, v, **data, batch_ndims=0)["rating"].sum())
-    assert abs(ll(shifted) - ll(values)) < 1e-3
-    b_before = tr["b"]["value"]
-    b_after = handlers.trace(handlers.substitute(handlers.seed(sm.baseline_model, 3), shifted)).get_trace(**data)["b"]["value"]
-    np.testing.assert_allclose(np.asarray(b_before - b_after)[2], 0.8 * np.asarray(values["sigma_participant"]), rtol=1e-4)
-    np.testing.assert_allclose(np.asarray(b_before - b_after)[:2], 0.0, atol=1e-5)
-
-
-def test_rsa_loadings_among_the_raters_absorb_rater_cell_means_along_the_features():
-    """The same for the RSA model: a shift of the rater scores along a feature's pattern over the
-    cells leaves the likelihood unchanged with ``beta_sample`` fixed and moves that feature's
-    population loadings ``beta`` by the shift times the rater loadings."""
-    from numpyro.infer.util import log_likelihood
-    data, cells = _between_subjects()
-    tr = handlers.trace(handlers.seed(sm.rsa_model, 5)).get_trace(**dict(data, rating=None))
-    values = {k: v["value"] for k, v in tr.items() if v["type"] == "sample" and not v.get("is_observed") and k != "rating"}
-    feats = sm.link_features(tr["alpha"]["value"], tr["cost_precise"]["value"], tr["theta"]["value"], jnp.zeros(2))
-    pattern = np.asarray(feats.reshape(24, 2))[cells, 1]  # p_qud_fit over the raters' cells
-    basis = sm.rater_basis(data["condition"], data["participant"], data["n_participants"])
-    shifted = dict(values, rater_z=values["rater_z"] + basis.T @ (0.5 * pattern))
-    ll = lambda v: float(log_likelihood(sm.rsa_model, v, **data, batch_ndims=0)["rating"].sum())
-    assert abs(ll(shifted) - ll(values)) < 1e-3
-    after = handlers.trace(handlers.substitute(handlers.seed(sm.rsa_model, 5), shifted)).get_trace(**data)["beta"]["value"]
-    diff = np.asarray(tr["beta"]["value"] - after)
-    np.testing.assert_allclose(diff[1], 0.5 * np.asarray(values["sigma_participant"]), rtol=1e-3)
-    np.testing.assert_allclose(diff[0], 0.0, atol=1e-4)
-
-
-def test_rater_basis_is_orthonormal_with_cell_means_first_and_rejects_within_subject_data():
-    data, cells = _between_subjects(per_cell=4)
-    q = sm.rater_basis(data["condition"], data["participant"], data["n_participants"])
-    np.testing.assert_allclose(q.T @ q, np.eye(q.shape[0]), atol=1e-5)
-    first = np.flatnonzero(cells == 0)  # the first cell's four raters: its mean column, then 3 deviations
-    np.testing.assert_allclose(q[first, 0], 0.5, rtol=1e-6)
-    np.testing.assert_allclose(q[:, 1:4][first].sum(0), 0.0, atol=1e-6)
-    with pytest.raises(ValueError, match=r"participant 0 rated in cells 0 and 1"):
-        sm.rater_basis(np.array([0, 7]), np.array([0, 0]), 1)
+    data = _data(20)
+    tr = handlers.trace(handlers.seed(sm.rsa_model, 5)).get_trace(**data)
+    assert tr["rating"]["value"].shape == (20, 6)
+    assert not any(k.startswith("rater") for k in tr)
+    values = {k: v["value"] for k, v in tr.items() if v["type"] == "sample" and not v.get("is_observed")}
+    ll = log_likelihood(sm.rsa_model, values, **data, batch_ndims=0)["rating"]
+    assert ll.shape == (20,) and np.all(np.asarray(ll) < 0)
+    # the matrix holds each rater's ratings in attribute order, 0-based
+    p, c = data["participant"], data["condition"]
+    np.testing.assert_array_equal(np.asarray(tr["rating"]["value"])[p, c % 6], data["rating"] - 1)
 
 
 @pytest.mark.parametrize("model", [sm.rsa_model, sm.baseline_model])
 @pytest.mark.parametrize("n_participants", [0, 20])
 def test_models_trace_with_named_dims(model, n_participants):
     tr = handlers.trace(handlers.seed(model, 0)).get_trace(**_data(n_participants))
-    assert tr["rating"]["is_observed"] and tr["rating"]["value"].shape == (300,)
-    assert tr["response"]["type"] == "plate"
+    assert tr["rating"]["is_observed"]
+    if n_participants:
+        assert tr["rating"]["value"].shape == (n_participants, 6) and tr["participant"]["type"] == "plate"
+    else:
+        assert tr["rating"]["value"].shape == (300,) and tr["response"]["type"] == "plate"
     info = pm.inspect_model(model, _data(n_participants))
     assert info.dims["level"] == ["attribute"] and info.dims["cut_gap"] == ["gap", "attribute"]
     assert info.dims["cutpoints"] == ["attribute", "cutpoint"] and info.dims["zeta"] == ["scenario", "attribute"]
-    assert ("rater_z" in info.dims) == bool(n_participants)
+    assert ("sigma_participant" in info.dims) == bool(n_participants)
     if n_participants:
-        assert info.dims["rater_z"] == ["rater_coordinate"]
+        assert info.dims["rating"] == ["participant", "attribute"]
     # every parameter a user reads has named dims (no ArviZ fallback names)
     assert all(d is not None for dims in info.dims.values() for d in dims), info.dims
     lp = tr["rating"]["fn"].log_prob(tr["rating"]["value"])
@@ -279,7 +240,7 @@ def test_fit_recovers_parameters_at_the_human_data_size():
     scenario x context x form cell on six attributes), ratings simulated from the RSA model with
     rater effects at a prior draw set to human-like noise (typical 0.4, pedantry-like spread),
     lapse and rater loadings, refitted by NUTS as the study fits the humans (non-centred scenario
-    knowledge, rater basis). Tolerances: alpha and the coarse-QUD log-odds inside their 94%
+    knowledge, rater scores integrated out). Tolerances: alpha and the coarse-QUD log-odds inside their 94%
     intervals (6% miss rate each; the seed is fixed) and at most half as wide as the prior's (the
     data, not the prior, must pin them), at least 10 of the 12 population loadings ``beta`` and 5
     of the 6 per-attribute noises inside theirs, max r_hat under 1.05 (two short chains), and the
@@ -292,7 +253,7 @@ def test_fit_recovers_parameters_at_the_human_data_size():
 
     human = datasets.load_social_human()
     data = encode(human, True)
-    opts = dict(n_participants=data["n_participants"], rater_basis=data["rater_basis"], theta_param="non-centred")
+    opts = dict(n_participants=data["n_participants"], rater_slots=data["rater_slots"], theta_param="non-centred")
     base = dict(condition=data["condition"], participant=data["participant"], **opts)
     prior = handlers.trace(handlers.seed(sm.rsa_model, 11)).get_trace(**base)
     truth = {k: v["value"] for k, v in prior.items() if v["type"] == "sample" and not v["is_observed"] and k != "rating"}
@@ -300,9 +261,9 @@ def test_fit_recovers_parameters_at_the_human_data_size():
                  noise_spread=jnp.array(0.8), noise_raw=jnp.array([-0.6, -0.6, -0.2, -0.3, 0.4, 1.8]),
                  lapse=jnp.array(0.02), sigma_participant=jnp.array([1.4, 1.4, 1.4, 1.4, 0.9, 0.5]),
                  level=jnp.array([5.7, 5.6, 5.7, 5.7, 5.1, 3.8]), tau=jnp.full(6, 0.15),
-                 beta_sample=jnp.array([[0.6, 0.5, 0.7, 0.4, 0.2, -0.5], [0.4, 0.3, 0.4, 0.5, 0.4, -0.3]]))
+                 beta=jnp.array([[0.6, 0.5, 0.7, 0.4, 0.2, -0.5], [0.4, 0.3, 0.4, 0.5, 0.4, -0.3]]))
     sim = handlers.trace(handlers.seed(handlers.condition(sm.rsa_model, truth), 12)).get_trace(**base)
-    rating = (np.asarray(sim["rating"]["value"]) + 1).astype(np.int32)
+    rating = (np.asarray(sim["rating"]["value"])[data["participant"], data["condition"] % 6] + 1).astype(np.int32)
     true = {k: np.asarray(v["value"]) for k, v in sim.items() if v["type"] in ("sample", "deterministic") and k != "rating"}
     true_means = np.asarray(sm.implied_cell_means("rsa", {k: jnp.asarray(v) for k, v in true.items()}))
 

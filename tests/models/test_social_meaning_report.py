@@ -95,8 +95,8 @@ def test_sampler_overrides_apply_to_the_human_fits_and_to_single_llm_fits():
     from numpyro import handlers
 
     import models.social_meaning as sm
-    from tests.models.test_social_meaning import _between_subjects
-    data, _ = _between_subjects()
+    from tests.models.test_social_meaning import _data
+    data = _data(72)
     for link in sm.LINKS:
         tr = handlers.trace(handlers.seed(sm.rsa_model, 0)).get_trace(**data, link=link, theta_param="non-centred")
         assert set(st.RSA_BLOCK) <= {k for k, v in tr.items() if v["type"] == "sample"}
