@@ -426,6 +426,20 @@ def ordinal_log_probs(latent: ArrayLike, cutpoints: ArrayLike) -> jax.Array:
     return jnp.concatenate([below[..., :1], inner, above[..., -1:]], -1)
 
 
+def check_ratings(name: str, obs: ArrayLike | None, low: int, k: int) -> None:
+    """A concrete ``obs`` must hold integer ratings in ``low .. low + k - 1``: else a
+    ``ValueError`` naming the site, the index and the value (traced or absent ``obs``: no check)."""
+    arr = _concrete(obs)
+    if arr is not None:
+        bad = ~((arr >= low) & (arr <= low + k - 1) & (arr == np.round(arr)))
+        if bad.any():
+            i = tuple(int(j) for j in np.argwhere(bad)[0])
+            raise ValueError(
+                f"observation site {name!r}: {name}{list(i)} = {arr[i].item()!r}; expected an integer "
+                f"rating in {low}..{low + k - 1}."
+            )
+
+
 def likert_ratings(name: str, latent: ArrayLike, cutpoints: ArrayLike, obs: ArrayLike | None = None, *,
                    lapse: ArrayLike = 0.0, low: int = 1, dim: str = "response",
                    rows: Rows | None = None) -> jax.Array:
@@ -438,15 +452,6 @@ def likert_ratings(name: str, latent: ArrayLike, cutpoints: ArrayLike, obs: Arra
     category index ``rating - low`` (0-based), ``[dim]``.
     """
     log_probs = ordinal_log_probs(latent, cutpoints)
-    k = log_probs.shape[-1]
-    arr = _concrete(obs)
-    if arr is not None:
-        bad = ~((arr >= low) & (arr <= low + k - 1) & (arr == np.round(arr)))
-        if bad.any():
-            i = tuple(int(j) for j in np.argwhere(bad)[0])
-            raise ValueError(
-                f"observation site {name!r}: {name}{list(i)} = {arr[i].item()!r}; expected an integer "
-                f"rating in {low}..{low + k - 1}."
-            )
+    check_ratings(name, obs, low, log_probs.shape[-1])
     idx = None if obs is None else jnp.asarray(obs) - low
     return choices(name, log_probs, idx, lapse=lapse, dim=dim, what="rating", rows=rows)

@@ -52,6 +52,8 @@ import numpyro.distributions as dist
 from jax.typing import ArrayLike
 from numpyro.distributions import constraints
 
+from pragmodels.likelihoods import check_ratings, ordinal_log_probs
+from pragmodels.logmath import log_mix_uniform
 from pragmodels.validation import concrete as _concrete
 
 __all__ = ["quadrature", "RaterRatings", "likert_ratings_by_rater", "rater_layout", "rater_slots"]
@@ -207,26 +209,17 @@ def likert_ratings_by_rater(name: str, latent: ArrayLike, cutpoints: ArrayLike, 
         raise ValueError(f"site {name!r}: rater, cell and item are traced (e.g. data of pragmodels.fit), so the "
                          "raters per cell cannot be read from them; pass slots=rater_slots(rater, cell, item, "
                          "n_raters, n_cells, n_items) computed from the data.")
-    o_arr = _concrete(obs)
-    if o_arr is not None:
-        bad = ~((o_arr >= low) & (o_arr <= low + k - 1) & (o_arr == np.round(o_arr)))
-        if bad.any():
-            i = int(np.argmax(bad))
-            raise ValueError(f"observation site {name!r}: {name}[{i}] = {o_arr[i].item()!r}; expected an integer "
-                             f"rating in {low}..{low + k - 1}.")
+    check_ratings(name, obs, low, k)
     rater_j, cell_j, item_j = (jnp.asarray(a, jnp.int32) for a in (rater, cell, item))
     cell_of_j = jnp.zeros(n_raters, jnp.int32).at[rater_j].set(cell_j)
     mask = jnp.zeros((n_raters, n_item), bool).at[rater_j, item_j].set(True)
     value = None
     if obs is not None:
         value = jnp.full((n_raters, n_item), -1, jnp.int32).at[rater_j, item_j].set(jnp.asarray(obs, jnp.int32) - low)
-    from pragmodels.likelihoods import ordinal_log_probs  # same layer
-
     x, logw = quadrature(n_nodes, half_width)
     shifted = latent[:, :, None] + loading[None, :, None] * jnp.asarray(x, latent.dtype)  # [cell, item, node]
     lp = ordinal_log_probs(shifted, cutpoints[None, :, None, :])  # [cell, item, node, K]
-    lapse = jnp.asarray(lapse, lp.dtype)
-    lp = jnp.logaddexp(jnp.log1p(-lapse) + lp, jnp.log(lapse / k))  # lapse 0: log 0 = -inf leaves lp as it is
+    lp = log_mix_uniform(lp, lapse, axis=-1)
     fn = RaterRatings(jnp.moveaxis(lp, -1, 2), logw, cell_of_j, mask, slots, validate_args=False)
     with numpyro.plate(dim, n_raters):
         return numpyro.sample(name, fn, obs=value,
