@@ -65,7 +65,9 @@ HALF_WIDTH = 6.5
 def quadrature(n_nodes: int = N_NODES, half_width: float = HALF_WIDTH) -> tuple[np.ndarray, np.ndarray]:
     """Nodes ``x [n_nodes]`` and log weights ``log w [n_nodes]`` with ``Σ w f(x) ≈ ∫ f(x) φ(x) dx``
     (trapezoidal rule on ``[−half_width, half_width]``, weights normalised to sum to one so that a
-    constant integrates exactly; the mass beyond ``±6.5`` is 8e-11)."""
+    constant integrates exactly; the mass beyond ``±6.5`` is 8e-11).
+
+    Shapes: returns ``x [n_nodes]``, ``log w [n_nodes]``."""
     if isinstance(n_nodes, bool) or not isinstance(n_nodes, (int, np.integer)) or n_nodes < 3:
         raise ValueError(f"n_nodes must be an integer >= 3; got {n_nodes!r}.")
     if not np.isfinite(half_width) or half_width <= 0:
@@ -81,7 +83,10 @@ def rater_layout(rater: ArrayLike, cell: ArrayLike, item: ArrayLike, n_raters: i
     index of each ``[rater, item]`` slot (``−1`` where the rater did not rate the item).
 
     Raises ``ValueError`` naming the first response that breaks the design: an index out of range, a
-    rater in two cells, or a rater who rated an item twice."""
+    rater in two cells, or a rater who rated an item twice.
+
+    Shapes: ``rater``, ``cell``, ``item [response]`` (0-based integers) -> ``cell_of [n_raters]``
+    (``0`` for a rater with no response), ``slot [n_raters, n_items]``."""
     rater, cell, item = (np.asarray(a) for a in (rater, cell, item))
     if not (rater.shape == cell.shape == item.shape) or rater.ndim != 1:
         raise ValueError(f"{what}: rater, cell and item must be one-dimensional arrays of equal length; got shapes "
@@ -111,7 +116,9 @@ def rater_slots(rater: ArrayLike, cell: ArrayLike, item: ArrayLike, n_raters: in
     """The raters of each cell, ``[cell, width]`` rater indices padded with ``−1`` (``width``: the
     most raters in one cell), from concrete per-response indices; validated by :func:`rater_layout`.
     Pass it to :func:`likert_ratings_by_rater` when the indices are traced (e.g. as data of
-    :func:`pragmodels.fit`): its *shape* must be known when the model is compiled."""
+    :func:`pragmodels.fit`): its *shape* must be known when the model is compiled.
+
+    Shapes: ``rater``, ``cell``, ``item [response]`` (0-based integers) -> ``[n_cells, width]``."""
     cell_of, slot = rater_layout(rater, cell, item, n_raters, n_items, what)
     cell_arr = np.asarray(cell)
     if cell_arr.size and cell_arr.max() >= n_cells:
