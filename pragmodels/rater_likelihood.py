@@ -136,7 +136,7 @@ class RaterRatings(dist.Distribution):
     """Ratings ``[rater, item]`` with each rater's score integrated out (module docstring).
 
     ``node_log_probs [cell, item, category, node]``: ``log P(y = k)`` at each quadrature node, the
-    lapse mixed in; ``log_weights [node]``; ``cell [rater]``; ``mask [rater, item]`` (True where
+    lapse mixed in; ``log_weights [node]``; ``cell [rater]``; ``rated [rater, item]`` (True where
     the rater rated the item); ``slots [cell, width]``: :func:`rater_slots`. ``log_prob(value
     [rater, item])`` is ``[rater]``: each rater's marginal log-likelihood (0 for a rater with no
     ratings). The sum over a rater's items is, per cell, a dense product of a (constant) count
@@ -144,16 +144,16 @@ class RaterRatings(dist.Distribution):
     """
 
     arg_constraints: dict[str, Any] = {}
-    pytree_data_fields = ("node_log_probs", "log_weights", "cell", "mask", "slots")
+    pytree_data_fields = ("node_log_probs", "log_weights", "cell", "rated", "slots")
 
-    def __init__(self, node_log_probs: ArrayLike, log_weights: ArrayLike, cell: ArrayLike, mask: ArrayLike,
+    def __init__(self, node_log_probs: ArrayLike, log_weights: ArrayLike, cell: ArrayLike, rated: ArrayLike,
                  slots: ArrayLike, *, validate_args: bool | None = None):
         self.node_log_probs = jnp.asarray(node_log_probs)
         self.log_weights = jnp.asarray(log_weights, self.node_log_probs.dtype)
         self.cell = jnp.asarray(cell, jnp.int32)
-        self.mask = jnp.asarray(mask, bool)
+        self.rated = jnp.asarray(rated, bool)  # not ``mask``: that is Distribution.mask, which handlers call
         self.slots = jnp.asarray(slots, jnp.int32)
-        super().__init__(batch_shape=self.mask.shape[:1], event_shape=self.mask.shape[1:], validate_args=validate_args)
+        super().__init__(batch_shape=self.rated.shape[:1], event_shape=self.rated.shape[1:], validate_args=validate_args)
 
     @constraints.dependent_property(is_discrete=True, event_dim=1)
     def support(self) -> constraints.Constraint:
@@ -164,21 +164,21 @@ class RaterRatings(dist.Distribution):
         value = jnp.asarray(value, jnp.int32)
         used = self.slots >= 0
         who = jnp.where(used, self.slots, 0)  # [cell, width]
-        seen = self.mask[who] & used[..., None]  # [cell, width, item]
+        seen = self.rated[who] & used[..., None]  # [cell, width, item]
         onehot = jax.nn.one_hot(jnp.clip(value[who], 0, n_cat - 1), n_cat, dtype=self.node_log_probs.dtype)
         onehot = onehot * seen[..., None]  # [cell, width, item, cat]
         per_node = jnp.einsum("cwik,cikq->cwq", onehot, self.node_log_probs)
         per_slot = jax.nn.logsumexp(per_node + self.log_weights, axis=-1)  # [cell, width]
-        return jnp.zeros(self.mask.shape[0], per_slot.dtype).at[who].add(jnp.where(used, per_slot, 0.0))
+        return jnp.zeros(self.rated.shape[0], per_slot.dtype).at[who].add(jnp.where(used, per_slot, 0.0))
 
     def sample(self, key: jax.Array, sample_shape: tuple[int, ...] = ()) -> jax.Array:
         k_node, k_y = jax.random.split(key)
-        shape = tuple(sample_shape) + self.mask.shape[:1]
+        shape = tuple(sample_shape) + self.rated.shape[:1]
         node = jax.random.categorical(k_node, self.log_weights, shape=shape)  # [..., rater]
         by_node = jnp.moveaxis(self.node_log_probs[self.cell], -1, 0)  # [node, rater, item, cat]
         lp = by_node[node, jnp.arange(shape[-1])]  # [..., rater, item, cat]
         y = jax.random.categorical(k_y, lp)
-        return jnp.where(self.mask, y, -1)
+        return jnp.where(self.rated, y, -1)
 
 
 def likert_ratings_by_rater(name: str, latent: ArrayLike, cutpoints: ArrayLike, loading: ArrayLike,
@@ -219,7 +219,7 @@ def likert_ratings_by_rater(name: str, latent: ArrayLike, cutpoints: ArrayLike, 
     check_ratings(name, obs, low, k)
     rater_j, cell_j, item_j = (jnp.asarray(a, jnp.int32) for a in (rater, cell, item))
     cell_of_j = jnp.zeros(n_raters, jnp.int32).at[rater_j].set(cell_j)
-    mask = jnp.zeros((n_raters, n_item), bool).at[rater_j, item_j].set(True)
+    rated = jnp.zeros((n_raters, n_item), bool).at[rater_j, item_j].set(True)
     value = None
     if obs is not None:
         value = jnp.full((n_raters, n_item), -1, jnp.int32).at[rater_j, item_j].set(jnp.asarray(obs, jnp.int32) - low)
@@ -227,7 +227,7 @@ def likert_ratings_by_rater(name: str, latent: ArrayLike, cutpoints: ArrayLike, 
     shifted = latent[:, :, None] + loading[None, :, None] * jnp.asarray(x, latent.dtype)  # [cell, item, node]
     lp = ordinal_log_probs(shifted, cutpoints[None, :, None, :])  # [cell, item, node, K]
     lp = log_mix_uniform(lp, lapse, axis=-1)
-    fn = RaterRatings(jnp.moveaxis(lp, -1, 2), logw, cell_of_j, mask, slots, validate_args=False)
+    fn = RaterRatings(jnp.moveaxis(lp, -1, 2), logw, cell_of_j, rated, slots, validate_args=False)
     with numpyro.plate(dim, n_raters):
         return numpyro.sample(name, fn, obs=value,
                               infer={"pragmodels": {"observation": True, "dims": (item_dim,)}})

@@ -184,6 +184,8 @@ def test_social_meaning_main_job_quick(tmp_path):
     assert manifest["entry_point"] == "models/social_meaning_study.py:run" and manifest["mode"] == "quick"
     assert len(manifest["fits"]) == 16 and manifest["data"]["social_human"].startswith("cf016530")
     assert manifest["fits"]["claude MIN"]["file"] == "posteriors/claude_MIN_rsa.nc"
+    # every fit kept every group (the human fits' predictive once failed and was only recorded)
+    assert {k: f["postprocessing_error"] for k, f in manifest["fits"].items() if f["postprocessing_error"]} == {}
     rebuilt = rebuild_report(out).read_text()  # from run.json, tables and posteriors: no markdown parsed
     assert "re-rendered from the saved run" in rebuilt and rebuilt.split("\n")[2] == report.split("\n")[2]
     assert f"wall time {manifest['wall_time_s']:.0f} s" in report.split("\n")[2]

@@ -101,3 +101,28 @@ def test_traced_indices_need_slots_and_predictive_draws_follow_the_model():
     freq = (draws[:, mask] == 3).mean()
     # 4000 draws x 31 cells, correlated within raters: SE below 0.005; 0.02 is four of them
     assert abs(freq - p3) < 0.02, (freq, p3)
+
+
+def test_fit_draws_the_posterior_predictive_of_a_rater_site():
+    """Through pragmodels.fit: log-likelihood per rater and a posterior predictive group, with no
+    postprocessing error (a ``mask`` attribute once shadowed ``Distribution.mask``, which numpyro's
+    mask handler calls: the predictive failed and the fit only recorded it)."""
+    import numpyro
+    import numpyro.distributions as dist
+
+    import pragmodels as pm
+
+    rater, cell, item, rng = _design()
+    y = rng.integers(1, 8, rater.size)
+    slots = rater_slots(rater, cell, item, 9, 3, 4)
+
+    def model(rater, cell, item, y=None, slots=None):
+        mu = numpyro.sample("mu", dist.Normal(0, 1))
+        likert_ratings_by_rater("y", jnp.full((3, 4), mu), jnp.tile(jnp.linspace(-2, 2, 6), (4, 1)), jnp.ones(4), y,
+                                rater=rater, cell=cell, item=item, n_raters=9, slots=slots)
+    tree = pm.fit(0, model, dict(rater=rater, cell=cell, item=item, y=y, slots=slots), num_warmup=30,
+                  num_samples=20, num_chains=1, progress_bar=False)
+    assert "postprocessing_error" not in tree.attrs
+    pp = tree["posterior_predictive"]["y"].values  # [chain, draw, rater, item]
+    assert pp.shape == (1, 20, 9, 4) and ((pp == -1) == (tree["observed_data"]["y"].values == -1)[None, None]).all()
+    assert tree["log_likelihood"]["y"].shape == (1, 20, 9)
