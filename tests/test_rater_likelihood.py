@@ -126,3 +126,26 @@ def test_fit_draws_the_posterior_predictive_of_a_rater_site():
     pp = tree["posterior_predictive"]["y"].values  # [chain, draw, rater, item]
     assert pp.shape == (1, 20, 9, 4) and ((pp == -1) == (tree["observed_data"]["y"].values == -1)[None, None]).all()
     assert tree["log_likelihood"]["y"].shape == (1, 20, 9)
+
+
+@pytest.mark.parametrize("lapse", [0.0, 1e-4, 0.05, 0.6, 1.0])
+def test_node_log_probs_is_the_log_space_pair(lapse):
+    """Probability-space node table = ordinal_log_probs then log_mix_uniform, in value and gradient,
+    latents 30 logits beyond the cutpoints included (float32: 2e-6 absolute, 1e-4 relative)."""
+    from pragmodels.likelihoods import ordinal_log_probs
+    from pragmodels.logmath import log_mix_uniform
+    from pragmodels.rater_likelihood import node_log_probs
+
+    lat = jnp.linspace(-30, 30, 41, dtype=jnp.float32)
+    cut = jnp.asarray([-2.0, -1.0, -0.2, 0.5, 1.5, 3.0], jnp.float32)
+    ref = lambda lat, cut, w: log_mix_uniform(ordinal_log_probs(lat, cut), w)  # noqa: E731
+    w = lapse if lapse == 0 else jnp.float32(lapse)
+    np.testing.assert_allclose(node_log_probs(lat, cut, w), ref(lat, cut, w), atol=2e-6, rtol=1e-5)
+    weights = jnp.asarray(np.random.default_rng(1).random((41, 7)), jnp.float32)  # a generic linear functional
+    args = (0, 1) if lapse == 0 else (0, 1, 2)
+    g = jax.grad(lambda *a: (node_log_probs(*a) * weights).sum(), argnums=args)(lat, cut, w)
+    g_ref = jax.grad(lambda *a: (ref(*a) * weights).sum(), argnums=args)(lat, cut, w)
+    for a, b in zip(g, g_ref):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+    with pytest.raises(ValueError, match=r"node_log_probs: weight = 1.5; expected a lapse"):
+        node_log_probs(lat, cut, 1.5)

@@ -105,6 +105,22 @@ def test_lapse_mixture_value_and_gradient_on_the_whole_interval(w):
         np.testing.assert_allclose(g, (1 / n - p[k]) / mix, rtol=1e-4, atol=1e-5)
 
 
+def test_lapse_mixture_under_vmap_matches_one_weight_at_a_time():
+    """A scalar weight takes one branch (lax.switch); vmapped over weights the switch becomes a
+    select of every branch, whose gradients must stay finite (w = 0 and w = 1 included) and equal
+    the one-at-a-time values; an all -inf row stays uniform either way."""
+    from pragmodels.logmath import log_mix_uniform
+
+    lp = jnp.log(jnp.asarray([[0.7, 0.3, 0.0], [0.0, 0.0, 0.0]], jnp.float32))
+    ws = jnp.asarray([0.0, 1e-6, 0.3, 0.5, 0.8, 1.0], jnp.float32)
+    f = lambda w: jnp.where(jnp.isfinite(m := log_mix_uniform(lp, w)), m, 0.0).sum()  # noqa: E731
+    one = np.array([[float(f(w)), float(jax.grad(f)(w))] for w in ws])
+    both = np.stack([np.asarray(jax.vmap(f)(ws)), np.asarray(jax.vmap(jax.grad(f))(ws))], 1)
+    assert np.isfinite(both).all()
+    np.testing.assert_allclose(both, one, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(log_mix_uniform(lp, 0.3)[1]), -np.log(3), rtol=1e-6)
+
+
 def test_undefined_row_under_a_lapse_is_a_uniform_guess_with_or_without_rows():
     """Finding 13: an utterance true of no state, under a lapse, is answered uniformly; the table
     (rows=) and per-trial paths agree and the row sums to one."""
