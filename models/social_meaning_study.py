@@ -490,8 +490,9 @@ def _posterior_summaries(folder: Path, trees: dict, baseline):
     params.to_csv(folder / "tables" / "parameters.csv", index=False)
     chains = chain_table({"human baseline": baseline, **trees})
     chains.to_csv(folder / "tables" / "chains.csv", index=False)
-    _save(plots.forest(trees, list(KEY_PARAMETERS), labels=FOREST_LABELS), folder / "figures" / "forest_parameters.png",
-          dpi=110)
+    unconverged = [label for label, tree in trees.items() if not converged(tree)]
+    _save(plots.forest(trees, list(KEY_PARAMETERS), labels=FOREST_LABELS, unconverged=unconverged),
+          folder / "figures" / "forest_parameters.png", dpi=110)
     return params, chains
 
 
@@ -512,7 +513,9 @@ def contrast_figure(esr_tree, trees: dict, seed: int = 0):
     """One ArviZ forest of the study's contrasts, a row per LLM x prompt: CDS against the same
     LLM's MIN prompt (the measurement model's joint posterior, so the two CDS share their draws)
     and the RSA parameters alpha and cost against the human fit (independent posteriors, paired by
-    :func:`pragmodels.contrast_draws`). Dashed line: no difference."""
+    :func:`pragmodels.contrast_draws`). Dashed line: no difference. A row is marked unconverged
+    (``†``, faded) when its LLM fit, the human fit or the measurement model is below the sampling
+    standards."""
     import xarray as xr
     from pragmodels import plots
 
@@ -527,7 +530,10 @@ def contrast_figure(esr_tree, trees: dict, seed: int = 0):
         post = xr.Dataset({k: (("chain", "draw"), v[None, :n]) for k, v in
                            zip(CONTRAST_PANELS, (d_cds, d_alpha, d_cost))})
         rows[label] = xr.DataTree.from_dict({"posterior": post})
-    return plots.forest(rows, list(CONTRAST_PANELS), labels=CONTRAST_PANELS, reference=0.0,
+    # a row rests on its LLM fit, the human fit and the measurement model: marked if any is unconverged
+    shared_bad = not converged(trees["human"]) or not converged(esr_tree)
+    unconverged = [label for label in rows if shared_bad or not converged(trees[label])]
+    return plots.forest(rows, list(CONTRAST_PANELS), labels=CONTRAST_PANELS, reference=0.0, unconverged=unconverged,
                         title="Contrasts: posterior median, 50% and 94% intervals; dashed: no difference")
 
 

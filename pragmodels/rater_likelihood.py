@@ -33,6 +33,12 @@ geometrically for smooth integrands that vanish at the ends; its error grows onc
 width, about ``noise / (λ √n_items)``, approaches the node spacing ``2 half_width / (n_nodes − 1)``
 (0.16 by default), so raise ``n_nodes`` for near-deterministic raters with large loadings.
 
+Cost: the table of category log-probabilities at every node, ``[cell, item, node, K]``, is most
+of the work; :func:`node_log_probs` forms it in probability space (one log per entry). Measured on
+the social-meaning human RSA model (24 cells, 6 items, 81 nodes, 7 categories, float32, one core):
+1.1 ms per gradient, against 3.4 ms with the log-space ordinal probabilities and lapse mixture,
+and 0.2 ms for the same model without raters.
+
 The observed site holds a ``[rater, item]`` matrix of 0-based categories (``rating − low``), with
 ``−1`` where a rater did not rate an item; its log-likelihood has one value per rater (LOO then
 leaves one rater out, which is the prediction for a new rater). Predictive draws sample new

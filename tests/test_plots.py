@@ -85,6 +85,23 @@ def test_forest_gives_each_parameter_its_own_labelled_axis():
     assert [t.get_text() for t in fig.texts] == ["Posterior median, 50% and 94% intervals; dashed: median of human"]
 
 
+def test_forest_marks_and_fades_unconverged_fits():
+    trees = {"human": _scaled_tree(0), "gpt MIN": _scaled_tree(1, 2.0), "claude MIN": _scaled_tree(2, 4.0)}
+    fig = plots.forest(trees, ["alpha", "noise"], unconverged=["gpt MIN"])
+    ax = fig.axes[0]
+    names = dict(zip(ax.get_yticks(), (t.get_text() for t in ax.get_yticklabels())))
+    assert sorted(names.values()) == ["claude MIN", "gpt MIN †", "human"]
+    row = next(y for y, n in names.items() if n == "gpt MIN †")
+    drawn = [a for a in (*ax.lines, *ax.collections) if a.get_gid() != "reference"]
+    faded = {bool(np.allclose(np.ravel(a.get_ydata() if hasattr(a, "get_ydata") else a.get_offsets()[:, 1]), row))
+             for a in drawn if a.get_alpha() == 0.35}
+    assert faded == {True}  # something is faded, and only on that fit's row
+    assert sum(a.get_alpha() == 0.35 for a in drawn) >= 2  # its intervals and its point at least
+    assert any("† faded: below the sampling standards" in t.get_text() for t in fig.texts)
+    with pytest.raises(ValueError, match=r"unconverged names 'gpt ALT', which is not one of the fits"):
+        plots.forest(trees, ["alpha"], unconverged=["gpt ALT"])
+
+
 def test_forest_splits_a_vector_parameter_into_panels():
     rng = np.random.default_rng(0)
     post = xr.Dataset({"beta": (("chain", "draw", "feature"), rng.normal(0, 1, (2, 50, 2)))},

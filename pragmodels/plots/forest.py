@@ -3,7 +3,7 @@ x-axis per parameter."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -46,7 +46,7 @@ def _common_draws(trees: Mapping[str, xr.DataTree], var_names: Sequence[str]) ->
 
 def forest(trees: Mapping[str, xr.DataTree], var_names: Sequence[str], figsize: tuple[float, float] | None = None,
            labels: Mapping[str, str] | None = None, reference: float | None = None,
-           title: str | None = None) -> Figure:
+           title: str | None = None, unconverged: Collection[str] = ()) -> Figure:
     """``trees``: ``{label: DataTree}`` (e.g. humans and each LLM x prompt); returns the Figure.
 
     One panel per parameter, each with its own x-axis (labelled with ``labels[name]``, default
@@ -54,7 +54,9 @@ def forest(trees: Mapping[str, xr.DataTree], var_names: Sequence[str], figsize: 
     median, 50% and 94% equal-tailed intervals; a dashed line marks the first fit's median (the
     reference, e.g. the human fit), or the value ``reference`` when given (e.g. 0 for posterior
     contrasts). Fits with more chains or draws than the others are cut to the common number (see
-    :func:`_common_draws`). ``title`` replaces the default title.
+    :func:`_common_draws`). ``title`` replaces the default title. ``unconverged``: labels of fits
+    below the sampling standards; their rows are named with a ``†``, drawn faded, and a note under
+    the title says what the mark means (a ``ValueError`` names a label that is not a fit).
 
     Shapes: each of ``var_names`` ``[chain, draw, *dims]`` in every fit's posterior (same ``dims``;
     a parameter with ``dims`` gets one panel per element).
@@ -62,6 +64,9 @@ def forest(trees: Mapping[str, xr.DataTree], var_names: Sequence[str], figsize: 
     import arviz_plots as azp
     import matplotlib.pyplot as plt
 
+    unknown = [u for u in unconverged if u not in trees]
+    if unknown:
+        raise ValueError(f"forest: unconverged names {unknown[0]!r}, which is not one of the fits {list(trees)}.")
     data = _common_draws(trees, var_names)
     panels = list(next(iter(data.values()))["posterior"].data_vars)
     fits = list(trees)
@@ -82,9 +87,15 @@ def forest(trees: Mapping[str, xr.DataTree], var_names: Sequence[str], figsize: 
     y = pc.get_aes_as_dataset("y")["mapping"]  # the row of each fit, the same in every panel
     rows = [float(y.sel(model=f)) for f in fits]
     axes = [pc.viz["plot"][v].item() for v in panels]
+    names = [f"{f} †" if f in unconverged else f for f in fits]
     for i, (ax, name) in enumerate(zip(axes, panels)):
         ax.set_xlabel((labels or {}).get(name, name))
-        ax.set_yticks(rows, fits)
+        ax.set_yticks(rows, names)
+        for f, row in zip(fits, rows):  # fade an unconverged fit's interval lines and point
+            if f in unconverged:
+                for artist in (*ax.lines, *ax.collections):
+                    if _at_row(artist, row):
+                        artist.set_alpha(0.35)
         ax.tick_params(axis="y", length=0, labelleft=i == 0)
         ax.grid(axis="y", color="0.92", lw=0.8)
         ax.set_axisbelow(True)
@@ -98,4 +109,22 @@ def forest(trees: Mapping[str, xr.DataTree], var_names: Sequence[str], figsize: 
     else:
         ref_note = f"; dashed: median of {fits[0]}" if len(fits) > 1 else ""
     fig.suptitle(title or f"Posterior median, 50% and 94% intervals{ref_note}", fontsize=10)
+    if unconverged:
+        # a note under the panels' own x labels: the figure grows by 0.3 inch at the bottom for it
+        w, h = fig.get_size_inches()
+        pars, extra = fig.subplotpars, 0.3
+        fig.set_size_inches(w, h + extra)
+        fig.subplots_adjust(bottom=(pars.bottom * h + extra) / (h + extra), top=1 - (1 - pars.top) * h / (h + extra))
+        fig.text(0.5, 0.05 / (h + extra), "† faded: below the sampling standards (r_hat, ESS, divergences or tree "
+                 "depth); not to be read as a posterior", ha="center", va="bottom", fontsize=8, color="0.3")
     return fig
+
+
+def _at_row(artist, row: float) -> bool:
+    """Whether a line or marker collection of ``plot_forest`` is drawn at height ``row`` (its
+    y-values all equal ``row``)."""
+    import numpy as np
+
+    ys = artist.get_ydata() if hasattr(artist, "get_ydata") else artist.get_offsets()[:, 1]
+    ys = np.asarray(ys, float).ravel()
+    return ys.size > 0 and bool(np.allclose(ys, row))
