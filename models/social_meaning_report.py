@@ -332,8 +332,9 @@ PARAMETRISATION = (
     "Parametrisation (`models/social_meaning.py`, which states the priors that came with it): alpha and "
     "the log-odds of the precise form under a coarse QUD are sampled and the cost derived (\"Why alpha and this "
     "log-odds\"); the LLM fits sample the scenario knowledge theta centred, the human fits non-centred (\"Scenario "
-    "knowledge\"); the human fits sample the rater scores in a per-cell orthonormal basis and the loadings among "
-    "the raters who took part, with the population loadings derived (\"Raters who saw one cell\").")
+    "knowledge\"); the human fits integrate each rater's one-factor score out of that rater's likelihood (81-node "
+    "trapezoidal rule, `pragmodels.rater_likelihood`), so no rater score is sampled and LOO leaves out one rater "
+    "at a time (\"Raters who saw one cell\").")
 
 
 def calibration_sentence(cal: pd.DataFrame) -> str:

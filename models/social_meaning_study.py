@@ -60,15 +60,18 @@ SAMPLER = {
     "quick": dict(num_warmup=50, num_samples=50, num_chains=2, max_tree_depth=5, human=dict(num_samples=60)),
     # full: chains start spread over the best of 16 optimised starts (pragmodels.multistart); the LLM
     # fits adapt a dense mass matrix (on Gemini MIN: 0.2% of trajectories at the depth cap against 12%
-    # with a diagonal one), the human fits, with 362 rater effects and no trajectory at the cap, a
-    # diagonal one (dense: the baseline had not finished after 21 min, against 9 with a diagonal one);
+    # with a diagonal one), the human fits a diagonal one except for the RSA block below (their rater
+    # scores are integrated out, 115 parameters; the human RSA fit, 2026-12-03: r_hat 1.003, bulk
+    # and tail ESS >= 1,757, 0.05% at the cap in 16 min; a probe with a dense matrix over all 115
+    # parameters sent every trajectory to the cap after 300 warm-up draws);
     # 2,000 draws per LLM chain because GPT ALT's posterior has two modes of the cost (bulk ESS 194 at
     # 750, 325 at 1,500, 1,092 at 2,000); Claude MIN, near-deterministic, has cliff-edged posteriors
     # (its latents pinned between cutpoints at the noise floor: tail ESS 155 at 1,500), hence 4,000;
-    # the human fits 1,500 (bulk ESS 1,580 on the baseline); target_accept 0.95 removes the last
+    # the human fits 1,000 (at 1,500 with the rater scores integrated out, single fits 2026-12-03:
+    # bulk ESS 1,757 RSA, 1,477 motives link, 1,583 baseline); target_accept 0.95 removes the last
     # divergences in the tails of alpha (Claude ALT: 2 -> 0)
     "full": dict(num_warmup=800, num_samples=2000, num_chains=4, target_accept=0.95, max_tree_depth=8, init="optimize",
-                 dense_mass=True, human=dict(dense_mass=False, num_samples=1500),
+                 dense_mass=True, human=dict(dense_mass=False, num_samples=1000),
                  fits={**{h: dict(dense_mass=[list(RSA_BLOCK)]) for h in HUMAN_LABELS[:2]},  # the RSA ones
                        "claude MIN": dict(num_samples=4000)}),
 }

@@ -84,12 +84,12 @@ def test_sampler_overrides_apply_to_the_human_fits_and_to_single_llm_fits():
     cfg = json.loads((Path(__file__).parents[2] / "fits" / "social_meaning.json").read_text())
     assert cfg["sampler"]["full"] == st.SAMPLER["full"]
     human, llm = st.split_sampler(st.SAMPLER["full"], "claude MIN")
-    assert human["num_samples"] == 1500 and human["dense_mass"] is False and "fits" not in human
+    assert human["num_samples"] == 1000 and human["dense_mass"] is False and "fits" not in human
     assert llm["num_samples"] == 4000 and llm["dense_mass"] is True and "human" not in llm
     assert st.split_sampler(st.SAMPLER["full"], "gpt MIN")[1]["num_samples"] == 2000
     # the human RSA fits adapt a dense block over the RSA parameters; the baseline, which has none, does not
     rsa = st.split_sampler(st.SAMPLER["full"], "human")[0]
-    assert rsa["dense_mass"] == [list(st.RSA_BLOCK)] and rsa["num_samples"] == 1500
+    assert rsa["dense_mass"] == [list(st.RSA_BLOCK)] and rsa["num_samples"] == 1000
     assert st.split_sampler(st.SAMPLER["full"], "human baseline")[0]["dense_mass"] is False
     # every site of the block exists in both human RSA models (a missing one is a KeyError in numpyro mid-run)
     from numpyro import handlers
