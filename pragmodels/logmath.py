@@ -62,9 +62,9 @@ def masked_scale(log_p: jax.Array, alpha: jax.Array, offset: jax.Array) -> jax.A
     return jnp.where(ok, alpha * (safe - offset), -jnp.inf)
 
 
-def check_weight(weight: ArrayLike, what: str) -> None:
-    """A concrete mixture weight (a lapse) must lie in [0, 1]: else a ``ValueError`` naming ``what``
-    and the offending entry (a traced weight: no check).
+def check_weight(weight: ArrayLike, what: str, name: str = "weight") -> None:
+    """A concrete mixture weight (a lapse) must lie in [0, 1]: else a ``ValueError`` naming ``what``,
+    the argument ``name`` and the offending entry (a traced weight: no check).
 
     Shapes: ``weight`` any shape."""
     arr = concrete(weight)
@@ -72,7 +72,7 @@ def check_weight(weight: ArrayLike, what: str) -> None:
         bad = np.isnan(arr) | (arr < 0) | (arr > 1)
         if bad.any():
             i = tuple(int(k) for k in np.argwhere(bad)[0]) if arr.ndim else ()
-            where = f"weight{list(i)}" if arr.ndim else "weight"
+            where = f"{name}{list(i)}" if arr.ndim else name
             raise ValueError(f"{what}: {where} = {arr[i].item()!r}; expected a lapse (mixture weight) in [0, 1].")
 
 
@@ -97,17 +97,15 @@ def log_mix_uniform(log_p: jax.Array, weight: ArrayLike, axis: int = -1) -> jax.
     n = log_p.shape[axis]
     w = jnp.asarray(weight, dtype=log_p.dtype)
     if w.ndim == 0:
-        # one weight: evaluate only the branch it needs (lax.switch). Both branches on every element
-        # cost 2.5x the ordinal probabilities themselves on the social-meaning rater table
-        # (24 x 6 x 81 x 7). Under vmap the switch becomes a select of all three, so each branch
-        # gets a weight in its own range (no inf or NaN gradient from a branch not taken).
-        index = jnp.where(w > 0.5, 2, jnp.where(w > 0, 1, 0))
+        # one weight: lax.cond evaluates only the branch it needs (on a 24 x 6 x 81 x 7 table both
+        # branches on every element cost 2.5x the ordinal probabilities themselves); under vmap
+        # (batched chains) the cond becomes a select of both, as for an array weight below. Each
+        # branch gets a weight in its own range, so a branch not taken has no inf or NaN gradient.
         w_lo = jnp.where((w > 0) & (w <= 0.5), w, 0.25)
         w_hi = jnp.where(w > 0.5, w, 0.75)
-        return lax.switch(index, [lambda lp, lo, hi: lp,
-                                  lambda lp, lo, hi: _defined_or_uniform(_mix_low(lp, lo, n), lp, axis, n),
-                                  lambda lp, lo, hi: _defined_or_uniform(_mix_high(lp, hi, n), lp, axis, n)],
-                          log_p, w_lo, w_hi)
+        mixed = lax.cond(w > 0.5, lambda lp, lo, hi: _mix_high(lp, hi, n), lambda lp, lo, hi: _mix_low(lp, lo, n),
+                         log_p, w_lo, w_hi)
+        return jnp.where(w > 0, _defined_or_uniform(mixed, log_p, axis, n), log_p)
     w = jnp.expand_dims(w, axis % log_p.ndim)
     pos = w > 0
     high = w > 0.5

@@ -140,21 +140,30 @@ def rater_slots(rater: ArrayLike, cell: ArrayLike, item: ArrayLike, n_raters: in
 
 def node_log_probs(latent: ArrayLike, cutpoints: ArrayLike, lapse: ArrayLike = 0.0) -> jax.Array:
     """``log[(1 − lapse) P(y = k | latent) + lapse / K]``, the ordered-logistic category
-    log-probabilities with the lapse mixed in, as :func:`pragmodels.likelihoods.ordinal_log_probs`
-    followed by :func:`pragmodels.logmath.log_mix_uniform`, at half their cost.
+    log-probabilities with the lapse mixed in: the values of
+    :func:`pragmodels.likelihoods.ordinal_log_probs` followed by
+    :func:`pragmodels.logmath.log_mix_uniform`, in a third of their time.
 
-    Shapes: ``latent [...]``, ``cutpoints [..., K − 1]`` (increasing), ``lapse`` scalar -> ``[..., K]``.
+    Shapes: ``latent [...]``, ``cutpoints [..., K − 1]`` (increasing), ``lapse`` scalar (a
+    ``ValueError`` otherwise) -> ``[..., K]``.
 
     The rater likelihood evaluates this on every quadrature node (``24 × 6 × 81 × 7`` values per
     gradient for the social-meaning ratings), where the log-space pair was 90% of the model's
     gradient time. Here the probabilities are formed in probability space from the same
     cancellation-free product ``σ(c_k − η) σ(η − c_{k−1}) (1 − e^{c_{k−1} − c_k})`` (no difference of
     sigmoids), mixed, and their log taken once: within 1e-6 nats and 3e-7 relative gradient of
-    the log-space pair in float32 (measured). A statically zero ``lapse`` uses the log-space
-    form, which keeps far tails that underflow in probability space (below 1e-38 in float32, a
-    latent 87 logits beyond a cutpoint); a traced lapse that is exactly zero would lose them."""
-    check_weight(lapse, "node_log_probs")
-    if isinstance(lapse, (int, float)) and lapse == 0:
+    the log-space pair in float32 (tested). A concrete zero ``lapse`` uses the log-space form,
+    which keeps far tails that underflow in probability space (below 1e-38 in float32, a latent
+    87 logits beyond a cutpoint). A traced lapse small enough to let the mixture underflow (below
+    about ``K × 1e-38``; a sampled lapse never is) floors it at the smallest normal float: finite,
+    with zero gradient there, where the log-space form would keep the tail. (At a traced lapse of
+    exactly 0 the gradient in ``lapse`` is the true derivative ``(1/K − p) / p``, where
+    ``log_mix_uniform`` returns 0.)"""
+    check_weight(lapse, "node_log_probs", "lapse")
+    if jnp.ndim(lapse) != 0:
+        raise ValueError(f"node_log_probs: lapse must be a scalar; got shape {jnp.shape(lapse)}.")
+    fixed = _concrete(lapse)
+    if fixed is not None and float(fixed) == 0:
         return ordinal_log_probs(latent, cutpoints)
     eta = jnp.asarray(latent)[..., None]
     c = jnp.asarray(cutpoints)
@@ -163,7 +172,7 @@ def node_log_probs(latent: ArrayLike, cutpoints: ArrayLike, lapse: ArrayLike = 0
     gap = -jnp.expm1(c[..., :-1] - c[..., 1:])  # 1 - e^{c_{k-1} - c_k}
     p = jnp.concatenate([below[..., :1], below[..., 1:] * above[..., :-1] * gap, above[..., -1:]], -1)
     w = jnp.asarray(lapse, p.dtype)
-    return jnp.log((1 - w) * p + w / p.shape[-1])
+    return jnp.log(jnp.maximum((1 - w) * p + w / p.shape[-1], jnp.finfo(p.dtype).tiny))
 
 
 class RaterRatings(dist.Distribution):

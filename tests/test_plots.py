@@ -92,11 +92,18 @@ def test_forest_marks_and_fades_unconverged_fits():
     names = dict(zip(ax.get_yticks(), (t.get_text() for t in ax.get_yticklabels())))
     assert sorted(names.values()) == ["claude MIN", "gpt MIN †", "human"]
     row = next(y for y, n in names.items() if n == "gpt MIN †")
-    drawn = [a for a in (*ax.lines, *ax.collections) if a.get_gid() != "reference"]
-    faded = {bool(np.allclose(np.ravel(a.get_ydata() if hasattr(a, "get_ydata") else a.get_offsets()[:, 1]), row))
-             for a in drawn if a.get_alpha() == 0.35}
-    assert faded == {True}  # something is faded, and only on that fit's row
-    assert sum(a.get_alpha() == 0.35 for a in drawn) >= 2  # its intervals and its point at least
+    # by colour, not geometry: every artist in the fit's own colour is faded, every other one is not
+    colour = {}
+    for a in (*ax.lines, *ax.collections):
+        if a.get_gid() == "reference":
+            continue
+        rgb = tuple(np.round(a.get_color() if hasattr(a, "get_ydata") else a.get_edgecolor()[0], 3)[:3])
+        colour.setdefault(rgb, []).append(a.get_alpha())
+    assert len(colour) == 3  # one colour per fit
+    faded = [alphas for alphas in colour.values() if 0.35 in alphas]
+    assert len(faded) == 1 and set(faded[0]) == {0.35} and len(faded[0]) >= 3  # 50% and 94% lines and the point
+    assert all(set(alphas) == {None} for alphas in colour.values() if alphas is not faded[0])
+    assert row in names
     assert any("† faded: below the sampling standards" in t.get_text() for t in fig.texts)
     with pytest.raises(ValueError, match=r"unconverged names 'gpt ALT', which is not one of the fits"):
         plots.forest(trees, ["alpha"], unconverged=["gpt ALT"])

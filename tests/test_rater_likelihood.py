@@ -147,5 +147,27 @@ def test_node_log_probs_is_the_log_space_pair(lapse):
     g_ref = jax.grad(lambda *a: (ref(*a) * weights).sum(), argnums=args)(lat, cut, w)
     for a, b in zip(g, g_ref):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
-    with pytest.raises(ValueError, match=r"node_log_probs: weight = 1.5; expected a lapse"):
+    with pytest.raises(ValueError, match=r"node_log_probs: lapse = 1.5; expected a lapse"):
         node_log_probs(lat, cut, 1.5)
+    with pytest.raises(ValueError, match=r"node_log_probs: lapse must be a scalar; got shape \(2,\)"):
+        node_log_probs(lat, cut, jnp.asarray([0.1, 0.2]))
+
+
+def test_node_log_probs_stays_finite_where_probability_space_underflows():
+    """Latents 200 logits beyond the cutpoints: a concrete zero lapse (Python or JAX) keeps the
+    exact log-space tail; a tiny or traced-zero lapse floors the mixture (finite value and gradient)."""
+    from pragmodels.likelihoods import ordinal_log_probs
+    from pragmodels.rater_likelihood import node_log_probs
+
+    lat = jnp.asarray([-200.0, 0.0, 200.0], jnp.float32)
+    cut = jnp.asarray([-2.0, -1.0, -0.2, 0.5, 1.5, 3.0], jnp.float32)
+    exact = ordinal_log_probs(lat, cut)
+    assert float(exact.min()) < -150  # the far tail exists in log space
+    np.testing.assert_array_equal(node_log_probs(lat, cut, jnp.float32(0.0)), exact)
+    ref = np.log((1 - 1e-4) * np.exp(np.asarray(exact, np.float64)) + 1e-4 / 7)  # float64 reference
+    np.testing.assert_allclose(node_log_probs(lat, cut, jnp.float32(1e-4)), ref, rtol=1e-5, atol=1e-6)
+    f = jax.jit(lambda lat, w: node_log_probs(lat, cut, w))
+    for w in (0.0, 1e-40, 1e-4):
+        val = f(lat, jnp.float32(w))
+        g = jax.grad(lambda lat, w: f(lat, w).sum(), argnums=(0, 1))(lat, jnp.float32(w))
+        assert np.isfinite(val).all() and all(np.isfinite(x).all() for x in g), w

@@ -121,10 +121,19 @@ def forest(trees: Mapping[str, xr.DataTree], var_names: Sequence[str], figsize: 
 
 
 def _at_row(artist, row: float) -> bool:
-    """Whether a line or marker collection of ``plot_forest`` is drawn at height ``row`` (its
-    y-values all equal ``row``)."""
+    """Whether an interval line (``Line2D``) or point marker (a scatter's ``PathCollection``) of
+    ``plot_forest`` is drawn at height ``row`` alone (all its y-values equal ``row``). Other
+    collections (shading, line collections) are never matched: their offsets default to
+    ``[[0, 0]]``, which would match the row at height 0."""
     import numpy as np
+    from matplotlib.collections import PathCollection
+    from matplotlib.lines import Line2D
 
-    ys = artist.get_ydata() if hasattr(artist, "get_ydata") else artist.get_offsets()[:, 1]
+    if isinstance(artist, Line2D):
+        ys = artist.get_ydata()
+    elif isinstance(artist, PathCollection):
+        ys = artist.get_offsets()[:, 1]
+    else:
+        return False
     ys = np.asarray(ys, float).ravel()
     return ys.size > 0 and bool(np.allclose(ys, row))
