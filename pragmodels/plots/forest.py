@@ -120,7 +120,7 @@ def forest(trees: Mapping[str, xr.DataTree], var_names: Sequence[str], figsize: 
     return fig
 
 
-def _at_row(artist, row: float) -> bool:
+def _at_row(artist: object, row: float) -> bool:
     """Whether an interval line (``Line2D``) or point marker (a scatter's ``PathCollection``) of
     ``plot_forest`` is drawn at height ``row`` alone (all its y-values equal ``row``). Other
     collections (shading, line collections) are never matched: their offsets default to
@@ -132,7 +132,7 @@ def _at_row(artist, row: float) -> bool:
     if isinstance(artist, Line2D):
         ys = artist.get_ydata()
     elif isinstance(artist, PathCollection):
-        ys = artist.get_offsets()[:, 1]
+        ys = np.asarray(artist.get_offsets(), float)[:, 1]
     else:
         return False
     ys = np.asarray(ys, float).ravel()
