@@ -258,7 +258,12 @@ pedantic), had a score near −2.5 in a third of one chain's draws and near +1.3
 Integrated out, the bimodality is part of an exact likelihood, the sum over a cell is a sum
 inside each rater's integral with no parameter to trade off against, and the sampler sees 115
 parameters instead of 477. ``ε`` has mean 0 in the population, so ``μ_a`` is the grand mean of a
-new rater.
+new rater. Measured at the study's settings (single fits, 4 chains x 1,500 draws, 2026-12-03): the
+human RSA fit r_hat 1.003, bulk and tail ESS >= 1,757, no divergences, 0.05% of trajectories at
+the depth cap (16 minutes); the motives link 1.004, >= 1,477, none, 0.4% (32 minutes on one
+core); the baseline 1.003, >= 1,583, none, 0.02% (25 minutes on one core). The cost is the
+likelihood: 1.1 ms per gradient against 0.2 ms for the same model without raters
+(:func:`pragmodels.rater_likelihood.node_log_probs`).
 
 Non-pragmatic baseline
 ----------------------
