@@ -356,7 +356,9 @@ def calibration_sentence(cal: pd.DataFrame) -> str:
 def findings(cmp, ppc_effects, ppc_cells, cds, esr, claims, n_ok, n_fits, calibration, fits=None) -> list[str]:
     """The report's opening bullets, written from the numbers (``fits``: ``{label: tree}`` of every
     fit, for the time they took)."""
-    out = [f"- **Sampling:** {n_ok} of {n_fits} RSA and baseline fits meet the sampling standards (Diagnostics)."]
+    below = [label for label, tree in (fits or {}).items() if not converged(tree)]
+    out = [f"- **Sampling:** {n_ok} of {n_fits} RSA and baseline fits meet the sampling standards (Diagnostics)"
+           + (f"; below them: {', '.join(below)}." if below else ".")]
     if ppc_effects is not None:
         for m in dict.fromkeys(ppc_effects.model):
             e = ppc_effects[ppc_effects.model == m]

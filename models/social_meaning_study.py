@@ -717,13 +717,17 @@ def write_report(run_dir: str | Path, *, trees: dict | None = None, baseline=Non
     """Render ``report.md`` of a run folder from its ``run.json`` (mode, sampler settings, wall
     time, the fits), its saved tables and its posteriors (``trees``/``baseline`` when already in
     memory); rewrites ``tables/parameters.csv``, ``tables/chains.csv`` and the forest plot, the
-    figures drawn from the posteriors alone."""
+    figures drawn from the posteriors alone (re-rendered, ``rebuilt``: also the contrast figure,
+    from the saved measurement-model posterior)."""
     run_dir = Path(run_dir)
     manifest = read_manifest(run_dir)
     if trees is None or baseline is None:
         trees, baseline = _load_trees(run_dir, manifest)
     tables = run_dir / "tables"
     params, chains = _posterior_summaries(run_dir, trees, baseline)
+    esr_file = manifest["fits"].get("esr measurement", {}).get("file")
+    if rebuilt and esr_file and (run_dir / esr_file).exists() and (tables / "contrasts.csv").exists():
+        _save(contrast_figure(pm.load_netcdf(run_dir / esr_file), trees), run_dir / "figures" / "contrasts.png", dpi=110)
     read = lambda name, **kw: pd.read_csv(tables / name, **kw) if (tables / name).exists() else None
     report = render_report(manifest["mode"], manifest["sampler"], read("reproduction.csv"), read("discrepancies.csv"),
                            read("loo_compare.csv", index_col=0), trees, baseline, params, manifest["wall_time_s"], chains,

@@ -186,7 +186,10 @@ def test_social_meaning_main_job_quick(tmp_path):
     assert manifest["fits"]["claude MIN"]["file"] == "posteriors/claude_MIN_rsa.nc"
     # every fit kept every group (the human fits' predictive once failed and was only recorded)
     assert {k: f["postprocessing_error"] for k, f in manifest["fits"].items() if f["postprocessing_error"]} == {}
+    assert "meet the sampling standards (Diagnostics); below them: " in report  # named, not only counted
+    drawn = (out / "figures" / "contrasts.png").stat().st_mtime_ns
     rebuilt = rebuild_report(out).read_text()  # from run.json, tables and posteriors: no markdown parsed
+    assert (out / "figures" / "contrasts.png").stat().st_mtime_ns > drawn  # redrawn from the saved posteriors
     assert "re-rendered from the saved run" in rebuilt and rebuilt.split("\n")[2] == report.split("\n")[2]
     assert f"wall time {manifest['wall_time_s']:.0f} s" in report.split("\n")[2]
     # the folder was written aside and swapped in whole: no temp folder is left beside it

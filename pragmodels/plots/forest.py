@@ -44,6 +44,17 @@ def _common_draws(trees: Mapping[str, xr.DataTree], var_names: Sequence[str]) ->
     return out
 
 
+
+def _fit_colours(n: int) -> list:
+    """``n`` saturated, distinct colours (cycled past 23): tab10, then the darkest of each tab20b
+    hue group, then Dark2. Not tab20: every second entry of it is a pale tint, which reads as the
+    fading that marks an unconverged fit."""
+    import matplotlib.pyplot as plt
+
+    listed = ([plt.get_cmap("tab10")(i) for i in range(10)] + [plt.get_cmap("tab20b")(i) for i in range(0, 20, 4)]
+              + [plt.get_cmap("Dark2")(i) for i in range(8)])
+    return [listed[i % len(listed)] for i in range(max(n, 1))]
+
 def forest(trees: Mapping[str, xr.DataTree], var_names: Sequence[str], figsize: tuple[float, float] | None = None,
            labels: Mapping[str, str] | None = None, reference: float | None = None,
            title: str | None = None, unconverged: Collection[str] = ()) -> Figure:
@@ -75,8 +86,7 @@ def forest(trees: Mapping[str, xr.DataTree], var_names: Sequence[str], figsize: 
     # one colour per fit: the default cycle has 10, the study compares 13 fits. Passed as the colour
     # aesthetic's values, not through rc_context: leaving an rc_context restores rcParams["interactive"],
     # which Jupyter's inline backend switches on with the first figure, and later figures stayed hidden
-    cmap = plt.get_cmap("tab20" if len(trees) > 10 else "tab10")
-    colours = [cmap(i) for i in range(cmap.N)]  # a qualitative map's N entries are its listed colours
+    colours = _fit_colours(len(trees))
     pc = azp.plot_forest(data, var_names=panels, combined=True, point_estimate="median", ci_kind="eti",
                          ci_probs=(0.5, 0.94), backend="matplotlib", labels=[],
                          cols=["__variable__"], aes={"y": ["model"], "overlay": ["model"], "color": ["model"]},
