@@ -238,6 +238,14 @@ reported as not converged, with a chain-by-chain table, and its RSA parameters a
 Identifying it needs a link with fewer free loadings than form x context contrasts (e.g.
 loadings shared across attributes up to a scale), which would be a different model.
 
+The ``qud_fit`` link has a milder twin on the cost's plateau ("Features that vanish"). In the
+2026-12-03 full run, one GPT KMA chain explained the ratings with a cost of −3.4, ``θ_μ`` 2.8 and a
+``p_qud_fit`` loading of 0.60 per SD, the other three with −0.1, 3.9 and 0.03, at equal log
+likelihoods (−845.3 against −844.9; r_hat 1.19, 82 divergent transitions); in the 2026-12-02 run
+all four chains had stayed in the second, so that fit's apparent convergence missed a mode. Where
+an LLM's ratings barely use ``p_qud_fit``, they do not pin the cost either, and the prior
+``λ_c ~ N(0, 3)`` lets it run onto the plateau.
+
 Raters who saw one cell
 -----------------------
 Every human rater saw one scenario x context x form cell and rated its six attributes once. The
