@@ -244,7 +244,11 @@ The ``qud_fit`` link has a milder twin on the cost's plateau ("Features that van
 likelihoods (−845.3 against −844.9; r_hat 1.19, 82 divergent transitions); in the 2026-12-02 run
 all four chains had stayed in the second, so that fit's apparent convergence missed a mode. Where
 an LLM's ratings barely use ``p_qud_fit``, they do not pin the cost either, and the prior
-``λ_c ~ N(0, 3)`` lets it run onto the plateau.
+``λ_c ~ N(0, 3)`` lets it run onto the plateau. Measured (single fit, study settings and seed,
+2026-12-03) with the human fits' production prior ``λ_c ~ N(−0.5, 1)`` instead: GPT KMA r_hat
+1.001, bulk ESS 1,926, tail 1,668, no divergences, 63 leapfrog steps per draw (chain medians of the
+cost −0.011 to −0.005). That prior would also pull the LLM fits whose ratings do pin ``λ_c`` far
+from it (Claude ALT: about −3.7), so it is not yet the study's choice for the LLMs.
 
 Raters who saw one cell
 -----------------------
