@@ -255,15 +255,16 @@ settings and seeds, 2026-12-04; ``λ_c`` quantiles 5/50/95%):
 
 * the ratings pin the LLMs' cost ``C`` (Claude ALT: 1.17-1.55) far better than ``λ_c = −α C``, so a
   prior on ``λ_c`` is a prior on ``α``. Claude ALT under ``N(0, 3)`` (2026-12-03 run): ``α`` 2.55;
-  under ``N(−0.5, 1.5)``: ``α`` 2.09, ``λ_c`` −2.95; under ``N(−0.5, 1)`` (``target_accept`` 0.99): ``α`` 1.79 [1.30,
-  2.43], ``λ_c`` −2.45 [−3.45, −1.70]. The production prior would move the quantity the study
-  compares with the humans;
-* ``N(−0.5, 1.5)`` removes GPT KMA's second explanation (at ``target_accept`` 0.99: r_hat 1.002, bulk ESS 1,533, no
-  divergences; the cost's 0.1% quantile −1.7, against a mode at −3.4 before) but not Claude ALT's
-  tail divergences (at 0.95: 12 of 8,000 transitions, in chains 1-3). Of those 12 draws, 9 have the
-  likeable attribute's noise above its 90th percentile among all draws, 8 its ``p_qud_fit``
-  loading above the 90th, and 10 its office scenario effect below the 13th: the scale ridge along which the noise, the loading and the scenario
-  effects of one attribute grow together, not the cost;
+  under ``N(−0.5, 1.5)``: ``α`` 2.09, ``λ_c`` −2.95; under ``N(−0.5, 1)`` (``target_accept`` 0.99):
+  ``α`` 1.79 [1.30, 2.43], ``λ_c`` −2.45 [−3.45, −1.70]. The production prior would move the
+  quantity the study compares with the humans;
+* ``N(−0.5, 1.5)`` removes GPT KMA's second explanation (at ``target_accept`` 0.99: r_hat 1.002,
+  bulk ESS 1,533, no divergences; the cost's 0.1% quantile −1.7, against a mode at −3.4 before) but
+  not Claude ALT's tail divergences (at 0.95: 12 of 8,000 transitions, in chains 1-3). Of those 12
+  draws, 9 have the likeable attribute's noise above its 90th percentile among all draws, 8 its
+  ``p_qud_fit`` loading above the 90th, and 10 its office scenario effect below the 13th: the scale
+  ridge along which the noise, the loading and the scenario effects of one attribute grow together,
+  not the cost;
 * ``target_accept`` 0.99 removes them (Claude ALT under ``N(−0.5, 1)``: none) but sends 6% of
   Claude ALT's and 16% of GPT KMA's trajectories to the depth cap, above the 1% standard.
 
