@@ -176,8 +176,9 @@ human ratings (single fit, study settings and seed): the chains agree on the cos
 16 minutes instead of 30 (the rater scores, then sampled, still mixed slowly: "Raters who saw one
 cell" says why and how they are now integrated out). The human cost and share of knowers are
 then the prior's as much as the data's: the report must not read them, or their contrasts with
-the LLMs, as measured. The LLM fits keep ``N(0, 3)``: their ratings pin ``λ_c`` (posterior
-intervals about a unit wide).
+the LLMs, as measured. The LLM fits keep ``N(0, 3)``: their ratings pin the cost ``C`` (Claude
+ALT: 1.17-1.55), and through it ``λ_c`` jointly with ``α`` ("Features that vanish" gives the
+measured pull of a tighter prior).
 
 Noise per attribute
 -------------------
@@ -247,7 +248,7 @@ an LLM's ratings barely use ``p_qud_fit``, they do not pin the cost either, and 
 ``λ_c ~ N(0, 3)`` lets it run onto the plateau. Measured (single fit, study settings and seed,
 2026-12-03) with the human fits' production prior ``λ_c ~ N(−0.5, 1)`` instead: GPT KMA r_hat
 1.001, bulk ESS 1,926, tail 1,668, no divergences, 63 leapfrog steps per draw (chain medians of the
-cost −0.011 to −0.005). That prior would also pull the LLM fits whose ratings do pin ``λ_c`` far
+cost −0.011 to −0.005). That prior would also pull the LLM fits whose ratings place ``λ_c`` far
 from it (Claude ALT: about −3.7), so it is not yet the study's choice for the LLMs.
 
 Why neither that prior nor a higher ``target_accept`` is the LLMs' choice yet (single fits, study
