@@ -25,7 +25,7 @@ The ``pragmodels`` command line does both for itself.
 from pragmodels import agents, likelihoods, semantics  # noqa: E402
 from pragmodels.config import configure_host_devices, enable_compilation_cache  # noqa: E402
 from pragmodels.errors import ConfigError, PragmodelsError  # noqa: E402
-from pragmodels.params import deterministic, group_effect, inspect_model, param, with_priors  # noqa: E402
+from pragmodels.params import deterministic, group_effect, inspect_model, param, scaled_param, with_priors  # noqa: E402
 from pragmodels.model_comparison import compare, joint_log_likelihood, loo, loo_sentence  # noqa: E402
 from pragmodels.contrasts import contrast, contrast_draws, contrast_table  # noqa: E402
 from pragmodels.predictive import predict, prior_predictive  # noqa: E402
@@ -84,6 +84,7 @@ __all__ = [
     "FitManyResult",
     "Prior",
     "param",
+    "scaled_param",
     "deterministic",
     "group_effect",
     "with_priors",

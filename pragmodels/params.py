@@ -18,6 +18,8 @@ A model is a plain Python function::
   (:func:`inspect_model`), never from a separate list that can go stale.
 - ``dims={"feature": 3, "attribute": 6}`` names the axes of an array-valued parameter (singular
   nouns); a parameter inside a ``numpyro.plate`` takes the plate's name for that axis.
+- :func:`scaled_param` samples a parameter in units of another quantity of the model (an effect in
+  units of the response noise): the same prior and posterior, a better geometry for the sampler.
 - :func:`deterministic` records a derived quantity with its dims; :func:`group_effect` is a
   non-centred group-level effect (``mu + sigma * z``, optionally through a link) whose three
   parameters and the effect itself carry their dims and priors.
@@ -39,10 +41,11 @@ from jax.typing import ArrayLike
 from numpyro import handlers
 from numpyro.primitives import _PYRO_STACK, Messenger, apply_stack
 
-from pragmodels.priors import Prior, as_prior
+from pragmodels.priors import FAMILIES, Prior, as_prior
 
 __all__ = [
     "param",
+    "scaled_param",
     "deterministic",
     "group_effect",
     "with_priors",
@@ -137,6 +140,69 @@ def param(name: str, prior: Prior | Mapping[str, Any] | float, *,
         if batch:
             d = d.to_event(len(batch))
     return numpyro.sample(name, d, infer={INFER_KEY: {"prior": spec, "dims": names}})
+
+
+#: families whose draws divided by a positive ``unit`` stay in the family: which parameters are
+#: divided by the unit (locations, scales) and which are multiplied by it (rates)
+_SCALE_FAMILIES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "Normal": (("loc", "scale"), ()),
+    "HalfNormal": (("scale",), ()),
+    "Cauchy": (("loc", "scale"), ()),
+    "HalfCauchy": (("scale",), ()),
+    "StudentT": (("loc", "scale"), ()),
+    "Laplace": (("loc", "scale"), ()),
+    "Exponential": ((), ("rate",)),
+    "Gamma": ((), ("rate",)),
+}
+
+
+def scaled_param(name: str, prior: Prior | Mapping[str, Any] | float, *, unit: ArrayLike, unit_name: str,
+                 site: str, dims: Mapping[str, int] | None = None) -> jax.Array | float:
+    """Declare the parameter ``name`` with prior ``prior`` but sample it in units of ``unit``.
+
+    The site ``site`` holds ``name / unit``, sampled from ``prior`` rescaled (its locations and
+    scales divided by ``unit``, its rates multiplied), and ``name = unit * site`` is recorded as a
+    deterministic. The prior of ``name`` given ``unit`` is exactly ``prior``, so the posterior is
+    the one :func:`param` gives; only the sampler's geometry differs. Use it where the likelihood
+    sees ``name`` only through ``name / unit`` (an effect on a latent scale measured against the
+    response noise): the sampled coordinate is then what the data pin, and the ridge along which
+    ``name`` and ``unit`` grow together is gone.
+
+    ``prior`` (or an override ``priors={name: ...}``, which applies as for :func:`param`) must be a
+    scale family: one of ``Normal``, ``HalfNormal``, ``Cauchy``, ``HalfCauchy``, ``StudentT``,
+    ``Laplace``, ``Exponential``, ``Gamma``. A number fixes ``name`` (no site is sampled).
+    ``unit`` must be positive and broadcast to ``dims``' sizes (its trailing axes). The record
+    (:meth:`ModelInfo.priors_record`) lists ``site`` with the prior of ``name`` and the unit.
+
+    Shapes: ``unit`` broadcasting to ``[*dims]`` -> ``[*dims]``.
+    """
+    names, sizes = _dims(name, dims)
+    overrides = _OVERRIDES.get()
+    spec = as_prior(overrides[name] if name in overrides else prior, f"prior of parameter {name!r}")
+    if isinstance(spec, float):
+        return param(name, spec, dims=dims)
+    if spec.family not in _SCALE_FAMILIES:
+        raise ValueError(f"scaled_param {name!r}: its prior {spec} is not a scale family; expected one of "
+                         f"{sorted(_SCALE_FAMILIES)}.")
+    if spec.shape():
+        raise ValueError(f"scaled_param {name!r}: its prior {spec} has shape {spec.shape()}; give a scalar "
+                         "prior (it applies to every element).")
+    u = jnp.asarray(unit, jnp.float32)
+    try:
+        u = jnp.broadcast_to(u, sizes)
+    except ValueError:
+        raise ValueError(f"scaled_param {name!r}: the unit {unit_name!r} (shape {tuple(u.shape)}) does not "
+                         f"broadcast to dims {dict(zip(names, sizes))}.") from None
+    divided, multiplied = _SCALE_FAMILIES[spec.family]
+    cls, _ = FAMILIES[spec.family]
+    kwargs = {k: (v / u if k in divided else v * u if k in multiplied else jnp.broadcast_to(v, sizes))
+              for k, v in ((k, jnp.asarray(v, jnp.float32)) for k, v in spec.params.items())}
+    d = cls(**kwargs)
+    if sizes:
+        d = d.to_event(len(sizes))
+    meta = {"prior": spec, "dims": names, "scaled": {"parameter": name, "unit": unit_name}}
+    raw = numpyro.sample(site, d, infer={INFER_KEY: meta})
+    return deterministic(name, u * raw, dims=dims)
 
 
 def deterministic(name: str, value: ArrayLike, *, dims: Mapping[str, int] | None = None) -> jax.Array:
@@ -330,7 +396,9 @@ class ModelInfo:
     """What one trace of a model shows: its parameters with the priors in force (``priors``:
     ``{name: Prior | float}``, a float being a fixed value), latent sample sites not declared with
     :func:`param` (``undeclared``: ``{name: distribution repr}``), the centred effects of
-    :func:`group_effect` (``hierarchical``: ``{name: "Normal(loc=..., scale=...)"}``), observed sites, deterministic
+    :func:`group_effect` (``hierarchical``: ``{name: "Normal(loc=..., scale=...)"}``), the sites of
+    :func:`scaled_param` (``scaled``: ``{site: {"parameter": name, "unit": unit name}}``; their entry in
+    ``priors`` is the prior of the parameter, not of the site), observed sites, deterministic
     sites and every site's dims. ``unobserved``: observation sites of
     :mod:`pragmodels.likelihoods` that were given no data (what predictive draws fill in)."""
 
@@ -338,6 +406,7 @@ class ModelInfo:
     fixed: dict[str, float] = field(default_factory=dict)
     undeclared: dict[str, str] = field(default_factory=dict)
     hierarchical: dict[str, str] = field(default_factory=dict)
+    scaled: dict[str, dict[str, str]] = field(default_factory=dict)
     observed: list[str] = field(default_factory=list)
     unobserved: list[str] = field(default_factory=list)
     deterministic: list[str] = field(default_factory=list)
@@ -352,6 +421,8 @@ class ModelInfo:
     def priors_record(self) -> dict[str, Any]:
         """JSON-ready record of what was sampled: declared priors, fixed values, other sites."""
         out: dict[str, Any] = {k: v.to_dict() for k, v in self.priors.items() if isinstance(v, Prior)}
+        for k, how in self.scaled.items():  # the prior is that of how["parameter"]; the site is it / unit
+            out[k] = {"prior_of": how["parameter"], "divided_by": how["unit"], **out[k]}
         out.update({k: {"fixed": v} for k, v in self.fixed.items()})
         out.update({k: {"undeclared": v} for k, v in self.undeclared.items()})
         out.update({k: {"hierarchical": v} for k, v in self.hierarchical.items()})
@@ -426,6 +497,8 @@ def inspect_model(model: Callable[..., Any], data: Mapping[str, Any], priors: Ma
         elif site["type"] == "sample":
             if "prior" in meta:
                 info.priors[name] = meta["prior"]
+                if "scaled" in meta:
+                    info.scaled[name] = dict(meta["scaled"])
             elif "hierarchical" in meta:
                 info.hierarchical[name] = meta["hierarchical"]
             else:
@@ -436,11 +509,16 @@ def inspect_model(model: Callable[..., Any], data: Mapping[str, Any], priors: Ma
             continue
         info.dims[name] = site_dims(site)
     if overrides:
-        declared = set(info.priors) | set(info.fixed) | set(info.undeclared)
+        # a scaled_param is overridden by its parameter's name, not by its site's
+        declared = ((set(info.priors) - set(info.scaled)) | set(info.fixed) | set(info.undeclared)
+                    | {how["parameter"] for how in info.scaled.values()})
         for k in overrides:
             if k not in declared:
                 near = difflib.get_close_matches(k, sorted(declared), n=1)
                 hint = f" (did you mean {near[0]!r}?)" if near else ""
+                if k in info.scaled:
+                    how = info.scaled[k]
+                    hint = f" (did you mean {how['parameter']!r}? {k!r} is it sampled in units of {how['unit']!r})"
                 raise ValueError(f"priors[{k!r}]: no parameter {k!r} in this model{hint}; "
                                  f"its parameters are {sorted(declared)}.")
     return info

@@ -176,6 +176,56 @@ def test_centred_group_effect_samples_the_effect_itself_with_the_same_density():
         _trace(lambda: pm.group_effect("a", dim="group", size=0, loc=0.0, scale=1.0, centred=True))
 
 
+def _scaled(scaled: bool, prior=pm.Prior("Normal", loc=0.5, scale=2.0)):
+    def model(y):
+        s = pm.param("s", pm.Prior("LogNormal", loc=0.0, scale=0.5), dims={"k": 3})
+        if scaled:
+            b = pm.scaled_param("b", prior, unit=s, unit_name="s", site="b_in_s", dims={"k": 3})
+        else:
+            b = pm.param("b", prior, dims={"k": 3})
+        numpyro.sample("y", dist.Normal(b / s, 1.0).to_event(1), obs=y)
+    return model
+
+
+@pytest.mark.parametrize("prior", [pm.Prior("Normal", loc=0.5, scale=2.0), pm.Prior("HalfNormal", scale=1.5),
+                                   pm.Prior("Gamma", concentration=2.0, rate=3.0),
+                                   pm.Prior("StudentT", df=4.0, loc=-1.0, scale=0.5)])
+def test_scaled_param_has_the_prior_and_posterior_of_the_plain_parameter(prior):
+    """``b = s * b_in_s`` with ``b_in_s`` sampled from the prior of ``b`` rescaled by ``s``: the
+    joint density of ``(s, b_in_s)`` is that of ``(s, b)`` times the Jacobian ``prod s`` of
+    ``b = s * b_in_s`` (checked to 1e-4 at a point where the unit is far from 1), so prior and
+    posterior are those of the plain parameter."""
+    from numpyro.infer.util import log_density
+    y = jnp.array([0.3, -0.2, 1.1])
+    s, b = jnp.array([0.4, 1.0, 2.5]), jnp.array([0.9, 0.2, 1.7])
+    ls, _ = log_density(_scaled(True, prior), (), dict(y=y), dict(s=s, b_in_s=b / s))
+    lp, _ = log_density(_scaled(False, prior), (), dict(y=y), dict(s=s, b=b))
+    np.testing.assert_allclose(float(ls), float(lp) + float(jnp.log(s).sum()), atol=1e-4)
+    tr = _trace(_scaled(True, prior), y=y)
+    np.testing.assert_allclose(tr["b"]["value"], tr["s"]["value"] * tr["b_in_s"]["value"], rtol=1e-6)
+
+
+def test_scaled_param_is_recorded_and_overridden_under_its_parameter_name():
+    y = jnp.array([0.3, -0.2, 1.1])
+    info = pm.inspect_model(_scaled(True), dict(y=y))
+    assert info.scaled == {"b_in_s": {"parameter": "b", "unit": "s"}} and "b" in info.deterministic
+    assert "b_in_s" in info.latent and info.dims["b_in_s"] == ["k"]
+    assert info.priors_record()["b_in_s"] == {"prior_of": "b", "divided_by": "s", "family": "Normal",
+                                              "loc": 0.5, "scale": 2.0}
+    # an override of ``b`` applies to the scaled site; the site's own name is not a parameter
+    over = pm.inspect_model(_scaled(True), dict(y=y), priors={"b": pm.Prior("Normal", loc=0.0, scale=0.1)})
+    assert over.priors["b_in_s"] == pm.Prior("Normal", loc=0.0, scale=0.1)
+    with pytest.raises(ValueError, match=r"priors\['b_in_s'\]: no parameter 'b_in_s'.*did you mean 'b'"):
+        pm.inspect_model(_scaled(True), dict(y=y), priors={"b_in_s": pm.Prior("Normal", loc=0.0, scale=0.1)})
+    fixed = pm.inspect_model(_scaled(True), dict(y=y), priors={"b": 0.25})  # a number fixes b itself
+    assert fixed.fixed == {"b": 0.25} and not fixed.scaled
+    with pytest.raises(ValueError, match=r"scaled_param 'b'.*Beta.*not a scale family"):
+        _trace(_scaled(True, pm.Prior("Beta", concentration1=1.0, concentration0=2.0)), y=y)
+    with pytest.raises(ValueError, match=r"unit 'u' \(shape \(2,\)\) does not broadcast to dims \{'k': 3\}"):
+        _trace(lambda: pm.scaled_param("b", pm.Prior("Normal", loc=0.0, scale=1.0), unit=jnp.ones(2),
+                                       unit_name="u", site="b_u", dims={"k": 3}))
+
+
 def plain_model(x, y=None):
     """A plain NumPyro model: no pragmodels observation site."""
     b = numpyro.sample("b", dist.Normal(0.0, 2.0))
