@@ -269,6 +269,34 @@ settings and seeds, 2026-12-04; ``λ_c`` quantiles 5/50/95%):
 * ``target_accept`` 0.99 removes them (Claude ALT under ``N(−0.5, 1)``: none) but sends 6% of
   Claude ALT's and 16% of GPT KMA's trajectories to the depth cap, above the 1% standard.
 
+Effects in units of the noise
+-----------------------------
+The ordinal likelihood sees the loadings ``β``, the scenario effects ``ζ`` and their scale ``τ``
+only through ``η / σ_a``. Sampled in rating points (``effect_scale="rating"``, the default), they
+have to move with ``σ_a`` to keep a fit. ``effect_scale="noise"`` samples ``β / σ_a`` and
+``τ / σ_a`` instead (:func:`pragmodels.scaled_param`: the priors are rescaled, so ``β`` and ``τ``
+keep theirs and the posterior is the same; a test checks the log density to 1e-4). Measured
+2026-12-04 (single fits, study full settings, ``target_accept`` 0.95), against the rating units
+of the committed run:
+
+* GPT KMA at the study seed converged (no divergences, r_hat 1.004, bulk ESS 1,000, 0.1% of
+  trajectories at the cap; in rating units 82 divergences and r_hat 1.19). At another seed
+  (20262142) three chains sat on the cost's plateau ("Identification": ``λ_c`` 8.8, cost
+  −6.2, ``θ_μ`` 1.15, log likelihood −845.1 against −845.2): r_hat 1.54. Units cannot remove a
+  mode that the data do not tell apart.
+* GPT ALT with 3,000 draws converged at the study seed (r_hat 1.006, bulk ESS 977). At another
+  seed it had 7 divergences and r_hat 1.023, on a ridge where ``θ``, ``β`` and ``θ_μ`` are high
+  and the cutpoints low.
+* The near-deterministic fits get worse. Claude ALT: 22 divergences and 12.4% of trajectories
+  at the cap (6 and 0.1% in rating units). Claude KMA: 5 and 5.5% (1 and 0.0%). Gemini MIN: 2 and
+  22.2% (1 and 0.0%). Gemini COM: 0 and 29.5% (2 and 1.0%). Their ``σ_a`` sits at the floor, where
+  its posterior is the prior on one side and a steep wall on the other, and dividing by it
+  carries that wall into every effect. In Claude ALT's divergent draws the likeable noise is high
+  (0.26 against a median of 0.17) with the interior cutpoints low.
+
+The study therefore samples in rating units. The option stays for single fits (``"fits"``
+entries of the study config) and for users' own data.
+
 Raters who saw one cell
 -----------------------
 Every human rater saw one scenario x context x form cell and rated its six attributes once. The
@@ -312,7 +340,7 @@ import numpy as np
 from pragmodels import agents
 from pragmodels.likelihoods import likert_ratings, ordinal_log_probs
 from pragmodels.rater_likelihood import likert_ratings_by_rater, quadrature
-from pragmodels.params import STANDARD_NORMAL, deterministic, group_effect, param
+from pragmodels.params import STANDARD_NORMAL, deterministic, group_effect, param, scaled_param
 from pragmodels.priors import Prior
 
 KNOWLEDGE = ("exact", "vague")
@@ -446,7 +474,7 @@ def _cutpoints(n_attr):
     return deterministic("cutpoints", cut, dims={"attribute": n_attr, "cutpoint": N_RATING - 1}), level, noise
 
 
-def _random_effects(n_attr, n_scenarios, n_participants):
+def _random_effects(n_attr, n_scenarios, n_participants, noise=None):
     """Scenario effects ``ζ [scenario, attribute]`` (non-centred, constrained to sum to zero after
     scaling, so that ``μ_a`` alone carries each attribute's level: no level-effect ridge) and, with
     raters, the loadings ``ω [attribute]`` of their scores (``None`` without raters). The raters'
@@ -455,8 +483,15 @@ def _random_effects(n_attr, n_scenarios, n_participants):
 
     Scenario effects are non-centred on purpose. Centring them for the LLM fits (60 ratings per
     scenario and attribute) was tried and measured worse on Gemini MIN: 38% of trajectories at the
-    depth cap against 12% non-centred, with a diagonal mass matrix."""
-    tau = param("tau", PRIORS_COMMON["tau"], dims={"attribute": n_attr})
+    depth cap against 12% non-centred, with a diagonal mass matrix.
+
+    ``noise [attribute]`` given: ``τ_a`` is sampled in units of the attribute's noise
+    (``effect_scale="noise"``, :func:`rsa_model`)."""
+    if noise is None:
+        tau = param("tau", PRIORS_COMMON["tau"], dims={"attribute": n_attr})
+    else:
+        tau = scaled_param("tau", PRIORS_COMMON["tau"], unit=noise, unit_name="noise_attribute",
+                           site="tau_noise_units", dims={"attribute": n_attr})
     zeta_raw = param("zeta_raw", STANDARD_NORMAL, dims={"scenario": n_scenarios, "attribute": n_attr})
     zeta = deterministic("zeta", (zeta_raw - zeta_raw.mean(0)) * tau, dims={"scenario": n_scenarios, "attribute": n_attr})
     if not n_participants:
@@ -532,9 +567,38 @@ def check_theta_param(theta_param) -> str:
     return theta_param
 
 
+#: settings of ``rsa_model(effect_scale=...)`` and ``baseline_model(effect_scale=...)`` (module
+#: docstring, "Effects in units of the noise")
+EFFECT_SCALES = ("rating", "noise")
+
+
+def check_effect_scale(effect_scale) -> str:
+    """``effect_scale`` if it is one of :data:`EFFECT_SCALES`, else a ``ValueError`` naming it."""
+    if effect_scale not in EFFECT_SCALES:
+        raise ValueError(f"effect_scale must be one of {EFFECT_SCALES}; got {effect_scale!r}.")
+    return effect_scale
+
+
+def _effects(name, prior, dims, n_attributes, n_scenarios, n_participants, effect_scale):
+    """The loadings (``name``: ``beta`` or ``b``), the cutpoints and the random effects, with the
+    loadings and ``τ`` sampled in rating points (``effect_scale="rating"``; this order of sites
+    is the one every earlier fit used) or in units of each attribute's noise (``"noise"``)."""
+    if check_effect_scale(effect_scale) == "rating":
+        loadings = param(name, prior, dims=dims)
+        cut, level, noise = _cutpoints(n_attributes)
+        zeta, sp = _random_effects(n_attributes, n_scenarios, n_participants)
+    else:
+        cut, level, noise = _cutpoints(n_attributes)
+        loadings = scaled_param(name, prior, unit=noise, unit_name="noise_attribute", site=f"{name}_noise_units",
+                                dims=dims)
+        zeta, sp = _random_effects(n_attributes, n_scenarios, n_participants, noise)
+    return loadings, cut, level, noise, zeta, sp
+
+
 def rsa_model(condition, rating=None, participant=None, *, n_scenarios: int = 6,
               n_attributes: int = 6, n_participants: int = 0, motive_prior: str = "uniform",
-              link: str = "qud_fit", theta_param: str = "centred", rater_slots=None):
+              link: str = "qud_fit", theta_param: str = "centred", effect_scale: str = "rating",
+              rater_slots=None):
     """The RSA social-meaning model (module docstring). Data are per rating: ``condition
     [response]`` (:func:`condition_index` of scenario, context (0 low, 1 high), form (0 precise,
     1 approx) and attribute), ``rating [response]`` in 1..7, optional ``participant [response]``.
@@ -546,7 +610,13 @@ def rsa_model(condition, rating=None, participant=None, *, n_scenarios: int = 6,
     ``theta_param``: how the scenario knowledge ``θ_s`` is sampled, ``"centred"`` (default; for
     data that pin each scenario's ``θ_s``, as the LLM ratings do) or ``"non-centred"``
     (``θ_μ + θ_σ z_s``; for weak data per scenario). The posterior is the same; only the
-    sampler's geometry differs (module docstring, "Scenario knowledge")."""
+    sampler's geometry differs (module docstring, "Scenario knowledge").
+
+    ``effect_scale``: the loadings ``β`` and the scale ``τ`` of the scenario effects are sampled
+    in rating points (``"rating"``, default) or in units of each attribute's noise ``σ_a``
+    (``"noise"``: sites ``beta_noise_units`` and ``tau_noise_units``, priors rescaled so that ``β``
+    and ``τ`` keep theirs). Same posterior again (module docstring, "Effects in units of the
+    noise")."""
     check_motive_prior(motive_prior)
     features = FEATURE_SETS[check_link(link)]
     centred = check_theta_param(theta_param) == "centred"
@@ -560,9 +630,8 @@ def rsa_model(condition, rating=None, participant=None, *, n_scenarios: int = 6,
     else:
         psi = jnp.zeros(2)
     dims = {"feature": len(features), "attribute": n_attributes}
-    beta = param("beta", PRIORS_RSA["beta"], dims=dims)
-    cut, level, noise = _cutpoints(n_attributes)
-    zeta, sp = _random_effects(n_attributes, n_scenarios, n_participants)
+    beta, cut, level, noise, zeta, sp = _effects("beta", PRIORS_RSA["beta"], dims, n_attributes, n_scenarios,
+                                                 n_participants, effect_scale)
     feats = link_features(alpha, cost, theta, psi, link)
     lapse = param("lapse", PRIORS_COMMON["lapse"])
     table = jnp.einsum("scuf,fa->scua", feats, beta) + level + zeta[:, None, None, :]
@@ -585,14 +654,14 @@ def baseline_linear_predictor(b, n_scenarios: int = 6) -> jax.Array:
 
 
 def baseline_model(condition, rating=None, participant=None, *, n_scenarios: int = 6,
-                   n_attributes: int = 6, n_participants: int = 0, rater_slots=None):
+                   n_attributes: int = 6, n_participants: int = 0, effect_scale: str = "rating",
+                   rater_slots=None):
     """Non-pragmatic baseline: form, context and form x context effects per attribute, with the
     same ordinal likelihood, scenario effects and (``n_participants > 0``) rater scores integrated
-    out as :func:`rsa_model`."""
+    out as :func:`rsa_model` (and its ``effect_scale``)."""
     dims = {"effect": 3, "attribute": n_attributes}
-    b = param("b", PRIORS_BASELINE["b"], dims=dims)
-    cut, level, noise = _cutpoints(n_attributes)
-    zeta, sp = _random_effects(n_attributes, n_scenarios, n_participants)
+    b, cut, level, noise, zeta, sp = _effects("b", PRIORS_BASELINE["b"], dims, n_attributes, n_scenarios,
+                                              n_participants, effect_scale)
     lapse = param("lapse", PRIORS_COMMON["lapse"])
     table = baseline_linear_predictor(b, n_scenarios) + level + zeta[:, None, None, :]
     return _observe(table, cut, noise, condition, rating, lapse, sp, participant, n_participants, rater_slots)
