@@ -84,12 +84,21 @@ LLM_LABELS = tuple(f"{m} {p}" for m in datasets.LLMS for p in datasets.PROMPTS)
 FIT_LABELS = HUMAN_LABELS + LLM_LABELS
 
 
+class FitSettings(SamplerSettings):
+    """NUTS settings of one fit, and the parametrisation its sampler meets (the posterior is the same)."""
+
+    effect_scale: Literal[sm.EFFECT_SCALES] = Field(
+        "rating", description="sample the loadings and the scenario effects' scale in rating points ('rating') "
+                              "or in units of each attribute's noise ('noise'); the same posterior, another "
+                              "geometry (models/social_meaning.py, 'Effects in units of the noise')")
+
+
 class StudySampler(SamplerSettings):
     """NUTS settings of one mode; ``human`` overrides some of them for the human fits, ``fits`` for single LLM fits."""
 
     human: SamplerSettings | None = Field(None, description="overrides for the three human fits (which mix "
                                                             "more slowly), e.g. more num_samples")
-    fits: dict[Literal[FIT_LABELS], SamplerSettings] | None = Field(
+    fits: dict[Literal[FIT_LABELS], FitSettings] | None = Field(
         None, description="overrides for single fits, by label: 'human', 'human (motives link)', 'human baseline' "
                           "(after the 'human' entry) or '<model> <prompt>' (e.g. more num_samples for a "
                           "near-deterministic rater); recorded in each fit's provenance")
@@ -193,15 +202,18 @@ COORDS = {"attribute": list(datasets.ATTRIBUTES), "scenario": list(SCENARIOS),
 
 def fit_spec(name: str, kind: str, df: pd.DataFrame, participants: bool, seed: int, sampler: dict,
              motive_prior: str = "uniform", priors: dict | None = None, link: str = "qud_fit",
-             label: str | None = None) -> pm.FitSpec:
+             label: str | None = None, effect_scale: str = "rating") -> pm.FitSpec:
     """A :class:`pragmodels.FitSpec` for the RSA (``kind="rsa"``, with ``motive_prior`` and ``link``) or the
     baseline model on a ratings frame (``participants``: with rater effects, i.e. the human data; a
     ``"human"`` entry of ``sampler`` then applies, :func:`split_sampler`; for an LLM fit, the
     ``"fits"`` entry of its ``label``, ``"<model> <prompt>"``, or of a human fit's, :data:`HUMAN_LABELS`). ``priors`` overrides the
     model's default priors by parameter name (names the fitted model does not declare are left out,
     so one mapping serves the RSA and baseline fits, with and without raters); the fit records the
-    priors it sampled."""
+    priors it sampled. ``effect_scale`` (:func:`models.social_meaning.rsa_model`) is the default
+    parametrisation; a ``"fits"`` entry's ``effect_scale`` replaces it for that fit."""
     data = encode(df, participants)
+    settings = split_sampler(sampler, label)[0 if participants else 1]  # "human" / "fits" entries apply
+    effect_scale = settings.pop("effect_scale", effect_scale)  # a "fits" entry's parametrisation
     if kind == "rsa":
         model = sm.rsa_model
         data["motive_prior"] = sm.check_motive_prior(motive_prior)  # static: in the data hash and the cache key
@@ -212,9 +224,11 @@ def fit_spec(name: str, kind: str, df: pd.DataFrame, participants: bool, seed: i
         model = sm.baseline_model
     else:
         raise ValueError(f"kind must be 'rsa' or 'baseline'; got {kind!r}.")
-    settings = split_sampler(sampler, label)[0 if participants else 1]  # "human" / "fits" entries apply
+    if sm.check_effect_scale(effect_scale) != "rating":  # the default stays out of the data (and its hash)
+        data["effect_scale"] = effect_scale
     declared = pm.inspect_model(model, data)
-    own = {k: v for k, v in (priors or {}).items() if k in declared.priors or k in declared.fixed}
+    names = set(declared.priors) | set(declared.fixed) | {how["parameter"] for how in declared.scaled.values()}
+    own = {k: v for k, v in (priors or {}).items() if k in names}
     coords = dict(COORDS, feature=list(sm.FEATURE_SETS[link])) if kind == "rsa" else dict(COORDS)
     settings = {"chain_method": None, **settings, "coords": coords}
     return pm.FitSpec(name, model, data, priors=own or None, sampler=settings, seed=seed)

@@ -102,3 +102,35 @@ def test_sampler_overrides_apply_to_the_human_fits_and_to_single_llm_fits():
         assert set(st.RSA_BLOCK) <= {k for k, v in tr.items() if v["type"] == "sample"}
     with pytest.raises(ValueError, match=r"unknown: \['claude MINI'\]"):
         st.split_sampler({"fits": {"claude MINI": {"num_samples": 10}}}, "claude MIN")
+
+
+def test_a_fits_entry_chooses_its_fits_parametrisation_and_nothing_else():
+    """``"fits": {"gpt KMA": {"effect_scale": "noise"}}`` reaches that fit's model data (and so its
+    data hash), never its NUTS settings; the other fits keep the default and the default hash; an
+    unknown value is a schema error naming it."""
+    import pydantic
+    import pytest
+
+    from models import social_meaning_study as st
+    from pragmodels import datasets
+
+    frame = datasets.load_social_llm()
+    frame = frame[(frame.model == "gpt") & (frame.prompt == "KMA")].dropna(subset=["rating"]).head(300)
+    sampler = {"num_samples": 10, "fits": {"gpt KMA": {"effect_scale": "noise", "num_samples": 20}}}
+    spec = st.fit_spec("x", "rsa", frame, False, 0, sampler, label="gpt KMA")
+    assert spec.data["effect_scale"] == "noise" and "effect_scale" not in spec.sampler
+    assert spec.sampler["num_samples"] == 20
+    other = st.fit_spec("x", "rsa", frame, False, 0, sampler, label="gpt ALT")
+    assert "effect_scale" not in other.data and other.sampler["num_samples"] == 10
+    plain = st.fit_spec("x", "rsa", frame, False, 0, {"num_samples": 10}, label="gpt KMA")
+    assert plain.data.keys() == other.data.keys()
+    import pragmodels as pm
+    info = pm.inspect_model(spec.model, spec.data)
+    assert info.scaled["beta_noise_units"]["parameter"] == "beta"
+    assert "beta_noise_units" not in pm.inspect_model(other.model, other.data).priors
+    # a prior given for "beta" still reaches the fit sampled in noise units
+    spec = st.fit_spec("x", "rsa", frame, False, 0, sampler, label="gpt KMA",
+                       priors={"beta": pm.Prior("Normal", loc=0.0, scale=0.5)})
+    assert spec.priors == {"beta": pm.Prior("Normal", loc=0.0, scale=0.5)}
+    with pytest.raises(pydantic.ValidationError, match="effect_scale"):
+        st.StudySampler.model_validate({"fits": {"gpt KMA": {"effect_scale": "noise units"}}})
