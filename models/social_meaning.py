@@ -158,27 +158,35 @@ disagreed (r_hat 1.43; means of the cost −1.1, −2.7, −4.0, −1.1 at equal
 ratings do not pin, so the human RSA fits adapt a dense mass matrix over the speaker, listener and
 loading parameters (the study's ``RSA_BLOCK``) and a diagonal one elsewhere.
 
-What the human ratings cannot identify
---------------------------------------
+What the ratings cannot identify
+--------------------------------
 The ratings say how a listener reads each form in each context; they do not say how often a
 speaker who knows the number uses the precise form. Under the weak prior ``λ_c ~ N(0, 3)`` the
 human RSA fit's cost and share of knowers trade off along a ridge that only that prior bounds:
 in the 2026-12-02 full run (floor 1e-3, dense block) two chains sat at a cost of −6.9 and −6.4
 (``θ_μ`` −0.3), two at 0.7 and −0.8 (``θ_μ`` 1.6, 1.1), with equal log likelihoods (−2,233.5
-to −2,232.0), r_hat 1.69 and 51% of trajectories at the depth cap. The human RSA fits therefore
-take an informative prior on that log-odds from production data (``PRIORS_HUMAN_SPEAKER``):
-``λ_c ~ N(−0.5, 1)``, i.e. a speaker who knows the number and serves a coarse QUD uses the
-precise form with probability 0.38 (95% in 0.08-0.82). People asked the time in the street
-mostly round even when their watch shows the exact minute, and round less when the asker needs
-precision (van der Henst, Carles & Sperber 2002, *Mind & Language* 17: 457-466). Measured on the
-human ratings (single fit, study settings and seed): the chains agree on the cost (chain means
-0.60-0.65) and ``θ_μ`` (1.51-1.62), 0.03% of trajectories reach the depth cap, and the fit takes
-16 minutes instead of 30 (the rater scores, then sampled, still mixed slowly: "Raters who saw one
-cell" says why and how they are now integrated out). The human cost and share of knowers are
-then the prior's as much as the data's: the report must not read them, or their contrasts with
-the LLMs, as measured. The LLM fits keep ``N(0, 3)``: their ratings pin the cost ``C`` (Claude
-ALT: 1.17-1.55), and through it ``λ_c`` jointly with ``α`` ("Features that vanish" gives the
-measured pull of a tighter prior).
+to −2,232.0), r_hat 1.69 and 51% of trajectories at the depth cap. Every RSA fit of the study,
+human and LLM, therefore takes an informative prior on that log-odds from production data
+(``PRIORS_SPEAKER``): ``λ_c ~ N(−0.5, 1)``, i.e. a speaker who knows the number and serves a
+coarse QUD uses the precise form with probability 0.38 (95% in 0.08-0.82). People asked the time
+in the street mostly round even when their watch shows the exact minute, and round less when the
+asker needs precision (van der Henst, Carles & Sperber 2002, *Mind & Language* 17: 457-466).
+Measured on the human ratings (single fit, study settings and seed): the chains agree on the cost
+(chain means 0.60-0.65) and ``θ_μ`` (1.51-1.62), 0.03% of trajectories reach the depth cap, and
+the fit takes 16 minutes instead of 30 (the rater scores, then sampled, still mixed slowly:
+"Raters who saw one cell" says why and how they are now integrated out). The human cost and share
+of knowers are then the prior's as much as the data's: the report must not read them, or their
+contrasts with the LLMs, as measured.
+
+The LLM fits kept ``N(0, 3)`` until 2026-12-04, and the same ridge split GPT KMA's chains
+("Identification"). Since then they take the humans' prior, for two reasons: it removes the
+LLMs' second explanations, and with one prior for every rater the human-LLM contrasts of ``α``
+compare data, not priors. The price is that where an LLM's ratings pin the cost ``C`` (Claude ALT:
+1.17-1.55), they pin ``λ_c = −α C`` only jointly with ``α``. A prior on ``λ_c`` is then a prior on
+``α``: Claude ALT's ``α`` is 2.55 under ``N(0, 3)`` (2026-12-03 run) and 1.79 [1.23, 2.54] under
+``N(−0.5, 1)``; GPT ALT's 2.43 and 1.95 [1.33, 5.03]; Gemini COM's 5.20 and 3.85 (posterior
+medians [94% intervals]). The LLMs' ``α`` carry this prior as the human cost does, and the report
+says so.
 
 Noise per attribute
 -------------------
@@ -240,34 +248,36 @@ Identifying it needs a link with fewer free loadings than form x context contras
 loadings shared across attributes up to a scale), which would be a different model.
 
 The ``qud_fit`` link has a milder twin on the cost's plateau ("Features that vanish"). In the
-2026-12-03 full run, one GPT KMA chain explained the ratings with a cost of −3.4, ``θ_μ`` 2.8 and a
-``p_qud_fit`` loading of 0.60 per SD, the other three with −0.1, 3.9 and 0.03, at equal log
-likelihoods (−845.3 against −844.9; r_hat 1.19, 82 divergent transitions); in the 2026-12-02 run
-all four chains had stayed in the second, so that fit's apparent convergence missed a mode. Where
-an LLM's ratings barely use ``p_qud_fit``, they do not pin the cost either, and the prior
-``λ_c ~ N(0, 3)`` lets it run onto the plateau. Measured (single fit, study settings and seed,
-2026-12-03) with the human fits' production prior ``λ_c ~ N(−0.5, 1)`` instead: GPT KMA r_hat
-1.001, bulk ESS 1,926, tail 1,668, no divergences, 63 leapfrog steps per draw (chain medians of the
-cost −0.011 to −0.005). That prior would also pull the LLM fits whose ratings place ``λ_c`` far
-from it (Claude ALT: about −3.7), so it is not yet the study's choice for the LLMs.
+2026-12-03 full run (``λ_c ~ N(0, 3)``), one GPT KMA chain explained the ratings with a cost of
+−3.4, ``θ_μ`` 2.8 and a ``p_qud_fit`` loading of 0.60 per SD, the other three with −0.1, 3.9 and
+0.03, at equal log likelihoods (−845.3 against −844.9; r_hat 1.19, 82 divergent transitions); in
+the 2026-12-02 run all four chains had stayed in the second, so that fit's apparent convergence
+missed a mode. Where an LLM's ratings barely use ``p_qud_fit``, they do not pin the cost either,
+and a wide prior lets it run onto the plateau (another seed: three chains at ``λ_c`` 8.8, cost
+−6.2). The production prior ("What the ratings cannot identify") closes it. Measured 2026-12-04
+(single fits, study full settings and seeds, ``target_accept`` 0.95) under ``N(−0.5, 1)``, with
+the 2026-12-03 run under ``N(0, 3)`` in brackets:
 
-Why neither that prior nor a higher ``target_accept`` is the LLMs' choice yet (single fits, study
-settings and seeds, 2026-12-04; ``λ_c`` quantiles 5/50/95%):
+* GPT KMA: r_hat 1.001, bulk ESS 1,926, tail 1,668, no divergences, 63 leapfrog steps per draw,
+  chain medians of the cost −0.011 to −0.005 (r_hat 1.19, 82 divergences);
+* Claude KMA: no divergences, r_hat 1.002, bulk ESS 2,418 (1 divergence);
+* Gemini MIN: no divergences, r_hat 1.002, bulk ESS 1,803 (1);
+* Gemini COM: no divergences, r_hat 1.010, bulk ESS 1,261, just short of the standard (2, and 1.0%
+  of trajectories at the cap);
+* GPT ALT: no divergences, r_hat 1.007, bulk ESS 1,070 (tail ESS 220);
+* Claude ALT: 5 divergences (6), r_hat 1.003. The prior does not reach them. They sit on a scale
+  ridge of one attribute: under ``N(−0.5, 1.5)``, 9 of 12 divergent draws had the likeable
+  attribute's noise above its 90th percentile among all draws, 8 its ``p_qud_fit`` loading above
+  the 90th, and 10 its office scenario effect below the 13th; under ``N(−0.5, 1)`` all 5 are in
+  one chain, with the likeable noise and two of its cutpoint gaps high. ``target_accept`` 0.97
+  and 0.98 leave one (0.1% of trajectories at the cap).
 
-* the ratings pin the LLMs' cost ``C`` (Claude ALT: 1.17-1.55) far better than ``λ_c = −α C``, so a
-  prior on ``λ_c`` is a prior on ``α``. Claude ALT under ``N(0, 3)`` (2026-12-03 run): ``α`` 2.55;
-  under ``N(−0.5, 1.5)``: ``α`` 2.09, ``λ_c`` −2.95; under ``N(−0.5, 1)`` (``target_accept`` 0.99):
-  ``α`` 1.79 [1.30, 2.43], ``λ_c`` −2.45 [−3.45, −1.70]. The production prior would move the
-  quantity the study compares with the humans;
-* ``N(−0.5, 1.5)`` removes GPT KMA's second explanation (at ``target_accept`` 0.99: r_hat 1.002,
-  bulk ESS 1,533, no divergences; the cost's 0.1% quantile −1.7, against a mode at −3.4 before) but
-  not Claude ALT's tail divergences (at 0.95: 12 of 8,000 transitions, in chains 1-3). Of those 12
-  draws, 9 have the likeable attribute's noise above its 90th percentile among all draws, 8 its
-  ``p_qud_fit`` loading above the 90th, and 10 its office scenario effect below the 13th: the scale
-  ridge along which the noise, the loading and the scenario effects of one attribute grow together,
-  not the cost;
-* ``target_accept`` 0.99 removes them (Claude ALT under ``N(−0.5, 1)``: none) but sends 6% of
-  Claude ALT's and 16% of GPT KMA's trajectories to the depth cap, above the 1% standard.
+``target_accept`` 0.99 removes Claude ALT's divergences but sends 6% of its trajectories to the
+depth cap (16% of GPT KMA's), above the 1% standard. The 2026-12-04 full run under this prior:
+every LLM fit has r_hat <= 1.004, bulk and tail ESS >= 610 and at most 0.1% of trajectories at
+the cap (GPT KMA: r_hat 1.002, no divergences); four miss only on divergences, Claude ALT (14),
+Claude COM (3), Claude MIN (1) and Gemini ALT (1). Which near-deterministic fit has one or two
+changes between runs (the 2026-12-03 run: Claude KMA, Gemini MIN, Gemini COM).
 
 Effects in units of the noise
 -----------------------------
@@ -276,8 +286,8 @@ only through ``η / σ_a``. Sampled in rating points (``effect_scale="rating"``,
 have to move with ``σ_a`` to keep a fit. ``effect_scale="noise"`` samples ``β / σ_a`` and
 ``τ / σ_a`` instead (:func:`pragmodels.scaled_param`: the priors are rescaled, so ``β`` and ``τ``
 keep theirs and the posterior is the same; a test checks the log density to 1e-4). Measured
-2026-12-04 (single fits, study full settings, ``target_accept`` 0.95), against the rating units
-of the committed run:
+2026-12-04 (single fits, study full settings, ``target_accept`` 0.95, the LLMs' former prior
+``λ_c ~ N(0, 3)``), against the rating units of the 2026-12-03 run:
 
 * GPT KMA at the study seed converged (no divergences, r_hat 1.004, bulk ESS 1,000, 0.1% of
   trajectories at the cap; in rating units 82 divergences and r_hat 1.19). At another seed
@@ -361,8 +371,8 @@ MOTIVE_PRIORS = ("uniform", "free")
 PRIORS_RSA = {
     "alpha": Prior("LogNormal", loc=0.5, scale=0.75),
     # log-odds of the precise form for a speaker who knows the number and serves a coarse QUD,
-    # -alpha * cost_precise (module docstring, "Why alpha and this log-odds"): 95% in ±6; the human
-    # RSA fits replace it by PRIORS_HUMAN_SPEAKER
+    # -alpha * cost_precise (module docstring, "Why alpha and this log-odds"): 95% in ±6; the study
+    # replaces it by PRIORS_SPEAKER in every fit ("What the ratings cannot identify")
     "precise_logodds_coarse": Prior("Normal", loc=0.0, scale=3.0),
     "theta_mu": Prior("Normal", loc=0.0, scale=1.5),
     # no mass at 0 (module docstring, "Scenario knowledge"): median 0.5, 95% in [0.11, 2.2]
@@ -380,9 +390,9 @@ PRIORS_COMMON = {
     "sigma_participant": Prior("HalfNormal", scale=1.0),
     "lapse": Prior("Beta", concentration1=1.0, concentration0=19.0),
 }
-#: the human RSA fits' prior on the knower's log-odds of the precise form under a coarse QUD, from
-#: production data (module docstring, "What the human ratings cannot identify")
-PRIORS_HUMAN_SPEAKER = {"precise_logodds_coarse": Prior("Normal", loc=-0.5, scale=1.0)}
+#: every study RSA fit's prior on the knower's log-odds of the precise form under a coarse QUD, from
+#: production data (module docstring, "What the ratings cannot identify")
+PRIORS_SPEAKER = {"precise_logodds_coarse": Prior("Normal", loc=-0.5, scale=1.0)}
 PRIORS_BASELINE = {"b": Prior("Normal", loc=0.0, scale=2.0)}
 CUT_LOW, CUT_HIGH = 1.5, N_RATING - 0.5
 #: lower bound of the response noise σ, in rating points (module docstring, "Why this parametrisation")

@@ -69,11 +69,12 @@ SAMPLER = {
     # (its latents pinned between cutpoints at the noise floor: tail ESS 155 at 1,500), hence 4,000;
     # the human fits 1,000 (at 1,500 with the rater scores integrated out, single fits 2026-12-03:
     # bulk ESS 1,757 RSA, 1,477 motives link, 1,583 baseline); target_accept 0.95 removes the last
-    # divergences in the tails of alpha (Claude ALT: 2 -> 0)
+    # divergences in the tails of alpha (Claude ALT: 2 -> 0); Gemini COM 3,000 (under the speaker
+    # prior, single fit 2026-12-04: r_hat 1.010 at 2,000, 1.006 and bulk ESS 1,914 at 3,000)
     "full": dict(num_warmup=800, num_samples=2000, num_chains=4, target_accept=0.95, max_tree_depth=8, init="optimize",
                  dense_mass=True, human=dict(dense_mass=False, num_samples=1000),
                  fits={**{h: dict(dense_mass=[list(RSA_BLOCK)]) for h in HUMAN_LABELS[:2]},  # the RSA ones
-                       "claude MIN": dict(num_samples=4000)}),
+                       "claude MIN": dict(num_samples=4000), "gemini COM": dict(num_samples=3000)}),
 }
 
 
@@ -348,7 +349,7 @@ def fit_all(human, llm, seed: int, sampler: dict, progress: bool, motive_prior: 
     loo_compare)``; ``trees["human"]`` first, then ``trees["<model> <prompt>"]``. A failed fit
     does not stop the others; the study raises at the end, naming every failure."""
     rsa, motives, base = HUMAN_LABELS
-    speaker = sm.PRIORS_HUMAN_SPEAKER  # what the ratings cannot identify (models/social_meaning.py)
+    speaker = sm.PRIORS_SPEAKER  # what no ratings identify, humans' or LLMs' (models/social_meaning.py)
     specs = [fit_spec("human_rsa", "rsa", human, True, seed, sampler, motive_prior, speaker, label=rsa),
              fit_spec("human_rsa_motives", "rsa", human, True, seed + 2, sampler, motive_prior, speaker,
                       link="motives", label=motives),
@@ -363,7 +364,7 @@ def fit_all(human, llm, seed: int, sampler: dict, progress: bool, motive_prior: 
             v = metrics.valid_ratings(llm[(llm.model == m) & (llm.prompt == p)])
             name = f"{m}_{p}_rsa"
             specs.append(fit_spec(name, "rsa", v.frame, False, seed + 10 + 4 * i + j, sampler, motive_prior,
-                                  label=f"{m} {p}"))
+                                  speaker, label=f"{m} {p}"))
             labels[name], kinds[name], invalid[name] = f"{m} {p}", "rsa", v.n_invalid
     stamp(f"fitting {len(specs)} models with pragmodels.fit_many ({executor if isinstance(executor, str) else 'dask'}; "
           f"NUTS {split_sampler(sampler)[0]} for the humans; overrides for {sorted(sampler.get('fits') or {})}; "

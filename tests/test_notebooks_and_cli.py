@@ -156,19 +156,18 @@ def test_social_meaning_main_job_quick(tmp_path):
     assert load_netcdf(out / "posteriors" / "human_baseline.nc")["posterior"].sizes["draw"] == 60
     assert tree["posterior"].sizes["draw"] == 50
     assert "psi" not in json.loads(tree.attrs["priors"]) and "alpha" in json.loads(tree.attrs["priors"])
-    # the human RSA fits, and only they, sample the knower's log-odds under the production-data prior
-    # (models/social_meaning.py, "What the human ratings cannot identify"); the LLM fits keep N(0, 3)
+    # every RSA fit, human and LLM, samples the knower's log-odds under the production-data prior
+    # (models/social_meaning.py, "What the ratings cannot identify"), not the model's default N(0, 3)
     from models import social_meaning as sm
     from pragmodels.priors import Prior
 
     def recorded(t):
         return Prior.from_dict(json.loads(t.attrs["priors"])["precise_logodds_coarse"]).to_dict()
 
-    for name in ("human_rsa.nc", "human_(motives_link)_rsa.nc"):
+    for name in ("human_rsa.nc", "human_(motives_link)_rsa.nc", "claude_MIN_rsa.nc", "gpt_KMA_rsa.nc"):
         got = recorded(load_netcdf(out / "posteriors" / name))
-        assert got == sm.PRIORS_HUMAN_SPEAKER["precise_logodds_coarse"].to_dict(), (name, got)
-    assert recorded(tree) == sm.PRIORS_RSA["precise_logodds_coarse"].to_dict() != sm.PRIORS_HUMAN_SPEAKER[
-        "precise_logodds_coarse"].to_dict()
+        assert got == sm.PRIORS_SPEAKER["precise_logodds_coarse"].to_dict(), (name, got)
+    assert sm.PRIORS_RSA["precise_logodds_coarse"].to_dict() != sm.PRIORS_SPEAKER["precise_logodds_coarse"].to_dict()
     chains = pd.read_csv(out / "tables" / "chains.csv")  # 15 fits x 2 chains, each with its log likelihood
     assert len(chains) == 30 and chains.fit.nunique() == 15 and np.isfinite(chains.loglik).all()
     assert chains.loc[chains.fit == "human baseline", "alpha"].isna().all() and chains.alpha.notna().sum() == 28
