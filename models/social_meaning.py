@@ -258,8 +258,9 @@ and a wide prior lets it run onto the plateau (another seed: three chains at ``�
 (single fits, study full settings and seeds, ``target_accept`` 0.95) under ``N(−0.5, 1)``, with
 the 2026-12-03 run under ``N(0, 3)`` in brackets:
 
-* GPT KMA: r_hat 1.001, bulk ESS 1,926, tail 1,668, no divergences, 63 leapfrog steps per draw,
-  chain medians of the cost −0.011 to −0.005 (r_hat 1.19, 82 divergences);
+* GPT KMA (measured 2026-12-03): r_hat 1.001, bulk ESS 1,926, tail 1,668, no divergences, 63
+  leapfrog steps per draw, chain medians of the cost −0.011 to −0.005 (r_hat 1.19, 82
+  divergences);
 * Claude KMA: no divergences, r_hat 1.002, bulk ESS 2,418 (1 divergence);
 * Gemini MIN: no divergences, r_hat 1.002, bulk ESS 1,803 (1);
 * Gemini COM: no divergences, r_hat 1.010, bulk ESS 1,261, just short of the standard (2, and 1.0%
