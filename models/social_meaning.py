@@ -193,16 +193,25 @@ Noise per attribute
 Raters disagree far more about pedantry than about competence: in the human data "pedantic" is
 spread over the whole scale (13% 1s, 34% 4s, 9% 7s), "competent" sits at 4-7 (5% below 4), and
 each rater rates each attribute once, so a rater's idiosyncratic view of one attribute is
-response noise. Each attribute therefore has its own scale, ``σ_a = 0.15 + e · exp(s (r_a − r̄))``
-with ``e = noise_excess`` (so ``noise = 0.15 + e`` is the typical scale, the one the report
-compares: ``e`` is the geometric mean of the attributes' excesses), ``s = noise_spread ~ HalfNormal(1)`` and ``r_a ~ N(0, 1)`` (``noise_raw``; centred to
-sum to zero). With one scale for all six, the pedantry ratings could only be fitted by the lapse
+response noise. Each attribute therefore has its own scale, ``σ_a = 0.15 + e_a`` with
+``e_a = noise_excess [attribute] ~ LogNormal(−0.7, 1.35)``, independent across attributes;
+``noise = 0.15 + (Π_a e_a)^(1/6)`` is the typical scale, the one the report compares. With one scale for all six, the pedantry ratings could only be fitted by the lapse
 and one very wide interior category, and there were three such fits, each a mode: the widest
 category was rating 6, 4 or 2 with pedantry's level at 2.2, 4.0 or 5.7 and the lapse at 0.06 or
 0.11. Measured on the human baseline (4 x 1,500 draws, study seed + 1): one shared scale, chains in
 those modes (r_hat 2.41, mean log likelihoods −2,334 to −2,376); a scale per attribute, r_hat
 1.004, bulk ESS 1,580, log likelihood −2,231 in every chain, ``σ`` 0.29 (competent) to 1.09
 (pedantic), lapse 0.018 (0.06-0.11 before).
+
+The excesses are not pooled. Until 2026-12-04 they were, ``e_a = e · exp(s (r_a − r̄))`` with
+``s ~ HalfNormal(1)`` and ``r_a ~ N(0, 1)`` (the marginal SD of ``log e_a`` under that prior,
+1.35, is the independent prior's scale). Six attributes say little about a population spread
+(Claude ALT's posterior of ``s`` was its prior), and in the near-deterministic LLM fits the
+pooling made a funnel: five excesses sit against the floor, below a likelihood wall with only
+their prior under it, while the data pull one (likeable) up, so ``s`` had to grow for that
+attribute while every other ``r_a`` was pressed against its wall. The divergent transitions of
+the 2026-12-04 full run sat there: in Claude ALT's 14 and Claude COM's 3, ``s`` was at its 80th
+to 99th percentile in 13 of 17 and the likeable noise often at its 90th.
 
 Identification
 --------------
@@ -385,8 +394,7 @@ PRIORS_RSA = {
 PRIORS_COMMON = {
     "level": Prior("Normal", loc=4.0, scale=1.5),
     "cut_gap": Prior("Gamma", concentration=4.0, rate=1.0),
-    "noise_excess": Prior("LogNormal", loc=-0.7, scale=1.0),  # noise = NOISE_FLOOR + noise_excess
-    "noise_spread": Prior("HalfNormal", scale=1.0),  # scale of the attributes' log noise excess (its SD x √(6/5))
+    "noise_excess": Prior("LogNormal", loc=-0.7, scale=1.35),  # per attribute: σ_a = NOISE_FLOOR + noise_excess_a
     "tau": Prior("HalfNormal", scale=1.0),
     "sigma_participant": Prior("HalfNormal", scale=1.0),
     "lapse": Prior("Beta", concentration1=1.0, concentration0=19.0),
@@ -476,12 +484,9 @@ def _cutpoints(n_attr):
     gaps = param("cut_gap", PRIORS_COMMON["cut_gap"], dims={"gap": N_RATING - 2, "attribute": n_attr})
     w = jnp.cumsum(gaps, 0) / gaps.sum(0)  # [gap, attribute], last row 1
     cut = jnp.concatenate([jnp.zeros((1, n_attr)), w], 0).T * (CUT_HIGH - CUT_LOW) + CUT_LOW
-    excess = param("noise_excess", PRIORS_COMMON["noise_excess"])
-    deterministic("noise", NOISE_FLOOR + excess)
-    spread = param("noise_spread", PRIORS_COMMON["noise_spread"])
-    raw = param("noise_raw", STANDARD_NORMAL, dims={"attribute": n_attr})
-    noise = deterministic("noise_attribute", NOISE_FLOOR + excess * jnp.exp(spread * (raw - raw.mean())),
-                          dims={"attribute": n_attr})
+    excess = param("noise_excess", PRIORS_COMMON["noise_excess"], dims={"attribute": n_attr})
+    deterministic("noise", NOISE_FLOOR + jnp.exp(jnp.log(excess).mean()))
+    noise = deterministic("noise_attribute", NOISE_FLOOR + excess, dims={"attribute": n_attr})
     return deterministic("cutpoints", cut, dims={"attribute": n_attr, "cutpoint": N_RATING - 1}), level, noise
 
 

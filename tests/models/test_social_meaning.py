@@ -232,7 +232,8 @@ def test_fit_recovers_the_simulated_noise_and_implied_cell_means(noise_excess):
     cond = np.repeat(np.arange(6 * 2 * 2 * 6), 10).astype(np.int32)
     prior = handlers.trace(handlers.seed(sm.rsa_model, 3)).get_trace(condition=cond)
     truth = {k: v["value"] for k, v in prior.items() if v["type"] == "sample" and not v["is_observed"] and k != "rating"}
-    truth.update(noise_excess=jnp.array(noise_excess), noise_spread=jnp.array(0.3), lapse=jnp.array(0.03))
+    spread = 0.3 * np.array([-1.0, -0.5, 0.0, 0.2, 0.5, 0.8])  # per-attribute log excess around the typical one
+    truth.update(noise_excess=jnp.asarray(noise_excess * np.exp(spread - spread.mean())), lapse=jnp.array(0.03))
     sim = handlers.trace(handlers.seed(handlers.condition(sm.rsa_model, truth), 4)).get_trace(condition=cond)
     rating = np.asarray(sim["rating"]["value"]) + 1
     true_draw = {k: v["value"] for k, v in sim.items() if v["type"] in ("sample", "deterministic") and k != "rating"}
@@ -285,8 +286,8 @@ def test_fit_recovers_parameters_at_the_human_data_size():
     base = dict(condition=data["condition"], participant=data["participant"], **opts)
     prior = handlers.trace(handlers.seed(sm.rsa_model, 11)).get_trace(**base)
     truth = {k: v["value"] for k, v in prior.items() if v["type"] == "sample" and not v["is_observed"] and k != "rating"}
-    truth.update(alpha=jnp.array(2.5), precise_logodds_coarse=jnp.array(0.8), noise_excess=jnp.array(0.25),
-                 noise_spread=jnp.array(0.8), noise_raw=jnp.array([-0.6, -0.6, -0.2, -0.3, 0.4, 1.8]),
+    raw = np.array([-0.6, -0.6, -0.2, -0.3, 0.4, 1.8])  # pedantry-like spread of the attributes' noise
+    truth.update(alpha=jnp.array(2.5), precise_logodds_coarse=jnp.array(0.8), noise_excess=jnp.asarray(0.25 * np.exp(0.8 * (raw - raw.mean()))),
                  lapse=jnp.array(0.02), sigma_participant=jnp.array([1.4, 1.4, 1.4, 1.4, 0.9, 0.5]),
                  level=jnp.array([5.7, 5.6, 5.7, 5.7, 5.1, 3.8]), tau=jnp.full(6, 0.15),
                  beta=jnp.array([[0.6, 0.5, 0.7, 0.4, 0.2, -0.5], [0.4, 0.3, 0.4, 0.5, 0.4, -0.3]]))
