@@ -211,7 +211,11 @@ pooling made a funnel: five excesses sit against the floor, below a likelihood w
 their prior under it, while the data pull one (likeable) up, so ``s`` had to grow for that
 attribute while every other ``r_a`` was pressed against its wall. The divergent transitions of
 the 2026-12-04 full run sat there: in Claude ALT's 14 and Claude COM's 3, ``s`` was at its 80th
-to 99th percentile in 13 of 17 and the likeable noise often at its 90th.
+to 99th percentile in 13 of 17 and the likeable noise often at its 90th. With independent
+priors (single fits, study full settings and seeds, 2026-12-04): Claude ALT no divergences (5),
+r_hat 1.002, bulk ESS 2,391; Claude MIN none (1); Gemini ALT none (1); Claude COM 1 (3), in the
+extreme cutpoints' tails. The full run that followed: Claude ALT 2 (14), Claude COM 1, Claude MIN
+and Gemini ALT none.
 
 Identification
 --------------
@@ -283,11 +287,14 @@ the 2026-12-03 run under ``N(0, 3)`` in brackets:
   and 0.98 leave one (0.1% of trajectories at the cap).
 
 ``target_accept`` 0.99 removes Claude ALT's divergences but sends 6% of its trajectories to the
-depth cap (16% of GPT KMA's), above the 1% standard. The 2026-12-04 full run under this prior:
-every LLM fit has r_hat <= 1.004, bulk and tail ESS >= 610 and at most 0.1% of trajectories at
-the cap (GPT KMA: r_hat 1.002, no divergences); four miss only on divergences, Claude ALT (14),
-Claude COM (3), Claude MIN (1) and Gemini ALT (1). Which near-deterministic fit has one or two
-changes between runs (the 2026-12-03 run: Claude KMA, Gemini MIN, Gemini COM).
+depth cap (16% of GPT KMA's), above the 1% standard. The 2026-12-04 full runs under this prior:
+every LLM fit has r_hat <= 1.005, bulk and tail ESS >= 610 and at most 0.1% of trajectories at
+the cap (GPT KMA: r_hat 1.002, no divergences); four miss only on divergences. With the pooled
+noise: Claude ALT (14), Claude COM (3), Claude MIN (1) and Gemini ALT (1). With independent
+noise priors ("Noise per attribute"): GPT COM (13, all in one chain's excursion onto the cost's
+ridge: ``α`` and the cost at their 95th-98th percentiles, ``λ_c`` at its 1st; none the run
+before), Claude ALT (2), Claude KMA (1), Claude COM (1). Which fit has a few changes between runs
+(the 2026-12-03 run: Claude KMA, Gemini MIN, Gemini COM).
 
 Effects in units of the noise
 -----------------------------
