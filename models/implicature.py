@@ -56,7 +56,10 @@ items), with the 4/5 threshold built in rather than the consensus treated as one
 choice. What it cannot identify: how spread the annotators' choices were within an item (no
 votes), and so the lapse apart from a flatter listener on the items that reached consensus
 anyway; an item that did not reach consensus is not in the data at all, and the model says
-nothing about how many were dropped (the paper: 19% of items).
+nothing about how many were dropped (the paper reports 819 items kept, not how many were
+presented). Nor does it force the listener to be as sharp as the annotators were: it rewards
+putting mass on the option that won, and with uninformative scores a flat listener fits best
+(the study reports the share of items its annotators would bring to consensus).
 
 Models (NumPyro; all take the same data and read what they need)
 ----------------------------------------------------------------
@@ -72,7 +75,7 @@ interpretation costs no more than asking; ``S1(Q | a) = L0^α / (L0^α + 1)``), 
 ``w`` and the lapse are fitted. ``S1(Q | a)`` is a logistic function of ``log L0(a | Q)`` with
 slope ``alpha`` and threshold ``-c``; where ``c + log L0 < 0`` for every option, it is
 ``≈ L0^α e^{αc}`` and ``c`` cancels in ``L1``. With the LM scores spread as they are
-(``log L0`` from about -2.5 to -0.8), the consensus letters of 231 items identify ``c`` only
+(SmolLM2's ``log L0``: 90% between -3.1 and -0.8, all between -4.7 and -0.3), the consensus letters of 231 items identify ``c`` only
 when it is large: simulated at ``c = 1``, its 94% interval was -3.8 to 1.0, with the tail ESS
 of ``alpha`` at 30. Free it with ``priors={"cost": Prior("Normal", loc=0, scale=2)}`` to see
 that for yourself. With ``c`` fixed, ``alpha``, ``w`` and the lapse are recovered from data

@@ -267,14 +267,17 @@ def prompt_hash(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-_LEADING = re.compile(r"^\s*[\(\[]?\s*([A-Ea-e])\s*(?:[\.\):\]]|$|\s)")
+# a leading letter: "B", "B. text", "(d) text", "b) text", "C: text"; a capital may stand before a
+# space ("B text"), a small letter only before a delimiter ("a lot" is not A), and a delimiter must
+# not start an abbreviation ("E.g. B" is not E)
+_LEADING = re.compile(r"^\s*[\(\[]?\s*(?:([A-E])(?=\s|$|[\.\):\]](?![a-z]))|([a-e])(?=$|[\.\):\]](?![a-z])))")
 _FIELD = re.compile(r'"selected_option"\s*:\s*"((?:[^"\\]|\\.)*)"', re.DOTALL)
 
 
 def _letter_of(value: str, options: Sequence[str] | None) -> str | None:
     m = _LEADING.match(value)
     if m:
-        return m.group(1).upper()
+        return (m.group(1) or m.group(2)).upper()
     if options is not None:
         v = value.strip().rstrip(".").casefold()
         hits = [L for L, o in zip(LETTERS, options, strict=True) if o.strip().rstrip(".").casefold() == v]

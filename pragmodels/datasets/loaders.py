@@ -279,7 +279,7 @@ def load_wavelength(path: str | os.PathLike[str] | None = None, *, verify_hash: 
     return out.reset_index(drop=True)
 
 
-_OPTION = re.compile(r"^([A-E])\.\s*(.*)$")
+_OPTION = re.compile(r"^([A-E])\.\s*(\S.*)$")  # a letter, a dot and a non-empty text
 
 
 def load_drinq(path: str | os.PathLike[str] | None = None, *, verify_hash: bool = True) -> pd.DataFrame:
@@ -327,6 +327,11 @@ def load_drinq(path: str | os.PathLike[str] | None = None, *, verify_hash: bool 
     raw = _read_csv(p)
     require_columns(raw, ["question", "context", "options", "consensus", "implied_comment"], p)
     check_in(raw, "consensus", list("ABCDE"), p)
+    for col in ("question", "context"):
+        blank = raw[col].isna() | (raw[col].astype(str).str.strip() == "")
+        if blank.any():
+            i = int(np.flatnonzero(blank.to_numpy())[0])
+            raise DataSchemaError(f"{p}: column {col!r}, row {i}: value {raw[col].iloc[i]!r}; expected a non-empty text.")
     rows = []
     for i, text in enumerate(raw["options"]):
         lines = [ln.strip() for ln in str(text).strip().split("\n") if ln.strip()]

@@ -48,9 +48,10 @@ def accuracy_by_condition(table: pd.DataFrame, *, references: Mapping[str, float
         ax.errorbar(x, m, yerr=yerr, fmt="o", capsize=3, color=colors(k), label=s)
         if show_n:
             for xi, n in zip(x, rows["n_item"]):
-                # one line per series, stacked, so neighbours' labels never overlap
-                ax.annotate(f"n={int(n)}", (xi, 0.0), xytext=(0, 2 + 9 * k), textcoords="offset points",
-                            ha="center", va="bottom", fontsize=7, color=colors(k))
+                # one line per series, stacked, so neighbours' labels never overlap; left of the
+                # point, so an interval's bar never crosses its label
+                ax.annotate(f"n={int(n)}", (xi, 0.0), xytext=(-4, 2 + 9 * k), textcoords="offset points",
+                            ha="right", va="bottom", fontsize=7, color=colors(k))
     for j, (label, y) in enumerate((references or {}).items()):
         ax.axhline(y, ls="--", lw=1, color=("0.35", "0.6", "0.2")[j % 3])
         ax.annotate(label, (len(conds) - 0.5, y), xytext=(-2, 2), textcoords="offset points", ha="right",

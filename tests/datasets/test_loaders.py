@@ -198,6 +198,10 @@ def test_unwritable_download_cache_names_the_folder_and_the_mirror(tmp_path, mon
      r"column 'options', row 3: value .*F\. f"),
     (lambda df: df.assign(consensus=df.consensus.where(df.index != 40, "F")), r"column 'consensus', row 40: value 'F'"),
     (lambda df: df.drop(columns=["context"]), r"missing column\(s\) \['context'\]"),
+    (lambda df: df.assign(options=df.options.where(df.index != 7, "A. a\nB. b\nC. c\nD. d\nE. ")),
+     r"column 'options', row 7: value .*E\. '; expected five lines"),
+    (lambda df: df.assign(question=df.question.where(df.index != 5, None)), r"column 'question', row 5: value nan"),
+    (lambda df: df.assign(context=df.context.where(df.index != 9, "  ")), r"column 'context', row 9: value '  '"),
 ])
 def test_drinq_bad_rows_are_named(mirror, tmp_path, edit, match):
     path = _copy(mirror, tmp_path, "drinq")

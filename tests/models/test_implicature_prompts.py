@@ -84,6 +84,10 @@ OPTIONS = ["Please lend me a pencil.", "Why?", "No.", "Yes.", "Maybe."]
     ('{"selected_option": "Please lend me a pencil.", "explanation": "x"}', "A", True),   # text, no letter
     ('{"selected_option": "C. No.", "explanation": "unterminated', "C", False),         # broken JSON, field read
     ('{"selected_option": "the third one"}', None, True),                               # JSON, no letter
+    ('{"selected_option": "a lot of them"}', None, True),                               # "a" is a word here
+    ('{"selected_option": "E.g. B"}', None, True),                                      # nor is "E.g." a letter
+    ('{"selected_option": "b) Why?"}', "B", True),
+    ('{"selected_option": "B Why?"}', "B", True),
     ("I think the answer is B", None, False),                                           # no JSON at all
     ("", None, False),
 ])
