@@ -26,7 +26,7 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import jax
 import numpy as np
@@ -58,7 +58,8 @@ PAPER = {"validated": 819, "hard": 400, "human_average_hard": 0.89}
 class LMEntry(Strict):
     """One LM whose committed outputs the study reads (``models/implicature_score.py`` makes them)."""
 
-    backend: str = Field("llamacpp", description="'llamacpp' (a GGUF file) or 'openai' (a server)")
+    backend: Literal["llamacpp", "openai"] = Field("llamacpp", description="'llamacpp' (a GGUF file) or 'openai' "
+                                                                         "(a server)")
     model: str = Field(description="'smollm2', 'gemma3', a .gguf path, or the server's model name")
     base_url: str | None = Field(None, description="the server's base URL (backend 'openai')")
     outputs: str | None = Field(None, description="the folder of its output tables (default fits/implicature/lm_outputs)")
@@ -70,7 +71,8 @@ class Config(StudyConfig):
     lms: dict[str, LMEntry] = Field(description="the LMs to evaluate and model, by name")
     n_boot: int = Field(10_000, ge=100, description="bootstrap resamples of the items")
     n_draws: int = Field(400, ge=10, description="posterior draws for the predictive accuracy")
-    executor: str = Field("sequential", description="pragmodels.fit_many executor: 'sequential' or 'process'")
+    executor: Literal["sequential", "process"] = Field("sequential", description="pragmodels.fit_many executor: "
+                                                                              "'sequential' or 'process'")
 
 
 def _log(t0: float) -> Any:

@@ -26,18 +26,19 @@ For each LM the study
 
 from __future__ import annotations
 
+import difflib
 import json
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 import xarray as xr
-from pydantic import Field
+from pydantic import Field, model_validator
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -66,7 +67,8 @@ class LMEntry(Strict):
     ``backend`` says how they were (or would be) scored: a bundled GGUF in-process, or an
     OpenAI-compatible server (``base_url``, ``model``) for a larger LM on a GPU machine."""
 
-    backend: str = Field("llamacpp", description="'llamacpp' (a GGUF file) or 'openai' (a server)")
+    backend: Literal["llamacpp", "openai"] = Field("llamacpp", description="'llamacpp' (a GGUF file) or 'openai' "
+                                                                         "(a server)")
     model: str = Field(description="'smollm2', 'gemma3', a .gguf path, or the server's model name")
     base_url: str | None = Field(None, description="the server's base URL (backend 'openai')")
     scores: str | None = Field(None, description="the scores file (default fits/wavelength/lm_scores/<name>.nc)")
@@ -86,7 +88,17 @@ class Config(StudyConfig):
                                                                       "fits in full mode (default: the full settings)")
     n_draws: int = Field(400, ge=10, description="posterior draws for the metrics and checks")
     grid_items: int = Field(12, ge=1, description="items in the figure's grid")
-    executor: str = Field("sequential", description="pragmodels.fit_many executor: 'sequential' or 'process'")
+    executor: Literal["sequential", "process"] = Field("sequential", description="pragmodels.fit_many executor: "
+                                                                              "'sequential' or 'process'")
+
+    @model_validator(mode="after")
+    def _cv_lms_are_lms(self) -> Config:
+        for name in self.cv_lms or []:
+            if name not in self.lms:
+                near = difflib.get_close_matches(name, list(self.lms), n=1, cutoff=0.6)
+                raise ValueError(f"`cv_lms` names {name!r}, which is not in `lms` ({', '.join(map(repr, self.lms))})"
+                                 + (f"; did you mean {near[0]!r}?" if near else ""))
+        return self
 
 
 def _data(ds: xr.Dataset, long: pd.DataFrame) -> dict[str, np.ndarray]:

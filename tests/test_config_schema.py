@@ -333,3 +333,32 @@ def test_a_read_only_run_folder_is_found_before_the_run(tmp_path, monkeypatch):
     with pytest.raises(runs.RunError, match="is not writable"):
         with runs.open_run(final, mode="full", entry_point="test"):
             pytest.fail("the run must not start")
+
+
+def _lm(config):
+    return next(iter(config["lms"]))
+
+
+@pytest.mark.parametrize("study, change, expected", [
+    ("wavelength", lambda c: c["lms"][_lm(c)].__setitem__("backend", "llamacp"),
+     "`lms.smollm2.backend` = \"llamacp\": expected 'llamacpp' or 'openai'; did you mean 'llamacpp'?"),
+    ("implicature", lambda c: c["lms"][_lm(c)].__setitem__("backend", "opnai"),
+     "`lms.smollm2.backend` = \"opnai\": expected 'llamacpp' or 'openai'; did you mean 'openai'?"),
+    ("wavelength", lambda c: c.__setitem__("executor", "proces"), "`executor` = \"proces\": expected 'sequential' or"),
+    ("implicature", lambda c: c.__setitem__("executor", "proces"), "did you mean 'process'?"),
+    # quick mode skips the cross-validation, so a misspelt LM there would otherwise go unseen
+    ("wavelength", lambda c: c.__setitem__("cv_lms", ["smolm2"]),
+     "`cv_lms` names 'smolm2', which is not in `lms` ('smollm2', 'gemma3'); did you mean 'smollm2'?"),
+])
+def test_study_config_values_are_checked_before_any_work(tmp_path, capsys, study, change, expected):
+    """The studies' own values (LM backends, the executor, the LMs to cross-validate) fail as one
+    line naming the key and the nearest valid value, under --quick too, before any data is read."""
+    cfg = json.loads((ROOT / "fits" / f"{study}.json").read_text())
+    cfg.pop("$schema", None)
+    cfg["study"] = str(ROOT / "models" / f"{study}_study.py") + ":run"
+    change(cfg)
+    path = tmp_path / f"{study}.json"
+    path.write_text(json.dumps(cfg))
+    assert main(["run", str(path), "--quick", "--no-progress", "--out", str(tmp_path / "out")]) == 2
+    assert expected in _one_line_error(capsys)
+    assert not (tmp_path / "out").exists()
