@@ -498,10 +498,8 @@ def render_report(run_dir: str | Path, mode: str) -> str:
                 _md(lo[cols]), ""]
         for _, g in (lo.groupby("items", sort=False) if "items" in lo.columns else [("", lo)]):
             if len(g) > 1:
-                best, second = g.iloc[0], g.iloc[1]
-                where = f" on {best['items']} items" if "items" in g.columns else ""
-                out += [f"{best['model']} is ahead of {second['model']}{where} by {abs(second['elpd_diff']):.1f} ± "
-                        f"{second['dse']:.1f} elpd (LOO over guesses).", ""]
+                where = f"On {g['items'].iloc[0]} items (LOO over guesses): " if "items" in g.columns else ""
+                out += [where + pm.loo_sentence(g.sort_values("rank").set_index("model")), ""]
         p = params[params["lm"] == lm].drop(columns="lm")
         ai = info.get("alpha_identification")
         id_note = []

@@ -163,7 +163,7 @@ def _parser() -> argparse.ArgumentParser:
     tab.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                      help="on failure, print the traceback too")
     _lm_parser(sub.add_parser("lm", formatter_class=fmt, help="language models: score a prompt file",
-                              description="Language models as literal semantics."))
+                              description="Language models as literal semantics.", epilog=LM_ENVIRONMENT))
     return ap
 
 

@@ -85,6 +85,14 @@ def test_forest_gives_each_parameter_its_own_labelled_axis():
     assert [t.get_text() for t in fig.texts] == ["Posterior median, 50% and 94% intervals; dashed: median of human"]
 
 
+def test_a_single_fit_forest_has_no_unexplained_reference_line():
+    fig = plots.forest({"human": _scaled_tree(0)}, ["alpha", "noise"])
+    assert not [ln for ax in fig.axes for ln in ax.get_lines() if ln.get_gid() == "reference"]
+    assert [t.get_text() for t in fig.texts] == ["Posterior median, 50% and 94% intervals"]
+    fig = plots.forest({"human": _scaled_tree(0)}, ["alpha"], reference=1.0)
+    assert len([ln for ln in fig.axes[0].get_lines() if ln.get_gid() == "reference"]) == 1
+
+
 def test_forest_marks_and_fades_unconverged_fits():
     trees = {"human": _scaled_tree(0), "gpt MIN": _scaled_tree(1, 2.0), "claude MIN": _scaled_tree(2, 4.0)}
     fig = plots.forest(trees, ["alpha", "noise"], unconverged=["gpt MIN"])

@@ -164,6 +164,9 @@ def _download(entry: DataFile, dest: Path) -> None:
                 f"set PRAGMODELS_DATA_DIR to an offline mirror that holds {entry.path}."
             ) from e
         verify(Path(tmp), entry)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # the mode an ordinary open() gives (mkstemp's is 0600)
         os.replace(tmp, dest)
     finally:
         if os.path.exists(tmp):

@@ -312,7 +312,7 @@ def score_prompts(lm: LanguageModel, items: Sequence[PromptItem], *, progress: b
         Scoring a prompt failed (e.g. it does not fit the context window); the message names the
         prompt's id and line.
     """
-    from tqdm import tqdm
+    from tqdm.auto import tqdm  # a widget in a notebook, text in a terminal
 
     identity, fmt = lm.identity, lm.prompt_format.name
     rows: list[dict[str, Any]] = []

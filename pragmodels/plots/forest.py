@@ -110,8 +110,9 @@ def forest(trees: Mapping[str, xr.DataTree], var_names: Sequence[str], figsize: 
         ax.grid(axis="y", color="0.92", lw=0.8)
         ax.set_axisbelow(True)
         ax.set_ylim(min(rows) - 0.6, max(rows) + 0.6)
-        ref = float(data[fits[0]]["posterior"][name].median()) if reference is None else float(reference)
-        ax.axvline(ref, color="0.55", ls="--", lw=0.8, zorder=0, gid="reference")
+        if reference is not None or len(fits) > 1:  # one fit's own median is no reference
+            ref = float(data[fits[0]]["posterior"][name].median()) if reference is None else float(reference)
+            ax.axvline(ref, color="0.55", ls="--", lw=0.8, zorder=0, gid="reference")
         for side in ("top", "right", "left"):
             ax.spines[side].set_visible(False)
     if reference is not None:

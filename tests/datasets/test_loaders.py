@@ -118,8 +118,14 @@ def test_download_into_cache_verifies_hash(mirror, tmp_path, monkeypatch):
     monkeypatch.setattr(type(fake), "url", property(lambda self: (mirror / self.path).as_uri()))
     monkeypatch.delenv("PRAGMODELS_DATA_DIR")
     monkeypatch.setenv("PRAGMODELS_CACHE_DIR", str(tmp_path / "cache"))
-    assert len(datasets.load_drinq()) == 231
+    import os
+    old = os.umask(0o022)
+    try:
+        assert len(datasets.load_drinq()) == 231
+    finally:
+        os.umask(old)
     assert (tmp_path / "cache" / entry.path).is_file()
+    assert (tmp_path / "cache" / entry.path).stat().st_mode & 0o777 == 0o644  # the umask's, not mkstemp's 0600
     # a download whose bytes do not match leaves nothing behind in the cache
     bad = registry.DataFile(**{**entry.__dict__, "key": "drinq", "sha256": "0" * 64})
     monkeypatch.setitem(REGISTRY, "drinq", bad)
