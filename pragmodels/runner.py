@@ -24,6 +24,7 @@ is checked to be writable before the fit (:func:`pragmodels.runs.check_writable`
 
 from __future__ import annotations
 
+import difflib
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -196,7 +197,9 @@ def _check_model(cfg: dict[str, Any], model: Callable[..., Any], data: dict[str,
     names = sorted(set(info.priors) | set(info.undeclared) | set(info.deterministic))
     unknown = sorted(set(cfg.get("truth") or {}) - set(names))
     if unknown:
-        raise ConfigError(f"fit config {path}: truth names {unknown}, which the model does not have; "
+        near = difflib.get_close_matches(unknown[0], names, n=1, cutoff=0.6)
+        hint = f" (did you mean {near[0]!r}?)" if near else ""
+        raise ConfigError(f"fit config {path}: truth names {unknown}{hint}, which the model does not have; "
                           f"its parameters are {names}.", path=path)
 
 

@@ -119,6 +119,10 @@ def test_priors_and_truth_naming_no_parameter_fail_before_the_fit(tmp_path, caps
     assert main(["run", str(path), "--quick"]) == 2
     err = _one_line_error(capsys)
     assert "priors" in err and "'alphaa'" in err and "did you mean 'alpha'" in err
+    path = _config(tmp_path, _set("truth", "alpah", 2.0))
+    assert main(["run", str(path), "--quick"]) == 2
+    err = _one_line_error(capsys)
+    assert "truth names ['alpah'] (did you mean 'alpha'?)" in err
 
 
 def test_several_problems_are_all_named_on_one_line(tmp_path, capsys, no_fit):
