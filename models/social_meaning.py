@@ -293,7 +293,9 @@ the cap (GPT KMA: r_hat 1.002, no divergences); four miss only on divergences. W
 noise: Claude ALT (14), Claude COM (3), Claude MIN (1) and Gemini ALT (1). With independent
 noise priors ("Noise per attribute"): GPT COM (13, all in one chain's excursion onto the cost's
 ridge: ``α`` and the cost at their 95th-98th percentiles, ``λ_c`` at its 1st; none the run
-before), Claude ALT (2), Claude KMA (1), Claude COM (1). Which fit has a few changes between runs
+before, and none in a single fit at the same seed and settings; ``target_accept`` 0.97 there
+also gives none but sends 25% of trajectories to the depth cap), Claude ALT (2), Claude KMA (1),
+Claude COM (1). Which fit has a few changes between runs
 (the 2026-12-03 run: Claude KMA, Gemini MIN, Gemini COM).
 
 Effects in units of the noise
