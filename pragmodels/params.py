@@ -143,16 +143,18 @@ def param(name: str, prior: Prior | Mapping[str, Any] | float, *,
 
 
 #: families whose draws divided by a positive ``unit`` stay in the family: which parameters are
-#: divided by the unit (locations, scales) and which are multiplied by it (rates)
-_SCALE_FAMILIES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "Normal": (("loc", "scale"), ()),
-    "HalfNormal": (("scale",), ()),
-    "Cauchy": (("loc", "scale"), ()),
-    "HalfCauchy": (("scale",), ()),
-    "StudentT": (("loc", "scale"), ()),
-    "Laplace": (("loc", "scale"), ()),
-    "Exponential": ((), ("rate",)),
-    "Gamma": ((), ("rate",)),
+#: divided by the unit (locations, scales), which are multiplied by it (rates) and which are shifted
+#: by ``-log(unit)`` (the location of a log-normal, whose log is divided by nothing)
+_SCALE_FAMILIES: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {
+    "Normal": (("loc", "scale"), (), ()),
+    "HalfNormal": (("scale",), (), ()),
+    "Cauchy": (("loc", "scale"), (), ()),
+    "HalfCauchy": (("scale",), (), ()),
+    "StudentT": (("loc", "scale"), (), ()),
+    "Laplace": (("loc", "scale"), (), ()),
+    "Exponential": ((), ("rate",), ()),
+    "Gamma": ((), ("rate",), ()),
+    "LogNormal": ((), (), ("loc",)),
 }
 
 
@@ -170,7 +172,7 @@ def scaled_param(name: str, prior: Prior | Mapping[str, Any] | float, *, unit: A
 
     ``prior`` (or an override ``priors={name: ...}``, which applies as for :func:`param`) must be a
     scale family: one of ``Normal``, ``HalfNormal``, ``Cauchy``, ``HalfCauchy``, ``StudentT``,
-    ``Laplace``, ``Exponential``, ``Gamma``. A number fixes ``name`` (no site is sampled).
+    ``Laplace``, ``Exponential``, ``Gamma``, ``LogNormal``. A number fixes ``name`` (no site is sampled).
     ``unit`` must be positive and broadcast to ``dims``' sizes (its trailing axes). The record
     (:meth:`ModelInfo.priors_record`) lists ``site`` with the prior of ``name`` and the unit.
 
@@ -193,9 +195,10 @@ def scaled_param(name: str, prior: Prior | Mapping[str, Any] | float, *, unit: A
     except ValueError:
         raise ValueError(f"scaled_param {name!r}: the unit {unit_name!r} (shape {tuple(u.shape)}) does not "
                          f"broadcast to dims {dict(zip(names, sizes))}.") from None
-    divided, multiplied = _SCALE_FAMILIES[spec.family]
+    divided, multiplied, shifted = _SCALE_FAMILIES[spec.family]
     cls, _ = FAMILIES[spec.family]
-    kwargs = {k: (v / u if k in divided else v * u if k in multiplied else jnp.broadcast_to(v, sizes))
+    kwargs = {k: (v / u if k in divided else v * u if k in multiplied else v - jnp.log(u) if k in shifted
+                  else jnp.broadcast_to(v, sizes))
               for k, v in ((k, jnp.asarray(v, jnp.float32)) for k, v in spec.params.items())}
     d = cls(**kwargs)
     if sizes:

@@ -189,7 +189,8 @@ def _scaled(scaled: bool, prior=pm.Prior("Normal", loc=0.5, scale=2.0)):
 
 @pytest.mark.parametrize("prior", [pm.Prior("Normal", loc=0.5, scale=2.0), pm.Prior("HalfNormal", scale=1.5),
                                    pm.Prior("Gamma", concentration=2.0, rate=3.0),
-                                   pm.Prior("StudentT", df=4.0, loc=-1.0, scale=0.5)])
+                                   pm.Prior("StudentT", df=4.0, loc=-1.0, scale=0.5),
+                                   pm.Prior("LogNormal", loc=-0.7, scale=0.75)])
 def test_scaled_param_has_the_prior_and_posterior_of_the_plain_parameter(prior):
     """``b = s * b_in_s`` with ``b_in_s`` sampled from the prior of ``b`` rescaled by ``s``: the
     joint density of ``(s, b_in_s)`` is that of ``(s, b)`` times the Jacobian ``prod s`` of
