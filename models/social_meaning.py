@@ -62,6 +62,23 @@ median 0.56) with ``θ_s`` near their posterior medians; centred, 1-2 at ``targe
 none at 0.95 (the study's setting). The human fits, with 15 raters per scenario
 and cell, sample it non-centred. Both parametrisations have the same posterior.
 
+Scenario effects
+----------------
+Each attribute's scenario effects ``ζ_{a,s}`` (below) sum to zero over the six scenarios, with
+scale ``τ_a``. The human fits sample them non-centred, ``ζ = (z − z̄) τ_a`` with ``z ~ N(0, 1)``;
+the LLM fits centred on the five Helmert contrasts, ``ζ = Q z`` with ``z ~ N(0, τ_a)``
+(``zeta_param="centred"``). ``Q Qᵀ = I − 11ᵀ/6``, so both give ``ζ`` the same prior and the
+posterior is the same. An LLM's 60 ratings per scenario and attribute pin each ``ζ_{a,s}``, and
+non-centred ``z = ζ / τ_a`` then narrows as ``τ_a`` grows: an inverted funnel. Measured (single
+fits, study full settings, 2026-12-05): in 3 of the 4 divergent transitions of Claude ALT (seeds
++1, +2) and GPT COM (seed +2) one ``τ_a`` was at its 99.3rd-100th percentile; centred, GPT COM had
+none, NUTS needed 31 leapfrog steps per draw instead of 31-46 and the smallest bulk ESS rose from
+2,494 to 3,619 (Claude ALT) and from 2,691 to 4,458 (GPT COM). Sampling the contrasts leaves no
+direction to the prior alone (six centred effects with their mean subtracted would leave the mean,
+``N(0, τ_a/√6)``, a funnel of its own). An earlier measurement against centring (Gemini MIN, 38%
+of trajectories at the depth cap against 12%) was made with a diagonal mass matrix, before the
+LLM fits adapted a dense one.
+
 Link to ratings
 ---------------
 The listener's inferences about the speaker give features ``f(u, c, s)`` under ``L``. The
@@ -80,7 +97,8 @@ misfit. The previous link (``link="motives"``) used ``(p_exact, P(m = precise-mi
 P(m = casual))``, context-free motive probabilities.
 
 Each feature is centred on its mean over the 24 scenario x context x form conditions and, for
-``qud_fit``, divided by ``sqrt(SD² + 0.001²)`` over them (``FEATURE_SD_FLOOR``), so ``β`` is in
+``qud_fit``, divided by ``sqrt(SD² + floor²)`` over them (``FEATURE_SD_FLOOR``: 1e-4 for
+``p_exact``, 1e-3 for ``p_qud_fit``), so ``β`` is in
 rating points per SD of the feature and does not have to grow as alpha shrinks the features' range
 (see "Features that vanish" for the floor). A latent score *on the rating scale*
 
@@ -157,6 +175,19 @@ disagreed (r_hat 1.43; means of the cost −1.1, −2.7, −4.0, −1.1 at equal
 −2,231.8 to −2,233.3): what is left is a long ridge of the cost against θ_μ (0.9 to −0.3) that the
 ratings do not pin, so the human RSA fits adapt a dense mass matrix over the speaker, listener and
 loading parameters (the study's ``RSA_BLOCK``) and a diagonal one elsewhere.
+
+A floor is also a wall, and ``p_exact``'s is ten times lower than ``p_qud_fit``'s since 2026-12-05
+(``FEATURE_SD_FLOOR = {"p_exact": 1e-4, "p_qud_fit": 1e-3}``). Beyond the plateau the normalised
+feature shrinks as ``SD / sqrt(SD² + floor²)``, and its loss of fit grows like ``e^{2θ}``: an
+exponential wall, where a leapfrog step that was safe on the plateau is not. At Claude ALT's
+posterior (alpha 1.75, cost 1.38) the normalised ``p_exact`` keeps 0.99 of its size at θ = 5, 0.91
+at 6 and 0.64 at 7 with the floor 1e-3, so the wall stood where the LLMs' ``θ_μ`` reaches at its
+99.5th percentile. Measured (single fits, study full settings, centred scenario effects,
+2026-12-05): Claude ALT diverged there at seeds +1 and +2 (1 and 2 transitions, every ``θ_s`` and
+``θ_μ`` at their 99.4th-100th percentiles in each). With 1e-4 the wall moves 2.3 log-odds out (0.99
+of the size at θ = 7.3), into the prior's far tail: no divergences at either seed, and no
+trajectory longer than 31 leapfrog steps. ``p_qud_fit`` keeps 1e-3, which cuts the human cost's
+plateau off (above); the human ``θ_μ`` (1.6 [−0.1, 3.5]) is far from either wall.
 
 What the ratings cannot identify
 --------------------------------
@@ -365,11 +396,13 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
+import numpyro
+import numpyro.distributions as dist
 
 from pragmodels import agents
 from pragmodels.likelihoods import likert_ratings, ordinal_log_probs
 from pragmodels.rater_likelihood import likert_ratings_by_rater, quadrature
-from pragmodels.params import STANDARD_NORMAL, deterministic, group_effect, param, scaled_param
+from pragmodels.params import INFER_KEY, STANDARD_NORMAL, deterministic, group_effect, param, scaled_param
 from pragmodels.priors import Prior
 
 KNOWLEDGE = ("exact", "vague")
@@ -404,7 +437,8 @@ PRIORS_COMMON = {
     "level": Prior("Normal", loc=4.0, scale=1.5),
     "cut_gap": Prior("Gamma", concentration=4.0, rate=1.0),
     "noise_excess": Prior("LogNormal", loc=-0.7, scale=1.35),  # per attribute: σ_a = NOISE_FLOOR + noise_excess_a
-    "tau": Prior("HalfNormal", scale=1.0),
+    # no mass at 0, like theta_sigma (module docstring, "Scenario effects"): median 0.5, 95% in [0.11, 2.2]
+    "tau": Prior("LogNormal", loc=-0.7, scale=0.75),
     "sigma_participant": Prior("HalfNormal", scale=1.0),
     "lapse": Prior("Beta", concentration1=1.0, concentration0=19.0),
 }
@@ -415,10 +449,12 @@ PRIORS_BASELINE = {"b": Prior("Normal", loc=0.0, scale=2.0)}
 CUT_LOW, CUT_HIGH = 1.5, N_RATING - 0.5
 #: lower bound of the response noise σ, in rating points (module docstring, "Why this parametrisation")
 NOISE_FLOOR = 0.15
-#: a feature is divided by ``sqrt(SD² + FEATURE_SD_FLOOR²)`` (``link="qud_fit"``), probability units:
-#: a listener inference that varies by much less than this over the conditions cannot be blown up
-#: into a full-size regressor (module docstring, "Features that vanish")
-FEATURE_SD_FLOOR = 1e-3
+#: a feature is divided by ``sqrt(SD² + floor²)`` (``link="qud_fit"``), probability units, one floor per
+#: feature of :data:`FEATURE_SETS` ``["qud_fit"]``: a listener inference that varies by much less than
+#: this over the conditions cannot be blown up into a full-size regressor (module docstring,
+#: "Features that vanish": ``p_qud_fit``'s floor cuts the cost's plateau off; ``p_exact``'s is ten
+#: times lower, so that its wall lies beyond where the LLMs' scenario knowledge reaches)
+FEATURE_SD_FLOOR = {"p_exact": 1e-4, "p_qud_fit": 1e-3}
 
 
 def _utility() -> np.ndarray:
@@ -499,16 +535,28 @@ def _cutpoints(n_attr):
     return deterministic("cutpoints", cut, dims={"attribute": n_attr, "cutpoint": N_RATING - 1}), level, noise
 
 
-def _random_effects(n_attr, n_scenarios, n_participants, noise=None):
-    """Scenario effects ``ζ [scenario, attribute]`` (non-centred, constrained to sum to zero after
-    scaling, so that ``μ_a`` alone carries each attribute's level: no level-effect ridge) and, with
-    raters, the loadings ``ω [attribute]`` of their scores (``None`` without raters). The raters'
-    scores themselves are integrated out of the likelihood (:func:`_observe`; module docstring,
-    "Raters who saw one cell").
+def sum_to_zero_basis(n: int) -> np.ndarray:
+    """An orthonormal basis ``[n, n - 1]`` of the vectors that sum to zero (Helmert contrasts):
+    ``Q Qᵀ = I − 11ᵀ / n``, so ``Q z`` with ``z ~ N(0, τ² I)`` has the distribution of
+    ``(x − x̄)`` with ``x ~ N(0, τ² I_n)``."""
+    q = np.zeros((n, n - 1))
+    for k in range(1, n):
+        q[:k, k - 1] = 1.0 / np.sqrt(k * (k + 1))
+        q[k, k - 1] = -k / np.sqrt(k * (k + 1))
+    return q
 
-    Scenario effects are non-centred on purpose. Centring them for the LLM fits (60 ratings per
-    scenario and attribute) was tried and measured worse on Gemini MIN: 38% of trajectories at the
-    depth cap against 12% non-centred, with a diagonal mass matrix.
+
+def _random_effects(n_attr, n_scenarios, n_participants, noise=None, zeta_param="non-centred"):
+    """Scenario effects ``ζ [scenario, attribute]``, constrained to sum to zero over scenarios (so
+    that ``μ_a`` alone carries each attribute's level: no level-effect ridge) and, with raters, the
+    loadings ``ω [attribute]`` of their scores (``None`` without raters). The raters' scores
+    themselves are integrated out of the likelihood (:func:`_observe`; module docstring, "Raters
+    who saw one cell").
+
+    ``zeta_param="non-centred"`` (the human fits): ``ζ = (z − z̄) τ_a`` with ``z ~ N(0, 1)``
+    (``zeta_raw``); ``"centred"`` (the LLM fits): ``ζ = Q z`` with ``z ~ N(0, τ_a)`` on the
+    ``n_scenarios − 1`` Helmert contrasts (``zeta_contrast``; :func:`sum_to_zero_basis`). The two
+    priors on ``ζ`` are the same (module docstring, "Scenario effects", with the measurements).
 
     ``noise [attribute]`` given: ``τ_a`` is sampled in units of the attribute's noise
     (``effect_scale="noise"``, :func:`rsa_model`)."""
@@ -517,8 +565,17 @@ def _random_effects(n_attr, n_scenarios, n_participants, noise=None):
     else:
         tau = scaled_param("tau", PRIORS_COMMON["tau"], unit=noise, unit_name="noise_attribute",
                            site="tau_noise_units", dims={"attribute": n_attr})
-    zeta_raw = param("zeta_raw", STANDARD_NORMAL, dims={"scenario": n_scenarios, "attribute": n_attr})
-    zeta = deterministic("zeta", (zeta_raw - zeta_raw.mean(0)) * tau, dims={"scenario": n_scenarios, "attribute": n_attr})
+    dims = {"scenario": n_scenarios, "attribute": n_attr}
+    if check_zeta_param(zeta_param) == "centred":
+        # ζ = Q z, z ~ N(0, τ_a) on the n_scenarios - 1 contrasts (module docstring, "Scenario effects")
+        basis = jnp.asarray(sum_to_zero_basis(n_scenarios), jnp.float32)  # [scenario, contrast]
+        d = dist.Normal(jnp.zeros((n_scenarios - 1, n_attr)), jnp.broadcast_to(tau, (n_scenarios - 1, n_attr))).to_event(2)
+        z = numpyro.sample("zeta_contrast", d, infer={INFER_KEY: {"hierarchical": "Normal(loc=0, scale=tau)",
+                                                                   "dims": ("scenario_contrast", "attribute")}})
+        zeta = deterministic("zeta", basis @ z, dims=dims)
+    else:
+        zeta_raw = param("zeta_raw", STANDARD_NORMAL, dims=dims)
+        zeta = deterministic("zeta", (zeta_raw - zeta_raw.mean(0)) * tau, dims=dims)
     if not n_participants:
         return zeta, None
     return zeta, param("sigma_participant", PRIORS_COMMON["sigma_participant"], dims={"attribute": n_attr})
@@ -558,7 +615,8 @@ def link_features(alpha, cost, theta, psi, link: str = "qud_fit") -> jax.Array:
     feats = listener_features(alpha, cost, theta, psi, link)  # [s, c, u, f]
     feats = feats - feats.mean(axis=(0, 1, 2), keepdims=True)
     if link == "qud_fit":
-        feats = feats / jnp.sqrt((feats ** 2).mean(axis=(0, 1, 2), keepdims=True) + FEATURE_SD_FLOOR ** 2)
+        floor = jnp.asarray([FEATURE_SD_FLOOR[f] for f in FEATURE_SETS["qud_fit"]], feats.dtype)
+        feats = feats / jnp.sqrt((feats ** 2).mean(axis=(0, 1, 2), keepdims=True) + floor ** 2)
     return feats
 
 
@@ -592,6 +650,18 @@ def check_theta_param(theta_param) -> str:
     return theta_param
 
 
+#: settings of ``rsa_model(zeta_param=...)`` and ``baseline_model(zeta_param=...)`` (module docstring,
+#: "Scenario effects")
+ZETA_PARAMS = ("non-centred", "centred")
+
+
+def check_zeta_param(zeta_param) -> str:
+    """``zeta_param`` if it is one of :data:`ZETA_PARAMS`, else a ``ValueError`` naming it."""
+    if zeta_param not in ZETA_PARAMS:
+        raise ValueError(f"zeta_param must be one of {ZETA_PARAMS}; got {zeta_param!r}.")
+    return zeta_param
+
+
 #: settings of ``rsa_model(effect_scale=...)`` and ``baseline_model(effect_scale=...)`` (module
 #: docstring, "Effects in units of the noise")
 EFFECT_SCALES = ("rating", "noise")
@@ -604,26 +674,26 @@ def check_effect_scale(effect_scale) -> str:
     return effect_scale
 
 
-def _effects(name, prior, dims, n_attributes, n_scenarios, n_participants, effect_scale):
+def _effects(name, prior, dims, n_attributes, n_scenarios, n_participants, effect_scale, zeta_param="non-centred"):
     """The loadings (``name``: ``beta`` or ``b``), the cutpoints and the random effects, with the
     loadings and ``τ`` sampled in rating points (``effect_scale="rating"``; this order of sites
     is the one every earlier fit used) or in units of each attribute's noise (``"noise"``)."""
     if check_effect_scale(effect_scale) == "rating":
         loadings = param(name, prior, dims=dims)
         cut, level, noise = _cutpoints(n_attributes)
-        zeta, sp = _random_effects(n_attributes, n_scenarios, n_participants)
+        zeta, sp = _random_effects(n_attributes, n_scenarios, n_participants, zeta_param=zeta_param)
     else:
         cut, level, noise = _cutpoints(n_attributes)
         loadings = scaled_param(name, prior, unit=noise, unit_name="noise_attribute", site=f"{name}_noise_units",
                                 dims=dims)
-        zeta, sp = _random_effects(n_attributes, n_scenarios, n_participants, noise)
+        zeta, sp = _random_effects(n_attributes, n_scenarios, n_participants, noise, zeta_param)
     return loadings, cut, level, noise, zeta, sp
 
 
 def rsa_model(condition, rating=None, participant=None, *, n_scenarios: int = 6,
               n_attributes: int = 6, n_participants: int = 0, motive_prior: str = "uniform",
               link: str = "qud_fit", theta_param: str = "centred", effect_scale: str = "rating",
-              rater_slots=None):
+              zeta_param: str = "non-centred", rater_slots=None):
     """The RSA social-meaning model (module docstring). Data are per rating: ``condition
     [response]`` (:func:`condition_index` of scenario, context (0 low, 1 high), form (0 precise,
     1 approx) and attribute), ``rating [response]`` in 1..7, optional ``participant [response]``.
@@ -656,7 +726,7 @@ def rsa_model(condition, rating=None, participant=None, *, n_scenarios: int = 6,
         psi = jnp.zeros(2)
     dims = {"feature": len(features), "attribute": n_attributes}
     beta, cut, level, noise, zeta, sp = _effects("beta", PRIORS_RSA["beta"], dims, n_attributes, n_scenarios,
-                                                 n_participants, effect_scale)
+                                                 n_participants, effect_scale, zeta_param)
     feats = link_features(alpha, cost, theta, psi, link)
     lapse = param("lapse", PRIORS_COMMON["lapse"])
     table = jnp.einsum("scuf,fa->scua", feats, beta) + level + zeta[:, None, None, :]
@@ -680,13 +750,13 @@ def baseline_linear_predictor(b, n_scenarios: int = 6) -> jax.Array:
 
 def baseline_model(condition, rating=None, participant=None, *, n_scenarios: int = 6,
                    n_attributes: int = 6, n_participants: int = 0, effect_scale: str = "rating",
-                   rater_slots=None):
+                   zeta_param: str = "non-centred", rater_slots=None):
     """Non-pragmatic baseline: form, context and form x context effects per attribute, with the
     same ordinal likelihood, scenario effects and (``n_participants > 0``) rater scores integrated
     out as :func:`rsa_model` (and its ``effect_scale``)."""
     dims = {"effect": 3, "attribute": n_attributes}
     b, cut, level, noise, zeta, sp = _effects("b", PRIORS_BASELINE["b"], dims, n_attributes, n_scenarios,
-                                              n_participants, effect_scale)
+                                              n_participants, effect_scale, zeta_param)
     lapse = param("lapse", PRIORS_COMMON["lapse"])
     table = baseline_linear_predictor(b, n_scenarios) + level + zeta[:, None, None, :]
     return _observe(table, cut, noise, condition, rating, lapse, sp, participant, n_participants, rater_slots)

@@ -198,7 +198,8 @@ def encode(df: pd.DataFrame, participants: bool) -> dict:
 
 COORDS = {"attribute": list(datasets.ATTRIBUTES), "scenario": list(SCENARIOS),
           "effect": ["form", "context", "form_x_context"], "free_motive": list(sm.MOTIVES[1:]),
-          "cutpoint": list(range(1, sm.N_RATING)), "gap": list(range(1, sm.N_RATING - 1))}
+          "cutpoint": list(range(1, sm.N_RATING)), "gap": list(range(1, sm.N_RATING - 1)),
+          "scenario_contrast": list(range(1, len(SCENARIOS)))}
 
 
 def fit_spec(name: str, kind: str, df: pd.DataFrame, participants: bool, seed: int, sampler: dict,
@@ -225,6 +226,8 @@ def fit_spec(name: str, kind: str, df: pd.DataFrame, participants: bool, seed: i
         model = sm.baseline_model
     else:
         raise ValueError(f"kind must be 'rsa' or 'baseline'; got {kind!r}.")
+    if not participants:  # the LLM ratings pin each scenario effect: centred (models/social_meaning.py, "Scenario effects")
+        data["zeta_param"] = "centred"
     if sm.check_effect_scale(effect_scale) != "rating":  # the default stays out of the data (and its hash)
         data["effect_scale"] = effect_scale
     declared = pm.inspect_model(model, data)

@@ -77,6 +77,47 @@ def test_a_vanishing_feature_is_not_blown_up_into_a_full_size_regressor():
     np.testing.assert_allclose(typical, 1.0, atol=0.01)
 
 
+def test_p_exact_floor_wall_lies_beyond_the_llms_scenario_knowledge():
+    """The floor of ``p_exact`` (1e-4) keeps the normalised feature at full size up to θ = 7 at
+    Claude ALT's posterior (alpha 1.75, cost 1.38), where the LLMs' θ_μ never reaches; the former
+    1e-3 had cut it to 0.91 at θ = 6 and 0.64 at 7 (module docstring, "Features that vanish"). The
+    QUD feature keeps the floor 1e-3 that cuts the human cost's plateau off (test above)."""
+    assert sm.FEATURE_SD_FLOOR == {"p_exact": 1e-4, "p_qud_fit": 1e-3}
+    theta = jnp.linspace(-0.5, 0.5, 6, dtype=jnp.float32)
+    size = [float(np.sqrt((np.asarray(sm.link_features(jnp.float32(1.75), jnp.float32(1.38), theta + t,
+                                                         jnp.zeros(2)))[..., 0] ** 2).mean())) for t in (5.0, 6.0, 7.0)]
+    assert min(size) > 0.99, size
+    raw = np.asarray(sm.listener_features(jnp.float32(1.75), jnp.float32(1.38), theta + 7.0, jnp.zeros(2)))[..., 0]
+    sd = raw.std()
+    assert 5e-4 < sd < 1.5e-3  # the old floor's scale: it would have shrunk the feature to sd / sqrt(sd² + 1e-6)
+    assert sd / np.sqrt(sd ** 2 + 1e-6) < 0.8
+
+
+def test_centred_scenario_effects_have_the_non_centred_prior():
+    """``zeta_param="centred"`` samples the five Helmert contrasts ``z ~ N(0, τ_a)`` and sets
+    ``ζ = Q z``; ``"non-centred"`` sets ``ζ = (z − z̄) τ_a`` with ``z ~ N(0, 1)``. Both give ``ζ``
+    the covariance ``τ_a² (I − 11ᵀ/6)`` over scenarios at fixed ``τ``: checked on 20,000 prior
+    draws each (the standard error of a variance estimate is sqrt(2/20,000) = 1% of it; tolerance
+    5% of τ²), with every draw summing to zero."""
+    from numpyro.infer import Predictive
+    q = sm.sum_to_zero_basis(6)
+    np.testing.assert_allclose(q.T @ q, np.eye(5), atol=1e-12)
+    np.testing.assert_allclose(q @ q.T, np.eye(6) - 1 / 6, atol=1e-12)
+    tau = jnp.array([0.3, 0.5, 0.8, 1.0, 1.5, 2.0])
+    for zeta_param in sm.ZETA_PARAMS:
+        model = handlers.condition(lambda zp: sm._random_effects(6, 6, 0, zeta_param=zp), {"tau": tau})
+        zeta = np.asarray(Predictive(model, num_samples=20_000, parallel=True)(jax.random.key(1), zeta_param)["zeta"])
+        np.testing.assert_allclose(zeta.sum(1), 0.0, atol=1e-4)
+        cov = np.einsum("nsa,nta->ast", zeta, zeta) / zeta.shape[0]
+        relative = cov / np.asarray(tau)[:, None, None] ** 2  # [attribute, scenario, scenario]
+        np.testing.assert_allclose(relative, np.broadcast_to(np.eye(6) - 1 / 6, relative.shape), atol=0.05)
+    info = pm.inspect_model(sm.rsa_model, dict(_data(), zeta_param="centred"))
+    assert info.dims["zeta_contrast"] == ["scenario_contrast", "attribute"] and "zeta_raw" not in info.dims
+    assert "zeta_contrast" in info.hierarchical
+    with pytest.raises(ValueError, match="zeta_param must be one of \\('non-centred', 'centred'\\); got 'centered'"):
+        pm.inspect_model(sm.baseline_model, dict(_data(), zeta_param="centered"))
+
+
 def test_qud_fit_contrasts_are_identified_and_motives_contrasts_are_not():
     """Per attribute the data fix three contrasts (form, context, interaction). The motives link's
     three features span only two of them at any alpha (its 3 x 3 contrast matrix is singular); the
