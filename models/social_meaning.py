@@ -72,12 +72,24 @@ posterior is the same. An LLM's 60 ratings per scenario and attribute pin each `
 non-centred ``z = ζ / τ_a`` then narrows as ``τ_a`` grows: an inverted funnel. Measured (single
 fits, study full settings, 2026-12-05): in 3 of the 4 divergent transitions of Claude ALT (seeds
 +1, +2) and GPT COM (seed +2) one ``τ_a`` was at its 99.3rd-100th percentile; centred, GPT COM had
-none, NUTS needed 31 leapfrog steps per draw instead of 31-46 and the smallest bulk ESS rose from
-2,494 to 3,619 (Claude ALT) and from 2,691 to 4,458 (GPT COM). Sampling the contrasts leaves no
+none, Claude ALT needed 31 leapfrog steps per draw instead of 46 (GPT COM 31 either way) and the
+smallest bulk ESS rose from 2,494 to 3,619 (Claude ALT) and from 2,691 to 4,458 (GPT COM). Sampling the contrasts leaves no
 direction to the prior alone (six centred effects with their mean subtracted would leave the mean,
 ``N(0, τ_a/√6)``, a funnel of its own). An earlier measurement against centring (Gemini MIN, 38%
 of trajectories at the depth cap against 12%) was made with a diagonal mass matrix, before the
 LLM fits adapted a dense one.
+
+Centred, the density of the five contrasts grows as ``τ_a^{-5}`` where they are near 0, so a
+prior with mass at 0 makes ``τ_a -> 0`` a spike that an optimiser, and so ``init="optimize"``,
+can end in (as "Scenario knowledge" says of ``θ_σ``). Under the former ``τ_a ~ HalfNormal(1)``,
+Gemini KMA (seed +1) started two chains there, with ``τ`` 0.004-0.005 for two attributes
+(0.68-0.89 in the other chains): r_hat 2.51, 75% of trajectories at the depth cap. ``τ_a`` now
+has the prior of ``θ_σ``, log-normal with median 0.5 and 95% in [0.11, 2.2] rating points, which
+keeps the centred density bounded: Gemini KMA and Gemini ALT (seed +1) then converged (no
+divergences, r_hat 1.002, bulk ESS 2,447 and 3,844, 30-38 leapfrog steps per draw). The LLMs'
+``τ`` have posterior medians of 0.37-1.01 rating points, where this prior is flat-ish; it pulls
+the largest ones down a little (Gemini KMA's competent 0.88 under the half-normal prior with
+non-centred effects, 0.76 under this one). The human fits take the same prior.
 
 Link to ratings
 ---------------
@@ -184,8 +196,8 @@ posterior (alpha 1.75, cost 1.38) the normalised ``p_exact`` keeps 0.99 of its s
 at 6 and 0.64 at 7 with the floor 1e-3, so the wall stood where the LLMs' ``θ_μ`` reaches at its
 99.5th percentile. Measured (single fits, study full settings, centred scenario effects,
 2026-12-05): Claude ALT diverged there at seeds +1 and +2 (1 and 2 transitions, every ``θ_s`` and
-``θ_μ`` at their 99.4th-100th percentiles in each). With 1e-4 the wall moves 2.3 log-odds out (0.99
-of the size at θ = 7.3), into the prior's far tail: no divergences at either seed, and no
+``θ_μ`` at their 99.1st-100th percentiles in each). With 1e-4 the wall moves 2.3 log-odds out (0.99
+of the size up to θ = 7), into the prior's far tail: no divergences at either seed, and no
 trajectory longer than 31 leapfrog steps. ``p_qud_fit`` keeps 1e-3, which cuts the human cost's
 plateau off (above); the human ``θ_μ`` (1.6 [−0.1, 3.5]) is far from either wall.
 
@@ -328,6 +340,18 @@ before, and none in a single fit at the same seed and settings; ``target_accept`
 also gives none but sends 25% of trajectories to the depth cap), Claude ALT (2), Claude KMA (1),
 Claude COM (1). Which fit has a few changes between runs
 (the 2026-12-03 run: Claude KMA, Gemini MIN, Gemini COM).
+
+Those rare divergences had two sources, found by locating the divergent draws of single fits at
+other seeds (2026-12-05): the inverted funnel of non-centred scenario effects (a ``τ_a`` at its
+99.3rd-100th percentile; "Scenario effects") and the wall of ``p_exact``'s floor (every ``θ_s`` at
+its 99th-100th; "Features that vanish"). The LLM fits now sample the scenario effects centred,
+under a scale prior with no mass at 0, and ``p_exact``'s floor is 1e-4. Single LLM fits at seed
++1 with centred effects and the new floor: 8 of 10 met every standard with no divergence; Gemini
+ALT and KMA had chains in the spike ``τ_a -> 0`` under the former half-normal prior and met every
+standard under the log-normal one; Claude ALT at seeds +1 and +2 had none (1 and 2 before the new
+floor). The 2026-12-05 full run: all 15 fits meet every standard, with no divergent transition in
+any of them (every fit r_hat <= 1.004, bulk ESS >= 1,021, tail ESS >= 676, at most 0.1% of
+trajectories at the depth cap).
 
 Effects in units of the noise
 -----------------------------

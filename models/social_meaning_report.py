@@ -333,7 +333,8 @@ PARAMETRISATION = (
     "Parametrisation (`models/social_meaning.py`, which states the priors that came with it): alpha and "
     "the log-odds of the precise form under a coarse QUD are sampled and the cost derived (\"Why alpha and this "
     "log-odds\"); the LLM fits sample the scenario knowledge theta centred, the human fits non-centred (\"Scenario "
-    "knowledge\"); the human fits integrate each rater's one-factor score out of that rater's likelihood (81-node "
+    "knowledge\"), and likewise the scenario effects on the ratings, the LLM fits on their five sum-to-zero "
+    "contrasts under a scale prior with no mass at 0 (\"Scenario effects\"); the human fits integrate each rater's one-factor score out of that rater's likelihood (81-node "
     "trapezoidal rule, `pragmodels.rater_likelihood`), so no rater score is sampled and LOO leaves out one rater "
     "at a time (\"Raters who saw one cell\").")
 
