@@ -89,7 +89,9 @@ keeps the centred density bounded: Gemini KMA and Gemini ALT (seed +1) then conv
 divergences, r_hat 1.002, bulk ESS 2,447 and 3,844, 30-38 leapfrog steps per draw). The LLMs'
 ``τ`` have posterior medians of 0.37-1.01 rating points, where this prior is flat-ish; it pulls
 the largest ones down a little (Gemini KMA's competent 0.88 under the half-normal prior with
-non-centred effects, 0.76 under this one). The human fits take the same prior.
+non-centred effects, 0.76 under this one). The human fits take the same prior; their ``τ`` are
+smaller (2026-12-05 run: posterior medians 0.14-0.45, 94% intervals reaching down to 0.05), in the
+prior's lower tail, which pulls them up a little: the ratings still put them well below its median.
 
 Link to ratings
 ---------------

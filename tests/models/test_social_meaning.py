@@ -271,16 +271,17 @@ def test_fit_recovers_the_simulated_noise_and_implied_cell_means(noise_excess):
     from models.social_meaning_study import COORDS
 
     cond = np.repeat(np.arange(6 * 2 * 2 * 6), 10).astype(np.int32)
-    prior = handlers.trace(handlers.seed(sm.rsa_model, 3)).get_trace(condition=cond)
+    llm = dict(zeta_param="centred")  # the study's parametrisation of an LLM fit (its scenario effects centred)
+    prior = handlers.trace(handlers.seed(sm.rsa_model, 3)).get_trace(condition=cond, **llm)
     truth = {k: v["value"] for k, v in prior.items() if v["type"] == "sample" and not v["is_observed"] and k != "rating"}
     spread = 0.3 * np.array([-1.0, -0.5, 0.0, 0.2, 0.5, 0.8])  # per-attribute log excess around the typical one
     truth.update(noise_excess=jnp.asarray(noise_excess * np.exp(spread - spread.mean())), lapse=jnp.array(0.03))
-    sim = handlers.trace(handlers.seed(handlers.condition(sm.rsa_model, truth), 4)).get_trace(condition=cond)
+    sim = handlers.trace(handlers.seed(handlers.condition(sm.rsa_model, truth), 4)).get_trace(condition=cond, **llm)
     rating = np.asarray(sim["rating"]["value"]) + 1
     true_draw = {k: v["value"] for k, v in sim.items() if v["type"] in ("sample", "deterministic") and k != "rating"}
     true_means = np.asarray(sm.implied_cell_means("rsa", true_draw))
 
-    tree = pm.fit(5, sm.rsa_model, dict(condition=cond, rating=rating.astype(np.int32)), num_warmup=400,
+    tree = pm.fit(5, sm.rsa_model, dict(condition=cond, rating=rating.astype(np.int32), **llm), num_warmup=400,
                   num_samples=300, num_chains=2, max_tree_depth=8, dense_mass=True, coords=dict(COORDS, feature=list(sm.FEATURE_SETS["qud_fit"])),
                   progress_bar=False)
     beta = tree["posterior"]["beta"].values.reshape(-1, 2, 6)
@@ -310,15 +311,19 @@ def test_fit_recovers_parameters_at_the_human_data_size():
     scenario x context x form cell on six attributes), ratings simulated from the RSA model with
     rater effects at a prior draw set to human-like noise (typical 0.4, pedantry-like spread),
     lapse and rater loadings, refitted by NUTS as the study fits the humans (non-centred scenario
-    knowledge, rater scores integrated out). Tolerances: alpha and the coarse-QUD log-odds inside their 94%
-    intervals (6% miss rate each; the seed is fixed) and at most half as wide as the prior's (the
-    data, not the prior, must pin them), at least 10 of the 12 population loadings ``beta`` and 5
+    knowledge, rater scores integrated out, the production prior on the coarse-QUD log-odds, a dense
+    mass matrix over the RSA block). Tolerances: alpha and the coarse-QUD log-odds inside their 94%
+    intervals (6% miss rate each; the seed is fixed). Their widths are not tested: at this design
+    the ratings pin the listener's inferences, not alpha or that log-odds (module docstring, "What
+    the ratings cannot identify"; the real human posterior of alpha, 0.32-4.41, is little narrower
+    than its prior's 0.40-6.7, and until 2026-12-05 this test required half the prior's width and
+    failed, at r_hat 1.75 under the former wide prior). At least 10 of the 12 population loadings ``beta`` and 5
     of the 6 per-attribute noises inside theirs, max r_hat under 1.05 (two short chains), and the
     implied cell means' 94% intervals cover at least 80% of the 144 true means (correlated cells:
     not binomial) with a posterior-median RMSE under 2.5 posterior SDs (a diffuse posterior covers
     everything; a biased one misses by more). Level, scenario spread and loadings' truths are set
     to the size of the human fits' estimates rather than drawn from the prior."""
-    from models.social_meaning_study import COORDS, encode, implied_means
+    from models.social_meaning_study import COORDS, RSA_BLOCK, encode, implied_means
     from pragmodels import datasets
 
     human = datasets.load_social_human()
@@ -338,8 +343,8 @@ def test_fit_recovers_parameters_at_the_human_data_size():
     true_means = np.asarray(sm.implied_cell_means("rsa", {k: jnp.asarray(v) for k, v in true.items()}))
 
     tree = pm.fit(13, sm.rsa_model, dict(base, rating=rating), num_warmup=500, num_samples=500, num_chains=2,
-                  target_accept=0.9, max_tree_depth=8, init="optimize", progress_bar=False,
-                  coords=dict(COORDS, feature=list(sm.FEATURE_SETS["qud_fit"])))
+                  target_accept=0.95, max_tree_depth=8, init="optimize", progress_bar=False, priors=sm.PRIORS_SPEAKER,
+                  dense_mass=[list(RSA_BLOCK)], coords=dict(COORDS, feature=list(sm.FEATURE_SETS["qud_fit"])))
     post = tree["posterior"]
 
     def inside(v):
@@ -347,10 +352,10 @@ def test_fit_recovers_parameters_at_the_human_data_size():
         lo, hi = np.quantile(x, [0.03, 0.97], axis=0)
         return (lo <= true[v]) & (true[v] <= hi), lo, hi
 
-    prior_width = {"alpha": float(np.diff(np.exp(0.5 + 0.75 * np.array([-1.881, 1.881])))[0]), "precise_logodds_coarse": 3.0 * 2 * 1.881}
-    for v in ("alpha", "precise_logodds_coarse"):
-        ok, lo, hi = inside(v)
-        assert ok and hi - lo < 0.5 * prior_width[v], (v, true[v], lo, hi, prior_width[v])
+    found = {v: inside(v) for v in ("alpha", "precise_logodds_coarse")}
+    print({v: (float(true[v]), float(lo), float(hi)) for v, (_, lo, hi) in found.items()}, tree.attrs.get("diagnostics"))
+    for v, (ok, lo, hi) in found.items():
+        assert ok, (v, true[v], lo, hi)
     assert json.loads(tree.attrs["diagnostics"])["max_rhat"] < 1.05
     ok, lo, hi = inside("beta")
     assert ok.sum() >= 10, (true["beta"], lo, hi)
