@@ -71,9 +71,11 @@ the LLM fits centred on the five Helmert contrasts, ``ζ = Q z`` with ``z ~ N(0,
 posterior is the same. An LLM's 60 ratings per scenario and attribute pin each ``ζ_{a,s}``, and
 non-centred ``z = ζ / τ_a`` then narrows as ``τ_a`` grows: an inverted funnel. Measured (single
 fits, study full settings, 2026-12-05): in 3 of the 4 divergent transitions of Claude ALT (seeds
-+1, +2) and GPT COM (seed +2) one ``τ_a`` was at its 99.3rd-100th percentile; centred, GPT COM had
-none, Claude ALT needed 31 leapfrog steps per draw instead of 46 (GPT COM 31 either way) and the
-smallest bulk ESS rose from 2,494 to 3,619 (Claude ALT) and from 2,691 to 4,458 (GPT COM). Sampling the contrasts leaves no
++1, +2: 2 and 1) and GPT COM (seed +2: 1) one ``τ_a`` was at its 99.3rd-100th percentile.
+Centred, GPT COM had none; Claude ALT still had 1 and 2, but none of them at a large ``τ_a``: all
+sat on the wall of ``p_exact``'s floor ("Features that vanish"), which the new floor removed.
+Centred, Claude ALT needed 31 leapfrog steps per draw instead of 46 (GPT COM 31 either way) and
+the smallest bulk ESS rose from 2,494 to 3,619 (Claude ALT) and from 2,691 to 4,458 (GPT COM). Sampling the contrasts leaves no
 direction to the prior alone (six centred effects with their mean subtracted would leave the mean,
 ``N(0, τ_a/√6)``, a funnel of its own). An earlier measurement against centring (Gemini MIN, 38%
 of trajectories at the depth cap against 12%) was made with a diagonal mass matrix, before the
@@ -91,7 +93,8 @@ divergences, r_hat 1.002, bulk ESS 2,447 and 3,844, 30-38 leapfrog steps per dra
 the largest ones down a little (Gemini KMA's competent 0.88 under the half-normal prior with
 non-centred effects, 0.76 under this one). The human fits take the same prior; their ``τ`` are
 smaller (2026-12-05 run: posterior medians 0.14-0.45, 94% intervals reaching down to 0.05), in the
-prior's lower tail, which pulls them up a little: the ratings still put them well below its median.
+prior's lower tail (0.14 is its 5th percentile), so the prior may hold them up somewhat; how much
+was not measured.
 
 Link to ratings
 ---------------
@@ -348,9 +351,10 @@ other seeds (2026-12-05): the inverted funnel of non-centred scenario effects (a
 99.3rd-100th percentile; "Scenario effects") and the wall of ``p_exact``'s floor (every ``θ_s`` at
 its 99th-100th; "Features that vanish"). The LLM fits now sample the scenario effects centred,
 under a scale prior with no mass at 0, and ``p_exact``'s floor is 1e-4. Single LLM fits at seed
-+1 with centred effects and the new floor: 8 of 10 met every standard with no divergence; Gemini
-ALT and KMA had chains in the spike ``τ_a -> 0`` under the former half-normal prior and met every
-standard under the log-normal one; Claude ALT at seeds +1 and +2 had none (1 and 2 before the new
++1 with centred effects and the new floor: 8 of 10 met every standard with no divergence (GPT
+MIN, ALT, KMA, COM; Claude MIN, KMA, COM; Gemini MIN); the other two, Gemini ALT and KMA, had
+chains in the spike ``τ_a -> 0`` under the former half-normal prior and met every standard under
+the log-normal one (Gemini COM was not run at this seed); Claude ALT at seeds +1 and +2 had none (1 and 2 before the new
 floor). The 2026-12-05 full run: all 15 fits meet every standard, with no divergent transition in
 any of them (every fit r_hat <= 1.004, bulk ESS >= 1,021, tail ESS >= 676, at most 0.1% of
 trajectories at the depth cap).
@@ -584,8 +588,8 @@ def _random_effects(n_attr, n_scenarios, n_participants, noise=None, zeta_param=
     ``n_scenarios − 1`` Helmert contrasts (``zeta_contrast``; :func:`sum_to_zero_basis`). The two
     priors on ``ζ`` are the same (module docstring, "Scenario effects", with the measurements).
 
-    ``noise [attribute]`` given: ``τ_a`` is sampled in units of the attribute's noise
-    (``effect_scale="noise"``, :func:`rsa_model`)."""
+    ``noise [attribute]`` given: ``τ_a``, and the centred contrasts (``zeta_contrast_noise_units``),
+    are sampled in units of the attribute's noise (``effect_scale="noise"``, :func:`rsa_model`)."""
     if noise is None:
         tau = param("tau", PRIORS_COMMON["tau"], dims={"attribute": n_attr})
     else:
@@ -594,11 +598,14 @@ def _random_effects(n_attr, n_scenarios, n_participants, noise=None, zeta_param=
     dims = {"scenario": n_scenarios, "attribute": n_attr}
     if check_zeta_param(zeta_param) == "centred":
         # ζ = Q z, z ~ N(0, τ_a) on the n_scenarios - 1 contrasts (module docstring, "Scenario effects")
+        # with ``noise`` (effect_scale="noise") the contrasts too are sampled in units of each attribute's noise
         basis = jnp.asarray(sum_to_zero_basis(n_scenarios), jnp.float32)  # [scenario, contrast]
-        d = dist.Normal(jnp.zeros((n_scenarios - 1, n_attr)), jnp.broadcast_to(tau, (n_scenarios - 1, n_attr))).to_event(2)
-        z = numpyro.sample("zeta_contrast", d, infer={INFER_KEY: {"hierarchical": "Normal(loc=0, scale=tau)",
-                                                                   "dims": ("scenario_contrast", "attribute")}})
-        zeta = deterministic("zeta", basis @ z, dims=dims)
+        unit = jnp.ones(n_attr) if noise is None else noise
+        site, given = ("zeta_contrast", "tau") if noise is None else ("zeta_contrast_noise_units", "tau / noise_attribute")
+        d = dist.Normal(jnp.zeros((n_scenarios - 1, n_attr)), jnp.broadcast_to(tau / unit, (n_scenarios - 1, n_attr))).to_event(2)
+        z = numpyro.sample(site, d, infer={INFER_KEY: {"hierarchical": f"Normal(loc=0, scale={given})",
+                                                        "dims": ("scenario_contrast", "attribute")}})
+        zeta = deterministic("zeta", basis @ (z * unit), dims=dims)
     else:
         zeta_raw = param("zeta_raw", STANDARD_NORMAL, dims=dims)
         zeta = deterministic("zeta", (zeta_raw - zeta_raw.mean(0)) * tau, dims=dims)

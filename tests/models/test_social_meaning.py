@@ -186,24 +186,29 @@ def test_models_trace_with_named_dims(model, n_participants):
     assert np.all(np.isfinite(np.asarray(lp)))
 
 
+@pytest.mark.parametrize("zeta_param", sm.ZETA_PARAMS)
 @pytest.mark.parametrize("model,loadings", [(sm.rsa_model, "beta"), (sm.baseline_model, "b")])
 @pytest.mark.parametrize("n_participants", [0, 20])
-def test_effects_in_noise_units_are_the_same_model(model, loadings, n_participants):
+def test_effects_in_noise_units_are_the_same_model(model, loadings, n_participants, zeta_param):
     """``effect_scale="noise"`` samples the loadings and ``τ`` divided by each attribute's noise:
     at the same point, its log density is the rating-point model's plus the Jacobian of
     ``β = σ_a β̃`` and ``τ = σ_a τ̃`` (``Σ log σ_a`` per element; checked to 1e-3 in float32 on a
-    density of several hundred nats), and every deterministic a user reads is the same."""
+    density of several hundred nats), and every deterministic a user reads is the same; with
+    centred scenario effects their five contrasts are in units of the noise too."""
     from numpyro.infer.util import log_density
-    data = _data(n_participants)
+    data = dict(_data(n_participants), zeta_param=zeta_param)
     tr = handlers.trace(handlers.seed(model, 3)).get_trace(**data)
     point = {k: v["value"] for k, v in tr.items() if v["type"] == "sample" and not v["is_observed"]}
     noise = tr["noise_attribute"]["value"]  # [attribute]
-    scaled = {k: v for k, v in point.items() if k not in (loadings, "tau")}
+    scaled = {k: v for k, v in point.items() if k not in (loadings, "tau", "zeta_contrast")}
     scaled[f"{loadings}_noise_units"] = point[loadings] / noise
     scaled["tau_noise_units"] = point["tau"] / noise
+    n_per_attribute = point[loadings].shape[0] + 1  # the loadings of each attribute and its tau
+    if zeta_param == "centred":
+        scaled["zeta_contrast_noise_units"] = point["zeta_contrast"] / noise
+        n_per_attribute += point["zeta_contrast"].shape[0]  # and its five scenario contrasts
     lr, _ = log_density(model, (), data, point)
     ln, trn = log_density(model, (), dict(data, effect_scale="noise"), scaled)
-    n_per_attribute = point[loadings].shape[0] + 1  # the loadings of each attribute and its tau
     np.testing.assert_allclose(float(ln), float(lr) + n_per_attribute * float(jnp.log(noise).sum()), atol=1e-3)
     for k in (loadings, "tau", "zeta", "cutpoints", "noise_attribute"):
         np.testing.assert_allclose(trn[k]["value"], tr[k]["value"], rtol=1e-5, atol=1e-6)
@@ -368,3 +373,23 @@ def test_fit_recovers_parameters_at_the_human_data_size():
     print(f"human-size recovery: cell-mean coverage {coverage:.2f}, rmse {rmse:.3f}, mean sd {sd:.3f}; "
           f"{tree.attrs.get('diagnostics')}")
     assert coverage >= 0.8 and rmse < 2.5 * sd, (coverage, rmse, sd)
+
+
+def test_study_samples_llm_scenario_effects_centred_and_human_ones_non_centred():
+    """The study's parametrisation (module docstring, "Scenario effects"): an LLM fit's data ask for
+    centred scenario effects (the ``zeta_contrast`` site), a human fit's keep the non-centred
+    default (``zeta_raw``); the data dict is what the fit's hash and cache key are made of."""
+    from models.social_meaning_study import SAMPLER, fit_spec
+    from pragmodels import datasets, metrics
+
+    llm = datasets.load_social_llm()
+    frame = metrics.valid_ratings(llm[(llm.model == "gpt") & (llm.prompt == "MIN")]).frame
+    spec = fit_spec("gpt_MIN_rsa", "rsa", frame, False, 0, SAMPLER["quick"], label="gpt MIN")
+    assert spec.data["zeta_param"] == "centred"
+    info = pm.inspect_model(spec.model, spec.data)
+    assert "zeta_contrast" in info.hierarchical and "zeta_raw" not in info.dims
+    human = datasets.load_social_human()
+    for kind, label in (("rsa", "human"), ("baseline", "human baseline")):
+        spec = fit_spec("h", kind, human, True, 0, SAMPLER["quick"], label=label)
+        assert "zeta_param" not in spec.data
+        assert "zeta_raw" in pm.inspect_model(spec.model, spec.data).dims
