@@ -744,7 +744,11 @@ def rsa_model(condition, rating=None, participant=None, *, n_scenarios: int = 6,
     in rating points (``"rating"``, default) or in units of each attribute's noise ``σ_a``
     (``"noise"``: sites ``beta_noise_units`` and ``tau_noise_units``, priors rescaled so that ``β``
     and ``τ`` keep theirs). Same posterior again (module docstring, "Effects in units of the
-    noise")."""
+    noise").
+
+    ``zeta_param``: the scenario effects ``ζ`` sampled ``"non-centred"`` (default; the human fits)
+    or ``"centred"`` on their sum-to-zero contrasts (the LLM fits, whose ratings pin each effect).
+    Same posterior (module docstring, "Scenario effects"); :func:`baseline_model` takes it too."""
     check_motive_prior(motive_prior)
     features = FEATURE_SETS[check_link(link)]
     centred = check_theta_param(theta_param) == "centred"
