@@ -665,11 +665,17 @@ def check_motive_prior(motive_prior) -> str:
     return motive_prior
 
 
+def _one_of(name: str, value, choices: tuple) -> str:
+    """``value`` if it is one of ``choices``, else a ``ValueError`` naming the setting ``name``,
+    the value and the choices."""
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {choices}; got {value!r}.")
+    return value
+
+
 def check_link(link) -> str:
     """``link`` if it is one of :data:`LINKS`, else a ``ValueError`` naming it."""
-    if link not in LINKS:
-        raise ValueError(f"link must be one of {LINKS}; got {link!r}.")
-    return link
+    return _one_of("link", link, LINKS)
 
 
 #: settings of ``rsa_model(theta_param=...)`` (module docstring, "Scenario knowledge")
@@ -678,9 +684,7 @@ THETA_PARAMS = ("centred", "non-centred")
 
 def check_theta_param(theta_param) -> str:
     """``theta_param`` if it is one of :data:`THETA_PARAMS`, else a ``ValueError`` naming it."""
-    if theta_param not in THETA_PARAMS:
-        raise ValueError(f"theta_param must be one of {THETA_PARAMS}; got {theta_param!r}.")
-    return theta_param
+    return _one_of("theta_param", theta_param, THETA_PARAMS)
 
 
 #: settings of ``rsa_model(zeta_param=...)`` and ``baseline_model(zeta_param=...)`` (module docstring,
@@ -690,9 +694,7 @@ ZETA_PARAMS = ("non-centred", "centred")
 
 def check_zeta_param(zeta_param) -> str:
     """``zeta_param`` if it is one of :data:`ZETA_PARAMS`, else a ``ValueError`` naming it."""
-    if zeta_param not in ZETA_PARAMS:
-        raise ValueError(f"zeta_param must be one of {ZETA_PARAMS}; got {zeta_param!r}.")
-    return zeta_param
+    return _one_of("zeta_param", zeta_param, ZETA_PARAMS)
 
 
 #: settings of ``rsa_model(effect_scale=...)`` and ``baseline_model(effect_scale=...)`` (module
@@ -702,9 +704,7 @@ EFFECT_SCALES = ("rating", "noise")
 
 def check_effect_scale(effect_scale) -> str:
     """``effect_scale`` if it is one of :data:`EFFECT_SCALES`, else a ``ValueError`` naming it."""
-    if effect_scale not in EFFECT_SCALES:
-        raise ValueError(f"effect_scale must be one of {EFFECT_SCALES}; got {effect_scale!r}.")
-    return effect_scale
+    return _one_of("effect_scale", effect_scale, EFFECT_SCALES)
 
 
 def _effects(name, prior, dims, n_attributes, n_scenarios, n_participants, effect_scale, zeta_param="non-centred"):

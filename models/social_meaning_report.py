@@ -334,9 +334,10 @@ PARAMETRISATION = (
     "the log-odds of the precise form under a coarse QUD are sampled and the cost derived (\"Why alpha and this "
     "log-odds\"); the LLM fits sample the scenario knowledge theta centred, the human fits non-centred (\"Scenario "
     "knowledge\"), and likewise the scenario effects on the ratings, the LLM fits on their five sum-to-zero "
-    "contrasts under a scale prior with no mass at 0 (\"Scenario effects\"); the human fits integrate each rater's one-factor score out of that rater's likelihood (81-node "
-    "trapezoidal rule, `pragmodels.rater_likelihood`), so no rater score is sampled and LOO leaves out one rater "
-    "at a time (\"Raters who saw one cell\").")
+    "contrasts under a scale prior with no mass at 0 (\"Scenario effects\"); the human fits integrate each "
+    "rater's one-factor score out of that rater's likelihood (81-node trapezoidal rule, "
+    "`pragmodels.rater_likelihood`), so no rater score is sampled and LOO leaves out one rater at a time "
+    "(\"Raters who saw one cell\").")
 
 
 def calibration_sentence(cal: pd.DataFrame) -> str:
