@@ -10,7 +10,7 @@ persistent compilation cache):
   pointwise log-likelihood), loaded from git: ``pragmodels/inference.py`` at the newest commit
   where it still builds ``MCMC(...)`` (or ``--baseline REV``); the rest of the package is the
   working tree's;
-- new: the working tree's ``pm.fit`` (on :func:`pragmodels.sampler.run_nuts`: one compiled
+- new: the working tree's ``pm.fit`` (on :func:`pragmodels.inference.nuts.run_nuts`: one compiled
   program per model structure, static values, shapes and settings).
 
 Cases
@@ -73,7 +73,7 @@ def reference_bda(log_semantics, cost_design, production, comprehension, *, dept
     """
     import pragmodels as pm
     from pragmodels import agents
-    from pragmodels.likelihoods import choice_counts
+    from pragmodels.likelihoods.categorical import choice_counts
 
     alpha = pm.param("alpha", pm.Prior("LogNormal", loc=0.5, scale=1.0))
     w = pm.param("cost_weight", pm.Prior("HalfNormal", scale=2.0), dims={"cost_term": 1})
@@ -125,7 +125,7 @@ def previous_hierarchical_model(log_semantics, item, utterance, choice=None, n_i
     import jax
 
     from pragmodels import agents
-    from pragmodels.likelihoods import listener_choices
+    from pragmodels.likelihoods.categorical import listener_choices
     from pragmodels.params import group_effect
     from pragmodels.rsa_models import DEFAULT_PRIORS
 
@@ -137,10 +137,10 @@ def previous_hierarchical_model(log_semantics, item, utterance, choice=None, n_i
 
 def _fit_function(impl: str, baseline: str | None):
     if impl in ("new", "prev"):
-        import pragmodels.inference as inf
+        import pragmodels.inference.fitting as inf
 
         if "run_nuts" not in Path(inf.__file__).read_text():
-            raise SystemExit("the working tree's pm.fit does not use pragmodels.sampler.run_nuts")
+            raise SystemExit("the working tree's pm.fit does not use pragmodels.inference.nuts.run_nuts")
         return inf.fit
     import importlib.util
 
@@ -231,7 +231,7 @@ def profile_gradient(n_items_list=(100, 1600), rounds: int = 7) -> list[dict]:
     from numpyro.infer.util import initialize_model, potential_energy
 
     from pragmodels import agents
-    from pragmodels.likelihoods import tabulate_potential
+    from pragmodels.likelihoods.categorical import tabulate_potential
     from pragmodels.params import with_priors
     from pragmodels.rsa_models import hierarchical_listener_model
     from pragmodels.simulate import scale_listener_by_item

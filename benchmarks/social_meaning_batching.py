@@ -37,7 +37,7 @@ os.environ.setdefault("PRAGMODELS_DATA_DIR", str(ROOT.parent / "shared" / "data"
 def _summary(trees: dict) -> dict:
     import numpy as np
 
-    from pragmodels.diagnostics import diagnose
+    from pragmodels.inference.diagnostics import diagnose
 
     ess, div, steps = [], 0, []
     for tree in trees.values():

@@ -1,7 +1,7 @@
 r"""A Bayesian pragmatic listener for DRInQ (Arai & Ren 2026): which interpretation of a question?
 
 Layering: JAX, NumPyro, :mod:`pragmodels.params`, :mod:`pragmodels.priors`,
-:mod:`pragmodels.likelihoods`, :mod:`pragmodels.logmath`; nothing in ``pragmodels`` imports it.
+:mod:`pragmodels.likelihoods.categorical`, :mod:`pragmodels.logmath`; nothing in ``pragmodels`` imports it.
 
 The task
 --------
@@ -90,7 +90,7 @@ import jax
 import jax.numpy as jnp
 from jax.typing import ArrayLike
 
-from pragmodels.likelihoods import choices
+from pragmodels.likelihoods.categorical import choices
 from pragmodels.params import param
 from pragmodels.priors import Prior
 

@@ -40,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import implicature_prompts as ip  # noqa: E402
 
 from pragmodels.lm import LanguageModel  # noqa: E402
-from pragmodels.results_io import atomic_write  # noqa: E402
+from pragmodels.io.atomic import atomic_write  # noqa: E402
 
 __all__ = ["item_ids", "item_order", "score_letters", "sample_answers", "score_interpretations", "save_rows",
            "load_outputs", "PASSES", "FIT_TEMPLATE", "PRIOR_TEMPLATE", "ORDER_SEED", "SAMPLE_MAX_TOKENS",

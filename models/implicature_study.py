@@ -12,7 +12,7 @@ For each LM the study
    malformed answers counted and scored as wrong): accuracy against the human consensus, mean
    and SD over the 3 draws of in-context examples, a 95% item-level bootstrap interval, and each
    condition against vanilla by a paired item bootstrap (and McNemar's exact test per draw);
-2. fits, with NUTS through :func:`pragmodels.fit_many`, four listener models
+2. fits, with NUTS through :func:`pragmodels.inference.fit_many`, four listener models
    (``models/implicature.py``) to the consensus letters: the pragmatic listener (RSA over "ask
    the question" against "say it outright"), the literal listener, the context prior alone, and
    the LM's own multiple-choice answer (the baseline); compares them by PSIS-LOO over items;
@@ -43,12 +43,13 @@ import implicature_lm as il  # noqa: E402
 import implicature_prompts as ip  # noqa: E402
 
 import pragmodels as pm  # noqa: E402
-from pragmodels.accuracy import accuracy_summary, mcnemar, paired_bootstrap  # noqa: E402
-from pragmodels.config_schema import Strict, StudyConfig, validate_config  # noqa: E402
+from pragmodels.metrics.accuracy import accuracy_summary, mcnemar, paired_bootstrap  # noqa: E402
+from pragmodels.runs.schema import Strict, StudyConfig, validate_config  # noqa: E402
 from pragmodels.datasets import REGISTRY, load_drinq  # noqa: E402
-from pragmodels.model_comparison import loo_sentence  # noqa: E402
-from pragmodels.results_io import save_netcdf  # noqa: E402
-from pragmodels.runs import Run, convergence_table  # noqa: E402
+from pragmodels.evaluation.model_comparison import loo_sentence  # noqa: E402
+from pragmodels.io.netcdf import save_netcdf  # noqa: E402
+from pragmodels.runs.folder import Run  # noqa: E402
+from pragmodels.runs.study import convergence_table
 
 OUTPUTS = HERE.parent / "fits" / "implicature" / "lm_outputs"
 #: the paper's numbers quoted in the report (its Section 3.7 and Table 2)
@@ -71,7 +72,7 @@ class Config(StudyConfig):
     lms: dict[str, LMEntry] = Field(description="the LMs to evaluate and model, by name")
     n_boot: int = Field(10_000, ge=100, description="bootstrap resamples of the items")
     n_draws: int = Field(400, ge=10, description="posterior draws for the predictive accuracy")
-    executor: Literal["sequential", "process"] = Field("sequential", description="pragmodels.fit_many executor: "
+    executor: Literal["sequential", "process"] = Field("sequential", description="pragmodels.inference.fit_many executor: "
                                                                               "'sequential' or 'process'")
 
 
@@ -288,7 +289,7 @@ def predictive_accuracy(name: str, tree: xr.DataTree, data: dict[str, np.ndarray
 
 
 def run(config: dict, out_dir: Path, mode: str, progress: bool, record: Run) -> None:
-    """The study's entry point (:func:`pragmodels.runs.run_study` calls it; see the module docstring).
+    """The study's entry point (:func:`pragmodels.runs.study.run_study` calls it; see the module docstring).
 
     Parameters
     ----------

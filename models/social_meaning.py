@@ -1,7 +1,7 @@
 r"""RSA model of the social meaning of numerical (im)precision (Mühlenbernd 2026, Section 2;
 Solt, Mühlenbernd & Burbelko 2025, Exp. 1).
 
-Layering: imports :mod:`pragmodels.agents`, :mod:`pragmodels.likelihoods`,
+Layering: imports :mod:`pragmodels.agents`, :mod:`pragmodels.likelihoods.categorical`,
 :mod:`pragmodels.params` and :mod:`pragmodels.priors`; nothing imports this module except
 the study runner (:mod:`models.social_meaning_study`) and notebooks.
 
@@ -392,7 +392,7 @@ Raters who saw one cell
 Every human rater saw one scenario x context x form cell and rated its six attributes once. The
 rater scores ``ε_p`` are not parameters of the sampler: each rater's score is integrated out of
 that rater's likelihood, ``p(y_p) = ∫ Π_a P(y_pa | η + ω_a ε) φ(ε) dε``, by the trapezoidal rule
-on 81 nodes (:mod:`pragmodels.rater_likelihood`, within 3e-6 nats per rater of a 6,001-node
+on 81 nodes (:mod:`pragmodels.likelihoods.rater`, within 3e-6 nats per rater of a 6,001-node
 reference on the human posterior), as R's ``ordinal::clmm`` does. The log-likelihood then has one
 value per rater, so LOO leaves out a rater (the prediction for a new one).
 
@@ -412,7 +412,7 @@ human RSA fit r_hat 1.003, bulk and tail ESS >= 1,757, no divergences, 0.05% of 
 the depth cap (16 minutes); the motives link 1.004, >= 1,477, none, 0.4% (32 minutes on one
 core); the baseline 1.003, >= 1,583, none, 0.02% (25 minutes on one core). The cost is the
 likelihood: 1.1 ms per gradient against 0.2 ms for the same model without raters
-(:func:`pragmodels.rater_likelihood.node_log_probs`).
+(:func:`pragmodels.likelihoods.rater.node_log_probs`).
 
 Non-pragmatic baseline
 ----------------------
@@ -430,8 +430,8 @@ import numpyro
 import numpyro.distributions as dist
 
 from pragmodels import agents
-from pragmodels.likelihoods import likert_ratings, ordinal_log_probs
-from pragmodels.rater_likelihood import likert_ratings_by_rater, quadrature
+from pragmodels.likelihoods.categorical import likert_ratings, ordinal_log_probs
+from pragmodels.likelihoods.rater import likert_ratings_by_rater, quadrature
 from pragmodels.params import INFER_KEY, STANDARD_NORMAL, deterministic, group_effect, param, scaled_param
 from pragmodels.priors import Prior
 
@@ -620,7 +620,7 @@ def _observe(table, cut, noise, condition, rating, lapse, sp, participant, n_par
 
     Without rater effects the ordinal probabilities are computed once per condition (144) and
     gathered per rating. With them (``sp``: the loadings ``ω_a``), each rater's one-factor score is
-    integrated out (:func:`pragmodels.rater_likelihood.likert_ratings_by_rater`): the observed
+    integrated out (:func:`pragmodels.likelihoods.rater.likert_ratings_by_rater`): the observed
     site is then the ``[participant, attribute]`` matrix, with one log-likelihood per rater."""
     n_attr = cut.shape[0]
     scaled = table / noise  # noise [attribute]: the table's last axis
@@ -804,7 +804,7 @@ baseline_model.name = "social_meaning_baseline"
 
 # ---------------------------------------------------------------- model-implied quantities
 # ∫ f(x) N(x; 0, 1) dx ≈ Σ w f(x): the rater likelihood's trapezoidal rule (9-point Gauss-Hermite, used
-# before, missed implied means by up to 0.045 rating points on the human posterior: pragmodels.rater_likelihood)
+# before, missed implied means by up to 0.045 rating points on the human posterior: pragmodels.likelihoods.rater)
 _GH_X, _GH_LOGW = quadrature()
 _GH_W = np.exp(_GH_LOGW)
 

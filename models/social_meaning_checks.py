@@ -2,7 +2,7 @@
 human effects and the 144 condition means, recomputed on replicated data.
 
 Layering: imports :mod:`models.social_meaning_esr` (the effects' weights) and
-:mod:`pragmodels.metrics`; imported by :mod:`models.social_meaning_study`.
+:mod:`pragmodels.metrics.calibration`; imported by :mod:`models.social_meaning_study`.
 
 A replicated data set is one draw of the fit's posterior with *new raters*
 (:func:`models.social_meaning.replicate_ratings`): the same items, conditions and number of raters

@@ -17,7 +17,7 @@ Sufficient statistics
 ---------------------
 Each of the ten significant effects ``j`` (five main effects of form, five form x context
 interactions; :data:`EFFECTS`) is a linear function of the ratings, ``Δ̂_j = Σ_o c_{jo} y_o``, with
-the weights of :func:`pragmodels.metrics.effects` (pooled means; rows of an attribute only).
+the weights of :func:`pragmodels.metrics.calibration.effects` (pooled means; rows of an attribute only).
 Its sampling covariance is estimated with the rater as the unit:
 
 * humans: each participant rated the six attributes of one item (one scenario, context and
@@ -91,7 +91,7 @@ _CELLS = [("high", "precise"), ("high", "approx"), ("low", "precise"), ("low", "
 
 def effect_weights(df: pd.DataFrame) -> np.ndarray:
     """Weights ``c [effect, row]`` such that ``c @ rating`` gives :data:`EFFECTS` exactly as
-    :func:`pragmodels.metrics.effects` computes them (pooled means of the attribute's rows)."""
+    :func:`pragmodels.metrics.calibration.effects` computes them (pooled means of the attribute's rows)."""
     att, ctx, form = (df[c].to_numpy() for c in ("attribute", "context", "form"))
     c = np.zeros((len(EFFECTS), len(df)))
     for j, (kind, a) in enumerate(EFFECTS):
@@ -120,7 +120,7 @@ def effect_statistics(df: pd.DataFrame, rater: str | None, strata: Sequence[str]
     every row is its own). ``strata``: columns that, with context and form, define the strata
     whose means are subtracted (the cells of the design)."""
     if df["rating"].isna().any():
-        raise ValueError("effect_statistics: drop invalid ratings first (pragmodels.metrics.valid_ratings).")
+        raise ValueError("effect_statistics: drop invalid ratings first (pragmodels.metrics.calibration.valid_ratings).")
     c = effect_weights(df)
     y = df["rating"].to_numpy(float)
     keys = ["context", "form", *strata]

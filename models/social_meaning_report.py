@@ -15,7 +15,7 @@ import pandas as pd
 
 import pragmodels as pm
 from pragmodels import datasets
-from pragmodels.model_comparison import loo_sentence
+from pragmodels.evaluation.model_comparison import loo_sentence
 from models import social_meaning as sm
 
 KEY_PARAMETERS = ("alpha", "cost_precise", "noise", "lapse", "theta_mu")
@@ -336,7 +336,7 @@ PARAMETRISATION = (
     "knowledge\"), and likewise the scenario effects on the ratings, the LLM fits on their five sum-to-zero "
     "contrasts under a scale prior with no mass at 0 (\"Scenario effects\"); the human fits integrate each "
     "rater's one-factor score out of that rater's likelihood (81-node trapezoidal rule, "
-    "`pragmodels.rater_likelihood`), so no rater score is sampled and LOO leaves out one rater at a time "
+    "`pragmodels.likelihoods.rater`), so no rater score is sampled and LOO leaves out one rater at a time "
     "(\"Raters who saw one cell\").")
 
 

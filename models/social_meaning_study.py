@@ -3,7 +3,7 @@ to each LLM x prompt, model-implied ESR/CDS with credible intervals, figures and
 
 The config's schema is :class:`Config` (validated before the run; ``schemas/social_meaning.schema.json``).
 Entry points named by ``fits/social_meaning.json``: :func:`run` (``"study"``; called by
-``pragmodels run`` through :func:`pragmodels.runs.run_study`) and :func:`write_tables`
+``pragmodels run`` through :func:`pragmodels.runs.study.run_study`) and :func:`write_tables`
 (``"tables"``; ``pragmodels tables social_meaning``). :func:`run_study` runs it from Python,
 :func:`rebuild_report` re-renders a finished run's report from its ``run.json``.
 
@@ -29,10 +29,11 @@ from pydantic import Field
 
 import pragmodels as pm
 from pragmodels import datasets, metrics
-from pragmodels.config_schema import ModeSamplers, SamplerSettings, StudyConfig, validate_config
-from pragmodels.rater_likelihood import rater_slots
-from pragmodels.results_io import atomic_write, save_netcdf
-from pragmodels.runs import Run, lock_folder, open_run, read_manifest
+from pragmodels.runs.schema import ModeSamplers, SamplerSettings, StudyConfig, validate_config
+from pragmodels.likelihoods.rater import rater_slots
+from pragmodels.io.atomic import atomic_write
+from pragmodels.io.netcdf import save_netcdf
+from pragmodels.runs.folder import Run, lock_folder, open_run, read_manifest
 from models import social_meaning as sm
 from models import social_meaning_checks as checks
 from models import social_meaning_claims as claims_mod
@@ -58,7 +59,7 @@ RSA_BLOCK = ("alpha", "precise_logodds_coarse", "theta_mu", "theta_sigma", "thet
 SAMPLER = {
     # quick: a smoke run for tests and CI (not for inference: short chains, capped trees)
     "quick": dict(num_warmup=50, num_samples=50, num_chains=2, max_tree_depth=5, human=dict(num_samples=60)),
-    # full: chains start spread over the best of 16 optimised starts (pragmodels.multistart); the LLM
+    # full: chains start spread over the best of 16 optimised starts (pragmodels.inference.multistart); the LLM
     # fits adapt a dense mass matrix (on Gemini MIN: 0.2% of trajectories at the depth cap against 12%
     # with a diagonal one), the human fits a diagonal one except for the RSA block below (their rater
     # scores are integrated out, 115 parameters; the human RSA fit, 2026-12-03: r_hat 1.003, bulk
@@ -106,8 +107,8 @@ class StudySampler(SamplerSettings):
 
 
 class Config(StudyConfig):
-    """``fits/social_meaning.json``: the generic study keys (:class:`pragmodels.config_schema.StudyConfig`)
-    and this study's own. Validated by :func:`pragmodels.runs.load_study_config` before the run."""
+    """``fits/social_meaning.json``: the generic study keys (:class:`pragmodels.runs.schema.StudyConfig`)
+    and this study's own. Validated by :func:`pragmodels.runs.study.load_study_config` before the run."""
 
     sampler: ModeSamplers[StudySampler] = Field(description="NUTS settings per mode")
     motive_prior: Literal[sm.MOTIVE_PRIORS] = Field("uniform", description="the RSA fits' motive prior "
@@ -116,7 +117,7 @@ class Config(StudyConfig):
     conditions: list[Annotated[tuple[Literal[datasets.LLMS], Literal[datasets.PROMPTS]], pydantic.Strict(False)]] | None = (
         Field(None, description="restrict the LLM fits to some [model, prompt] pairs (default: all 12)"))
     executor: Literal["sequential", "process"] = Field("sequential", description="how the 14 fits run "
-                                                                                 "(pragmodels.fit_many)")
+                                                                                 "(pragmodels.inference.fit_many)")
 
 
 # ------------------------------------------------------------------ reproduction (Tables 2-4)
@@ -347,7 +348,7 @@ def split_sampler(sampler: dict, label: str | None = None) -> tuple[dict, dict]:
 def fit_all(human, llm, seed: int, sampler: dict, progress: bool, motive_prior: str, conditions, stamp, log,
             executor="sequential"):
     """The RSA model and the baseline fitted to the humans (compared by LOO), and the RSA model
-    fitted to each LLM x prompt, all 14 through :func:`pragmodels.fit_many` (``executor``:
+    fitted to each LLM x prompt, all 14 through :func:`pragmodels.inference.fit_many` (``executor``:
     ``"sequential"``, ``"process"`` or a Dask ``Client``). Returns ``(trees, baseline,
     loo_compare)``; ``trees["human"]`` first, then ``trees["<model> <prompt>"]``. A failed fit
     does not stop the others; the study raises at the end, naming every failure."""
@@ -369,7 +370,7 @@ def fit_all(human, llm, seed: int, sampler: dict, progress: bool, motive_prior: 
             specs.append(fit_spec(name, "rsa", v.frame, False, seed + 10 + 4 * i + j, sampler, motive_prior,
                                   speaker, label=f"{m} {p}"))
             labels[name], kinds[name], invalid[name] = f"{m} {p}", "rsa", v.n_invalid
-    stamp(f"fitting {len(specs)} models with pragmodels.fit_many ({executor if isinstance(executor, str) else 'dask'}; "
+    stamp(f"fitting {len(specs)} models with pragmodels.inference.fit_many ({executor if isinstance(executor, str) else 'dask'}; "
           f"NUTS {split_sampler(sampler)[0]} for the humans; overrides for {sorted(sampler.get('fits') or {})}; "
           f"motive prior {motive_prior})")
     with warnings.catch_warnings():
@@ -614,12 +615,12 @@ def write_tables(config: dict, out: str | Path) -> None:
 
 def run(config: dict, out_dir: Path, mode: str, progress: bool, record: Run) -> None:
     """The study's entry point (``"study": "models/social_meaning_study.py:run"``), called by
-    :func:`pragmodels.runs.run_study` with the config, the staging folder to write into, the mode
+    :func:`pragmodels.runs.study.run_study` with the config, the staging folder to write into, the mode
     (``quick``/``full``: picks ``config["sampler"][mode]``), whether to show progress bars, and the
     open run to record fits and inputs in. The config's keys are those of :class:`Config`: the
     generic ones (``name``, ``study``, ``tables``, ``sampler`` per mode, ``seed``) and ``n_draws``,
     ``motive_prior``, ``conditions`` (a list of ``[model, prompt]`` pairs), ``executor``
-    (``"sequential"``, the default, or ``"process"``: :func:`pragmodels.fit_many`)."""
+    (``"sequential"``, the default, or ``"process"``: :func:`pragmodels.inference.fit_many`)."""
     if mode not in SAMPLER:
         raise ValueError(f"mode must be one of {sorted(SAMPLER)}; got {mode!r}.")
     cfg = validate_config(Config, config, what="study config")  # as the CLI did (a direct caller too)

@@ -1,8 +1,8 @@
 r"""Bayesian RSA models of the Wavelength game (Qiu et al., "Pragmatic inference ... Wavelength").
 
 Layering: imports :mod:`pragmodels.agents`, :mod:`pragmodels.semantics`, :mod:`pragmodels.logmath`,
-:mod:`pragmodels.slider`, :mod:`pragmodels.params`, :mod:`pragmodels.priors` and
-:mod:`pragmodels.crossval`; nothing in ``pragmodels`` imports this module.
+:mod:`pragmodels.likelihoods.slider`, :mod:`pragmodels.params`, :mod:`pragmodels.priors` and
+:mod:`pragmodels.evaluation.crossval`; nothing in ``pragmodels`` imports this module.
 
 The game
 --------
@@ -60,7 +60,7 @@ utterance costs 0.
 Responses
 ---------
 Every model reports its listener's row for the real clue on the slider with
-:mod:`pragmodels.slider`: ``P*(g) = Σ_s L(s | clue) K(g | v_s, width)``, ``K`` a Gaussian on the
+:mod:`pragmodels.likelihoods.slider`: ``P*(g) = Σ_s L(s | clue) K(g | v_s, width)``, ``K`` a Gaussian on the
 integers 0..100 renormalised over them (raw guesses, no binning); a share ``ρ`` (``rounding``) of
 guesses is rounded to the nearest multiple of 10, and a share ``λ`` (``lapse``) is uniform:
 ``P(g) = (1 - λ) [(1 - ρ) P*(g) + ρ Σ_{g*} R(g | g*) P*(g*)] + λ / 101``.
@@ -116,12 +116,12 @@ from jax.typing import ArrayLike
 from numpyro import handlers
 
 from pragmodels import agents
-from pragmodels.crossval import FoldResult, fit_fold, item_folds
+from pragmodels.evaluation.crossval import FoldResult, fit_fold, item_folds
 from pragmodels.logmath import log_normalize, log_sum_exp, masked_scale
 from pragmodels.params import STANDARD_NORMAL, group_effect, param
 from pragmodels.priors import Prior
 from pragmodels.semantics import lm_literal_semantics
-from pragmodels.slider import check_slider_values, slider_responses
+from pragmodels.likelihoods.slider import check_slider_values, slider_responses
 from pragmodels.validation import check_index
 
 N_STATE = 21
@@ -601,7 +601,7 @@ def alpha_profile(data: Mapping[str, Any], alpha_grid: ArrayLike, params: Mappin
     Shapes: ``data`` as the models' (``log_lm``, ``utt_mask``, ``item``, ``guess``),
     ``alpha_grid [grid]`` -> ``[grid, item]``.
     """
-    from pragmodels.slider import slider_log_probs
+    from pragmodels.likelihoods.slider import slider_log_probs
 
     x = _check_lm("log_lm", data["log_lm"])
     mask = _mask(data.get("utt_mask"), x.shape[:2])
@@ -648,10 +648,10 @@ def cv_fold(rng_key: int, model: Callable[..., Any], data: Mapping[str, Any], te
             fit_kwargs: Mapping[str, Any] | None = None, keep_tree: bool = False) -> FoldResult:
     """Fit ``model`` to all items but ``test_items``; the held-out items' log predictive density.
 
-    :func:`pragmodels.crossval.fit_fold` with this study's data layout (:data:`ITEM_KEYS`,
+    :func:`pragmodels.evaluation.crossval.fit_fold` with this study's data layout (:data:`ITEM_KEYS`,
     :data:`TRIAL_KEYS`): per-item sites (the LM-prior model's ``z``, the per-item
     ``alpha_z``) of held-out items are drawn from their prior, ``n_mc`` times per posterior draw,
-    and the log-mean-exp taken (:func:`pragmodels.crossval.heldout_log_density`). The same call
+    and the log-mean-exp taken (:func:`pragmodels.evaluation.crossval.heldout_log_density`). The same call
     works for every model in :data:`MODELS`, so they can be compared on the same folds
     (:func:`cross_validate`).
 
@@ -691,7 +691,7 @@ def cross_validate(rng_key: int, models: Mapping[str, Callable[..., Any]], data:
 
 def listener_for(name: str, params: Mapping[str, ArrayLike], data: Mapping[str, Any]) -> jax.Array:
     """The listener's log-distribution over states for each item's real clue, at one parameter
-    setting (e.g. a posterior draw), for the metrics of :mod:`pragmodels.distribution_metrics`.
+    setting (e.g. a posterior draw), for the metrics of :mod:`pragmodels.metrics.distributions`.
 
     Shapes: ``params`` scalars (``alpha [item]`` for ``lm_rsa_by_item``, ``z [item, state]``
     for ``lm_prior``), ``data`` as the models' -> ``[item, state]``.

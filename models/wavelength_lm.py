@@ -47,7 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import wavelength_prompts as wp  # noqa: E402
 
 from pragmodels.lm import LanguageModel, tagged  # noqa: E402
-from pragmodels.results_io import save_netcdf  # noqa: E402
+from pragmodels.io.netcdf import save_netcdf  # noqa: E402
 
 __all__ = ["generate_alternatives", "utterance_sets", "production_samples", "score_study", "load_scores",
            "normalise_clue", "N_UTTERANCE", "PASSES"]
@@ -312,7 +312,7 @@ def score_study(lm: LanguageModel, items: pd.DataFrame, *, name: str, seed: int,
     attrs = _attrs(lm, name, seed, n_production)
     ids = items["item"].to_numpy()
     if path.exists():
-        from pragmodels.results_io import load_netcdf
+        from pragmodels.io.netcdf import load_netcdf
 
         old = load_netcdf(path).to_dataset()
         if not _compatible(old, attrs):
@@ -424,7 +424,7 @@ def load_scores(path: str | Path, items: Sequence[int] | None = None,
         The file's ``prompt_version`` differs from :data:`~wavelength_prompts.PROMPT_VERSION`, or a
         wanted item has not been scored by every pass in ``need``.
     """
-    from pragmodels.results_io import load_netcdf
+    from pragmodels.io.netcdf import load_netcdf
 
     ds = load_netcdf(path).to_dataset()
     if ds.attrs.get("prompt_version") != wp.PROMPT_VERSION:

@@ -9,8 +9,8 @@ For each LM the study
 
 1. takes the items its listener pass has scored (the scoring runs in a fixed random order, so a
    partial run is a random subset, named in the report);
-2. fits, with NUTS through :func:`pragmodels.fit_many`, on the raw guesses (slider kernel +
-   lapse, :mod:`pragmodels.slider`): the semantics-free baseline, the LM literal listener, LM-RSA
+2. fits, with NUTS through :func:`pragmodels.inference.fit_many`, on the raw guesses (slider kernel +
+   lapse, :mod:`pragmodels.likelihoods.slider`): the semantics-free baseline, the LM literal listener, LM-RSA
    (with and without a clue-length cost), the Appendix C listener where the speaker pass has
    scored those items, and LM-RSA with a rationality per item (non-centred);
 3. compares the flat models by PSIS-LOO over guesses, and (full mode) the LM-as-prior model
@@ -49,11 +49,12 @@ import wavelength_production as wprod  # noqa: E402
 import wavelength_prompts as wp  # noqa: E402
 
 import pragmodels as pm  # noqa: E402
-from pragmodels import distribution_metrics as dm  # noqa: E402
-from pragmodels.config_schema import SamplerSettings, Strict, StudyConfig, validate_config  # noqa: E402
+from pragmodels.metrics import distributions  # noqa: E402
+from pragmodels.runs.schema import SamplerSettings, Strict, StudyConfig, validate_config  # noqa: E402
 from pragmodels.datasets import REGISTRY, load_wavelength  # noqa: E402
-from pragmodels.results_io import save_netcdf  # noqa: E402
-from pragmodels.runs import Run, convergence_table  # noqa: E402
+from pragmodels.io.netcdf import save_netcdf  # noqa: E402
+from pragmodels.runs.folder import Run  # noqa: E402
+from pragmodels.runs.study import convergence_table
 
 SCORES = HERE.parent / "fits" / "wavelength" / "lm_scores"
 FLAT = ("uniform", "literal", "lm_rsa", "lm_rsa_cost", "appendix_c")
@@ -88,7 +89,7 @@ class Config(StudyConfig):
                                                                       "fits in full mode (default: the full settings)")
     n_draws: int = Field(400, ge=10, description="posterior draws for the metrics and checks")
     grid_items: int = Field(12, ge=1, description="items in the figure's grid")
-    executor: Literal["sequential", "process"] = Field("sequential", description="pragmodels.fit_many executor: "
+    executor: Literal["sequential", "process"] = Field("sequential", description="pragmodels.inference.fit_many executor: "
                                                                               "'sequential' or 'process'")
 
     @model_validator(mode="after")
@@ -163,10 +164,10 @@ def _metrics(probs: np.ndarray, items: pd.DataFrame) -> dict[str, float]:
     """Mean over items of the paper's metrics for a ``[item, state]`` distribution."""
     target = items["target"].to_numpy(float)
     human = [np.asarray(r, float) for r in items["responses"]]
-    mae = dm.mean_absolute_error(probs, target)
-    w1 = np.array([dm.wasserstein_to_sample(p, h) for p, h in zip(probs, human)])
-    ent = dm.entropy(probs)
-    r = dm.pearson_of_means(dm.distribution_mean(probs), np.array([h.mean() for h in human]))
+    mae = distributions.mean_absolute_error(probs, target)
+    w1 = np.array([distributions.wasserstein_to_sample(p, h) for p, h in zip(probs, human)])
+    ent = distributions.entropy(probs)
+    r = distributions.pearson_of_means(distributions.distribution_mean(probs), np.array([h.mean() for h in human]))
     return {"abs_error_of_mean": float(np.mean(mae)), "w1_to_humans": float(np.mean(w1)),
             "entropy": float(np.mean(ent)), "pearson_r_means": float(r)}
 
@@ -178,11 +179,11 @@ def _human_metrics(items: pd.DataFrame) -> dict[str, float]:
     half = []
     for h in human:
         a, b = h[: len(h) // 2], h[len(h) // 2:]
-        pa = np.bincount(dm.bin_to_grid(a), minlength=len(wp.STATES)) / len(a)
-        half.append(dm.wasserstein_to_sample(pa, b))
-    binned = np.stack([np.bincount(dm.bin_to_grid(h), minlength=len(wp.STATES)) / len(h) for h in human])
+        pa = np.bincount(distributions.bin_to_grid(a), minlength=len(wp.STATES)) / len(a)
+        half.append(distributions.wasserstein_to_sample(pa, b))
+    binned = np.stack([np.bincount(distributions.bin_to_grid(h), minlength=len(wp.STATES)) / len(h) for h in human])
     return {"abs_error_of_mean": float(np.mean(np.abs([h.mean() for h in human] - target))),
-            "w1_to_humans": float(np.mean(half)), "entropy": float(np.mean(dm.entropy(binned))),
+            "w1_to_humans": float(np.mean(half)), "entropy": float(np.mean(distributions.entropy(binned))),
             "pearson_r_means": 1.0}
 
 
@@ -199,7 +200,7 @@ def _fixed(ds_data: dict[str, Any]) -> dict[str, np.ndarray]:
 
 def _fit_and_save(specs: list[pm.FitSpec], lm_name: str, executor: str, progress: bool, posts: Path, record: Run,
                   out_dir: Path) -> dict[str, xr.DataTree]:
-    """Run ``specs`` through :func:`pragmodels.fit_many` (any failure raises), save each posterior
+    """Run ``specs`` through :func:`pragmodels.inference.fit_many` (any failure raises), save each posterior
     as ``posts/<lm>_<model>.nc`` and record it in the run; ``{model: tree}`` (the spec name after
     ``"<lm>-"``)."""
     result = pm.fit_many(specs, executor=executor, progress=progress)
@@ -248,7 +249,7 @@ def _ppc(tree: xr.DataTree, data: dict[str, Any], n_items: int) -> pd.DataFrame:
 
 
 def run(config: dict, out_dir: Path, mode: str, progress: bool, record: Run) -> None:
-    """The study's entry point (:func:`pragmodels.runs.run_study` calls it; see the module docstring).
+    """The study's entry point (:func:`pragmodels.runs.study.run_study` calls it; see the module docstring).
 
     Parameters
     ----------

@@ -23,12 +23,6 @@ The ``pragmodels`` command line does both for itself.
 """
 
 from pragmodels import agents, likelihoods, semantics  # noqa: E402
-from pragmodels.config import configure_host_devices, enable_compilation_cache  # noqa: E402
-from pragmodels.errors import ConfigError, PragmodelsError  # noqa: E402
-from pragmodels.params import deterministic, group_effect, inspect_model, param, scaled_param, with_priors  # noqa: E402
-from pragmodels.model_comparison import compare, joint_log_likelihood, loo, loo_sentence  # noqa: E402
-from pragmodels.contrasts import contrast, contrast_draws, contrast_table  # noqa: E402
-from pragmodels.predictive import predict, prior_predictive  # noqa: E402
 from pragmodels.agents import (  # noqa: E402
     joint_listener,
     joint_marginals,
@@ -44,21 +38,40 @@ from pragmodels.agents import (  # noqa: E402
     social_utility,
     weighted_utility_speaker,
 )
-from pragmodels.inference import FitPostprocessingError, PostprocessingWarning, fit  # noqa: E402
-from pragmodels.fit_many import FitManyResult, FitSpec, fit_many  # noqa: E402
-from pragmodels.batched import fit_batched  # noqa: E402
-from pragmodels.priors import Prior  # noqa: E402
-from pragmodels.results_io import (  # noqa: E402
+from pragmodels.errors import ConfigError, PragmodelsError  # noqa: E402
+from pragmodels.evaluation.contrasts import contrast, contrast_draws, contrast_table  # noqa: E402
+from pragmodels.evaluation.model_comparison import (  # noqa: E402
+    compare,
+    joint_log_likelihood,
+    loo,
+    loo_sentence,
+)
+from pragmodels.inference.batched import fit_batched  # noqa: E402
+from pragmodels.inference.fit_many import FitManyResult, FitSpec, fit_many  # noqa: E402
+from pragmodels.inference.fitting import (  # noqa: E402
+    FitPostprocessingError,
+    PostprocessingWarning,
+    fit,
+)
+from pragmodels.inference.predictive import predict, prior_predictive  # noqa: E402
+from pragmodels.io.errors import (  # noqa: E402
     ResultChecksumError,
     ResultFileError,
     ResultFileWarning,
     ResultSaveError,
-    load_netcdf,
-    save_netcdf,
 )
-
-__version__ = "0.1.0"
-
+from pragmodels.io.netcdf import load_netcdf, save_netcdf  # noqa: E402
+from pragmodels.params import (  # noqa: E402
+    deterministic,
+    group_effect,
+    inspect_model,
+    param,
+    scaled_param,
+    with_priors,
+)
+from pragmodels.priors import Prior  # noqa: E402
+from pragmodels.runtime import configure_host_devices, enable_compilation_cache  # noqa: E402
+from pragmodels.version import __version__
 
 __all__ = [
     "agents",

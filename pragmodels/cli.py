@@ -2,8 +2,8 @@
 
 - ``pragmodels run CONFIG [--quick] [--out DIR]``: run a config from ``fits/`` and write its run
   folder (``fits/<config name>/quick|full/``; :mod:`pragmodels.runs`). A config with a
-  ``"study": "path/to/module.py:function"`` key runs that study (:func:`pragmodels.runs.run_study`);
-  any other config is a single fit (:func:`pragmodels.runner.run_config`). Every study runs this
+  ``"study": "path/to/module.py:function"`` key runs that study (:func:`pragmodels.runs.study.run_study`);
+  any other config is a single fit (:func:`pragmodels.runs.fit_config.run_config`). Every study runs this
   way: there is no subcommand per study.
 - ``pragmodels tables STUDY --out FILE.csv``: a study's reproduction tables, from the
   ``"tables"`` entry point its config names; ``STUDY`` is a config path or a study's name, the
@@ -19,7 +19,7 @@ failure is one line on stderr, ``pragmodels: error: ...``, naming the file, the 
 an input, the data or the run folder cannot be used, 128+N stopped by signal N.
 
 Layering: imports :mod:`pragmodels.errors`, and :mod:`pragmodels.lm.llamacpp` for its defaults when
-the parser is built (``llama_cpp`` is not imported); :mod:`pragmodels.runner`, :mod:`pragmodels.runs`
+the parser is built (``llama_cpp`` is not imported); :mod:`pragmodels.runs.fit_config`, :mod:`pragmodels.runs`
 and :mod:`pragmodels.lm.score_file` lazily; never a study (studies are loaded from the file their
 config names).
 """
@@ -78,7 +78,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _study_names(start: Path) -> list[str]:
-    from pragmodels.runs import search_path
+    from pragmodels.runs.entry_points import search_path
 
     names = set()
     for d in search_path(start):
@@ -93,7 +93,7 @@ def _study_config(study: str) -> Path:
     path = Path(study)
     if path.suffix == ".json" or path.is_file():
         return path
-    from pragmodels.runs import search_path
+    from pragmodels.runs.entry_points import search_path
 
     name = study.replace("-", "_")  # social-meaning is an alias of social_meaning
     tried = [d / "fits" / f"{name}.json" for d in search_path(Path.cwd())]
@@ -106,22 +106,23 @@ def _study_config(study: str) -> Path:
 
 
 def _run(args: argparse.Namespace) -> Path:
-    from pragmodels.runs import read_config
+    from pragmodels.runs.entry_points import read_config
 
     path = Path(args.config)
     cfg = read_config(path)
     mode = "quick" if args.quick else "full"
     if "study" in cfg:
-        from pragmodels.runs import run_study
+        from pragmodels.runs.study import run_study
 
         return run_study(path, mode=mode, out=args.out, progress=not args.no_progress and sys.stdout.isatty())
-    from pragmodels.runner import run_config
+    from pragmodels.runs.fit_config import run_config
 
     return run_config(path, args.out, quick=args.quick, progress_bar=not args.no_progress)
 
 
 def _tables(args: argparse.Namespace) -> None:
-    from pragmodels.runs import load_entry_point, load_study_config
+    from pragmodels.runs.entry_points import load_entry_point
+    from pragmodels.runs.study import load_study_config
 
     path = _study_config(args.study)
     cfg, _ = load_study_config(path)
@@ -168,7 +169,10 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _lm_parser(lm: argparse.ArgumentParser) -> None:
-    from pragmodels.lm.llamacpp import DEFAULT_N_CTX, DEFAULT_N_THREADS  # (llama_cpp is imported at first use)
+    from pragmodels.lm.llamacpp import (  # (llama_cpp is imported at first use)
+        DEFAULT_N_CTX,
+        DEFAULT_N_THREADS,
+    )
 
     fmt = argparse.RawDescriptionHelpFormatter
     lm.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
@@ -215,7 +219,12 @@ def _lm_parser(lm: argparse.ArgumentParser) -> None:
 
 def _lm_score(args: argparse.Namespace) -> str:
     from pragmodels.lm.cache import ScoreCache
-    from pragmodels.lm.score_file import check_table_path, open_model, read_prompts, score_file
+    from pragmodels.lm.score_file import (
+        check_table_path,
+        open_model,
+        read_prompts,
+        score_file,
+    )
 
     if args.no_cache and args.cache:
         raise ValueError("--cache and --no-cache contradict each other; pass one.")
@@ -239,7 +248,7 @@ def _one_line(e: BaseException) -> str:
 
 def _compilation_cache() -> None:
     """Switch on JAX's compilation cache; an unusable folder (read-only HOME) is a warning."""
-    from pragmodels.config import enable_compilation_cache
+    from pragmodels.runtime import enable_compilation_cache
 
     try:
         where = os.environ.get("PRAGMODELS_COMPILATION_CACHE") or Path.home() / ".cache" / "pragmodels" / "jax"
@@ -251,7 +260,7 @@ def _compilation_cache() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    from pragmodels.config import configure_host_devices
+    from pragmodels.runtime import configure_host_devices
 
     t0 = time.perf_counter()
     try:

@@ -9,10 +9,10 @@ keeps working::
     ├── ConfigError(ValueError)           a fit or study config cannot be used (pragmodels.config_schema)
     ├── RunError(RuntimeError)            a run folder cannot be used (pragmodels.runs)
     │   └── RunFolderLocked               another run holds the folder
-    ├── FitDiagnosticsError(RuntimeError) fit(strict=True) refused a fit (pragmodels.diagnostics)
-    ├── FitManyError(RuntimeError)        FitManyResult.raise_on_error: some fits failed (pragmodels.fit_many)
+    ├── FitDiagnosticsError(RuntimeError) fit(strict=True) refused a fit (pragmodels.inference.diagnostics)
+    ├── FitManyError(RuntimeError)        FitManyResult.raise_on_error: some fits failed (pragmodels.inference.fit_many)
     ├── LMError(RuntimeError)             a language model gave no correct answer (pragmodels.lm.base)
-    │   └── FitPostprocessingError        a step after sampling failed (pragmodels.inference)
+    │   └── FitPostprocessingError        a step after sampling failed (pragmodels.inference.fitting)
     ├── ResultFileError(ValueError)       a result file is truncated, damaged or not netCDF (pragmodels.results_io)
     │   └── ResultChecksumError           its contents differ from the checksum recorded at save time
     ├── ResultSaveError(OSError)          a result could not be saved (pragmodels.results_io)

@@ -1,7 +1,7 @@
 """Declared parameters: each latent parameter of a model is declared once, with its prior and dims.
 
 Layering: imports ``jax``, ``numpyro`` and :mod:`pragmodels.priors`; the latent ``numpyro.sample``
-sites of pragmodels models are made here (observed ones in :mod:`pragmodels.likelihoods`).
+sites of pragmodels models are made here (observed ones in :mod:`pragmodels.likelihoods.categorical`).
 
 A model is a plain Python function::
 
@@ -350,7 +350,9 @@ class with_priors:  # noqa: N801 - used like a handler
 
     @property
     def __pragmodels_key__(self) -> tuple[Any, ...]:
-        from pragmodels.sampler import structure_key  # compiled programs are keyed by structure
+        from pragmodels.model_key import (
+            structure_key,  # compiled programs are keyed by structure
+        )
 
         return ("with_priors", structure_key(self.model), self.priors)
 
@@ -403,7 +405,7 @@ class ModelInfo:
     :func:`scaled_param` (``scaled``: ``{site: {"parameter": name, "unit": unit name}}``; their entry in
     ``priors`` is the prior of the parameter, not of the site), observed sites, deterministic
     sites and every site's dims. ``unobserved``: observation sites of
-    :mod:`pragmodels.likelihoods` that were given no data (what predictive draws fill in)."""
+    :mod:`pragmodels.likelihoods.categorical` that were given no data (what predictive draws fill in)."""
 
     priors: dict[str, Prior | float] = field(default_factory=dict)
     fixed: dict[str, float] = field(default_factory=dict)

@@ -1,6 +1,6 @@
 """Ready-made NumPyro models for finite RSA games (listener or speaker data, flat or by item).
 
-Layering: imports :mod:`pragmodels.agents`, :mod:`pragmodels.likelihoods`,
+Layering: imports :mod:`pragmodels.agents`, :mod:`pragmodels.likelihoods.categorical`,
 :mod:`pragmodels.params` and :mod:`pragmodels.priors`.
 
 Each model is a plain function whose parameters are declared once with
@@ -27,10 +27,10 @@ import jax.numpy as jnp
 from jax.typing import ArrayLike
 
 from pragmodels import agents
-from pragmodels.likelihoods import listener_choices, speaker_choices
-from pragmodels.validation import check_index, check_values
+from pragmodels.likelihoods.categorical import listener_choices, speaker_choices
 from pragmodels.params import deterministic, group_effect, param, with_priors
 from pragmodels.priors import Prior
+from pragmodels.validation import check_index, check_values
 
 __all__ = [
     "DEFAULT_PRIORS",

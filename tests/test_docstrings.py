@@ -69,7 +69,7 @@ PUBLIC = _public_functions()
 
 def test_public_functions_found():
     assert len(PUBLIC) > 50
-    assert ("pragmodels.sampler", "run_nuts") in PUBLIC
+    assert ("pragmodels.inference.nuts", "run_nuts") in PUBLIC
 
 
 @pytest.mark.parametrize(("modname", "name"), PUBLIC, ids=[f"{m}.{n}" for m, n in PUBLIC])

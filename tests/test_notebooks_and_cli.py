@@ -86,7 +86,7 @@ def test_cli_run_quick_writes_run_folder(tmp_path, capsys):
     assert sorted(p.name for p in out.iterdir()) == ["config.json", "posterior.nc", "report.md", "run.json", "summary.csv"]
     assert sorted(p.name for p in tmp_path.iterdir()) == [".run.lock", "run"]  # no temp folder left
     manifest = json.loads((out / "run.json").read_text())
-    assert manifest["mode"] == "quick" and manifest["entry_point"] == "pragmodels.runner:run_config"
+    assert manifest["mode"] == "quick" and manifest["entry_point"] == "pragmodels.runs.fit_config:run_config"
     assert manifest["fits"]["fit"]["file"] == "posterior.nc" and "max_rhat" in manifest["fits"]["fit"]["diagnostics"]
     assert set(manifest["files"]) == {"config.json", "posterior.nc", "report.md", "summary.csv"}
     cols = pd.read_csv(out / "summary.csv").columns
@@ -96,7 +96,7 @@ def test_cli_run_quick_writes_run_folder(tmp_path, capsys):
     assert np.isfinite(tree["posterior"]["alpha"].values).all()
     report = (out / "report.md").read_text()
     assert "Recovery of the simulated truth" in report and "wall time" in report
-    from pragmodels.runner import render_report
+    from pragmodels.runs.fit_config import render_report
 
     assert render_report(out) == report  # the report is rendered from the run folder alone
 

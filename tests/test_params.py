@@ -13,7 +13,8 @@ import pytest
 from numpyro import handlers
 
 import pragmodels as pm
-from pragmodels.predictive import unobserve
+from pragmodels.inference import diagnostics
+from pragmodels.inference.predictive import unobserve
 from pragmodels.rsa_models import hierarchical_listener_model, speaker_model
 from pragmodels.simulate import reference_game_speaker
 
@@ -43,7 +44,7 @@ def test_prior_specs_are_validated_hashable_and_round_trip():
 
 
 def test_importing_pragmodels_changes_no_global_state():
-    code = ("import os; import pragmodels, pragmodels.rsa_models, pragmodels.inference; "
+    code = ("import os; import pragmodels, pragmodels.rsa_models, pragmodels.inference.fitting; "
             "from jax._src import xla_bridge; import jax; "
             "print(os.environ.get('XLA_FLAGS'), xla_bridge.backends_are_initialized(), "
             "jax.config.jax_compilation_cache_dir)")
@@ -305,7 +306,7 @@ def test_fit_warns_and_records_when_chains_run_otherwise_than_asked():
     n_dev = jax.local_device_count()
     chains = next(p for p in range(n_dev + 1, 4 * n_dev + 4) if all(p % q for q in range(2, p)))
     data = _speaker_data()
-    with pytest.warns(pm.diagnostics.FitWarning, match=rf"chain_method='parallel' asked for {chains} chains on {n_dev} device"):
+    with pytest.warns(diagnostics.FitWarning, match=rf"chain_method='parallel' asked for {chains} chains on {n_dev} device"):
         tree = pm.fit(0, speaker_model(), data, num_warmup=50, num_samples=50, num_chains=chains,
                       chain_method="parallel", progress_bar=False, priors={"lapse": 0.0})
     s = json.loads(tree.attrs["sampler_settings"])
@@ -316,7 +317,7 @@ def test_nan_diagnostics_of_sampled_sites_are_a_failure():
     """Issue 9, finding 9: one draw per chain gives NaN ESS; that used to pass as diagnostics_ok=1.
     A latent site whose chain never moved fails too; a constant deterministic does not."""
     data = _speaker_data()
-    with pytest.raises(pm.diagnostics.FitDiagnosticsError, match=r"r_hat or ESS is NaN for \['alpha'"):
+    with pytest.raises(diagnostics.FitDiagnosticsError, match=r"r_hat or ESS is NaN for \['alpha'"):
         pm.fit(0, speaker_model(), data, num_warmup=20, num_samples=1, num_chains=2, chain_method="vectorized",
                progress_bar=False, priors={"lapse": 0.0}, strict=True)
     import xarray as xr
@@ -327,7 +328,7 @@ def test_nan_diagnostics_of_sampled_sites_are_a_failure():
                        "fixed_cost": (("chain", "draw"), np.zeros((4, 200)))})
     stats = xr.Dataset({"diverging": (("chain", "draw"), np.zeros((4, 200), bool))})
     tree = xr.DataTree.from_dict({"posterior": post, "sample_stats": stats})
-    bad = pm.diagnostics.diagnose(tree, emit=False, latent=["stuck", "fine"])
+    bad = diagnostics.diagnose(tree, emit=False, latent=["stuck", "fine"])
     assert not bad.ok and "['stuck']" in bad.problems[0]
-    good = pm.diagnostics.diagnose(tree, emit=False, latent=["fine"])  # fixed_cost is deterministic
+    good = diagnostics.diagnose(tree, emit=False, latent=["fine"])  # fixed_cost is deterministic
     assert good.ok, good.problems

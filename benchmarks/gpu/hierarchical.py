@@ -7,7 +7,7 @@ Usage (the device machine runs it through ``benchmarks/gpu/run.sh``)::
 Model: :func:`pragmodels.rsa_models.hierarchical_listener_model` with the lapse fixed at 0 (as
 ``benchmarks/fit_speed.py``), on :func:`pragmodels.simulate.scale_listener_by_item` data: N items x
 40 responses on a 21-state scale, 5 threshold utterances; ``alpha_mu``, ``alpha_sigma`` and
-``alpha_z [item]`` are sampled (N + 2 parameters). NUTS through :func:`pragmodels.sampler.run_nuts`
+``alpha_z [item]`` are sampled (N + 2 parameters). NUTS through :func:`pragmodels.inference.nuts.run_nuts`
 (the compiled program :func:`pragmodels.fit` uses; no ArviZ needed), 4 chains x 1,000 warm-up +
 1,000 draws (``--quick``: 200 + 200), ``chain_method="vectorized"`` (all chains in one program on
 one device: on a single GPU that is what ``"parallel"`` runs too).
@@ -79,7 +79,8 @@ from numpyro.infer.util import initialize_model, potential_energy  # noqa: E402
 
 from pragmodels import agents  # noqa: E402
 from pragmodels.rsa_models import hierarchical_listener_model  # noqa: E402
-from pragmodels.sampler import bound_model, clear_cache, run_nuts, split_data  # noqa: E402
+from pragmodels.inference.compile_cache import bound_model, clear_cache, split_data  # noqa: E402
+from pragmodels.inference.nuts import run_nuts
 from pragmodels.simulate import scale_listener_by_item  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]

@@ -4,17 +4,23 @@ Layering: ``registry`` -> ``fetch`` -> ``schema`` -> ``loaders``; standard libra
 pandas only (no JAX).
 """
 
-from pragmodels.datasets.fetch import (DataDownloadError, DataIntegrityError, data_dir, locate, repository_root,
-                                       sha256_of)
+from pragmodels.datasets.fetch import (
+                                       DataDownloadError,
+                                       DataIntegrityError,
+                                       data_dir,
+                                       locate,
+                                       repository_root,
+                                       sha256_of,
+)
 from pragmodels.datasets.loaders import (
-    ATTRIBUTES,
-    LLMS,
-    PROMPTS,
-    SCENARIO_TO_LLM,
-    load_drinq,
-    load_social_human,
-    load_social_llm,
-    load_wavelength,
+                                       ATTRIBUTES,
+                                       LLMS,
+                                       PROMPTS,
+                                       SCENARIO_TO_LLM,
+                                       load_drinq,
+                                       load_social_human,
+                                       load_social_llm,
+                                       load_wavelength,
 )
 from pragmodels.datasets.registry import REGISTRY, DataFile
 from pragmodels.datasets.schema import DataSchemaError

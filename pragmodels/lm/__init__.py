@@ -26,7 +26,13 @@ from pragmodels.lm.cache import CachedLM, ScoreCache, default_cache_path
 from pragmodels.lm.hf import TransformersLM  # imports torch only when a model is opened
 from pragmodels.lm.llamacpp import LlamaCppLM
 from pragmodels.lm.openai_http import OpenAICompatibleLM, gguf_prompt_format
-from pragmodels.lm.parse import SampleDistribution, from_samples, from_scores, tagged, tagged_number
+from pragmodels.lm.parse import (
+    SampleDistribution,
+    from_samples,
+    from_scores,
+    tagged,
+    tagged_number,
+)
 
 __all__ = [
     "LanguageModel",

@@ -52,7 +52,14 @@ from typing import Any
 
 import numpy as np
 
-from pragmodels.lm.base import ContextLengthError, LMError, ModelFileError, PromptFormat, check_continuations, check_sampling
+from pragmodels.lm.base import (
+    ContextLengthError,
+    LMError,
+    ModelFileError,
+    PromptFormat,
+    check_continuations,
+    check_sampling,
+)
 from pragmodels.lm.llamacpp import check_gguf, gguf_sha256
 
 __all__ = ["TransformersLM"]

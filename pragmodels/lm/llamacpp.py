@@ -62,7 +62,14 @@ from typing import Any
 
 import numpy as np
 
-from pragmodels.lm.base import ContextLengthError, LMError, ModelFileError, PromptFormat, check_continuations, check_sampling
+from pragmodels.lm.base import (
+    ContextLengthError,
+    LMError,
+    ModelFileError,
+    PromptFormat,
+    check_continuations,
+    check_sampling,
+)
 
 __all__ = ["LlamaCppLM", "gguf_sha256", "check_gguf"]
 

@@ -81,7 +81,14 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
-from pragmodels.lm.base import ContextLengthError, LMError, PromptFormat, ServerError, check_continuations, check_sampling
+from pragmodels.lm.base import (
+    ContextLengthError,
+    LMError,
+    PromptFormat,
+    ServerError,
+    check_continuations,
+    check_sampling,
+)
 
 __all__ = ["OpenAICompatibleLM", "gguf_prompt_format", "LLAMA_CPP_PURE_SAMPLING"]
 

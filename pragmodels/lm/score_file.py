@@ -38,7 +38,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from pragmodels.lm.base import LanguageModel, LMError, ModelFileError, check_continuations
+from pragmodels.lm.base import (
+    LanguageModel,
+    LMError,
+    ModelFileError,
+    check_continuations,
+)
 from pragmodels.lm.cache import CachedLM, ScoreCache
 
 __all__ = ["PromptItem", "ScoreFileResult", "read_prompts", "resolve_model_path", "open_model", "score_prompts",
@@ -493,12 +498,12 @@ def score_file(prompts: str | os.PathLike[str], out: str | os.PathLike[str], lm:
     rows = score_prompts(model, items, progress=progress)
     seconds = time.perf_counter() - t0
     from_cache = (cache.stats.hits - hits0) if cache is not None else 0
-    import pragmodels
+    from pragmodels.version import __version__
 
     fmt = lm.prompt_format
     provenance = {
         "tool": "pragmodels lm score",
-        "pragmodels_version": pragmodels.__version__,
+        "pragmodels_version": __version__,
         "created_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "input": {"path": str(src.resolve()), "sha256": _sha256_file(src), "prompts": len(items)},
         "model": {"identity": lm.identity, **_model_settings(lm)},

@@ -73,7 +73,6 @@ def forest(trees: Mapping[str, xr.DataTree], var_names: Sequence[str], figsize: 
     a parameter with ``dims`` gets one panel per element).
     """
     import arviz_plots as azp
-    import matplotlib.pyplot as plt
 
     unknown = [u for u in unconverged if u not in trees]
     if unknown:

@@ -6,7 +6,7 @@ from types import SimpleNamespace
 import pandas as pd
 
 from models.social_meaning_report import _init_paragraph, converged, depth_share
-from pragmodels.model_comparison import loo_sentence
+from pragmodels.evaluation.model_comparison import loo_sentence
 
 
 def _cmp(diff, se):

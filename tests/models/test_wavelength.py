@@ -15,7 +15,8 @@ import pytest
 
 import pragmodels as pm
 from models import wavelength as wl
-from pragmodels import crossval, distribution_metrics
+from pragmodels.evaluation import crossval
+from pragmodels.metrics import distributions as distribution_metrics
 from pragmodels.semantics import lm_literal_semantics
 
 ATOL = 2e-6
@@ -367,7 +368,7 @@ def test_cross_validate_uses_the_same_folds_for_every_model(monkeypatch):
 
 
 @pytest.mark.slow
-@pytest.mark.filterwarnings("ignore::pragmodels.diagnostics.FitWarning")
+@pytest.mark.filterwarnings("ignore::pragmodels.inference.diagnostics.FitWarning")
 def test_cv_fold_scores_heldout_items_with_prior_draws_of_their_z():
     """One fold of the LM-prior model, end to end (short chains: a smoke test of the path; slow
     only because compiling NUTS and the held-out scorer takes ~30-45 s cold on 2 busy cores)."""

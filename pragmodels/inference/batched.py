@@ -1,0 +1,270 @@
+"""Several data sets of one model in one compiled NUTS run: ``fit_batched``.
+
+Layering: imports :mod:`pragmodels.sampler` (its single-chain program and cache),
+:mod:`pragmodels.params`, :mod:`pragmodels.inference.predictive`, :mod:`pragmodels.inference.diagnostics` and
+:mod:`pragmodels.inference.fitting` (the DataTree and provenance of one fit).
+
+How a GPU user fits 12 conditions at once: the sampler's single-chain program is ``vmap``-ed over
+chains *and* over data sets, so one compilation and one device launch serve every data set. Each
+data set keeps its own chains, step-size and mass-matrix adaptation, so its posterior is exactly
+that of a separate fit (the draws differ only through the random keys).
+
+Data sets of one model often differ in size (e.g. invalid LLM responses dropped). The arrays
+named in ``pad`` (per-trial arrays, padded along their first axis) are padded to the largest
+data set with their first value, and every observed site whose last batch axis has the padded
+length is masked (:class:`_PadMask`): padded trials contribute nothing to the likelihood, and are
+cut off again from the pointwise log-likelihood, the posterior predictive and the observed data
+before each data set gets its own DataTree. The other arrays must have equal shapes.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import time
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.typing import ArrayLike
+from numpyro.primitives import Messenger
+
+from pragmodels.inference import compile_cache, nuts
+from pragmodels.inference.diagnostics import FitWarning, diagnose
+from pragmodels.model_key import structure_key
+from pragmodels.params import inspect_model, with_priors
+
+if TYPE_CHECKING:
+    import xarray as xr
+
+__all__ = ["fit_batched"]
+
+
+class _PadMask(Messenger):
+    """Mask the padded trials of every observed site whose last batch axis has length ``n``."""
+
+    def __init__(self, mask: jax.Array):
+        super().__init__()
+        self.mask = mask
+
+    def process_message(self, msg: dict[str, Any]) -> None:
+        if msg["type"] != "sample" or not msg.get("is_observed"):
+            return
+        batch = tuple(msg["fn"].batch_shape)
+        if batch and batch[-1] == self.mask.shape[-1]:
+            msg["fn"] = msg["fn"].mask(self.mask)
+
+
+class _Masked:
+    """``model`` whose padded trials (``_pad_mask [trial]``, True for real ones) are masked."""
+
+    def __init__(self, model: Callable[..., Any]):
+        self.model = model
+        self.name = getattr(model, "name", getattr(model, "__name__", "model"))
+
+    def __call__(self, _pad_mask: ArrayLike | None = None, **kwargs: Any) -> Any:
+        if _pad_mask is None:
+            return self.model(**kwargs)
+        with _PadMask(jnp.asarray(_pad_mask, bool)):
+            return self.model(**kwargs)
+
+    @property
+    def __pragmodels_key__(self) -> tuple[Any, ...]:
+        return ("masked", structure_key(self.model))
+
+
+def _pad(datasets: Sequence[Mapping[str, Any]], pad: Sequence[str]
+         ) -> tuple[dict[str, Any], dict[str, np.ndarray], np.ndarray, list[int]]:
+    """Stack data sets: (static values, arrays [dataset, ...], mask [dataset, trial], sizes)."""
+    keys = list(datasets[0])
+    for i, d in enumerate(datasets):
+        if list(d) != keys:
+            raise ValueError(f"datasets[{i}] has keys {sorted(d)}; datasets[0] has {sorted(keys)}.")
+    static, _ = compile_cache.split_data(datasets[0])
+    for i, d in enumerate(datasets[1:], 1):
+        st, _ = compile_cache.split_data(d)
+        if st != static:
+            raise ValueError(f"datasets[{i}]: static values {st} differ from datasets[0]'s {static}; "
+                             "batched data sets share every Python scalar and string.")
+    unknown = [k for k in pad if k not in keys or k in static]
+    if unknown:
+        raise ValueError(f"pad names {unknown}, which are not array data; arrays: "
+                         f"{[k for k in keys if k not in static]}.")
+    sizes = []
+    for i, d in enumerate(datasets):
+        lens = {k: int(np.shape(d[k])[0]) for k in pad if d[k] is not None}
+        if len(set(lens.values())) > 1:
+            raise ValueError(f"datasets[{i}]: the padded arrays differ in length {lens}.")
+        sizes.append(next(iter(lens.values())) if lens else 0)
+    n_max = max(sizes) if sizes else 0
+    arrays: dict[str, np.ndarray] = {}
+    for k in keys:
+        if k in static:
+            continue
+        vals = [np.asarray(d[k]) for d in datasets]
+        if k in pad:
+            vals = [np.concatenate([v, np.repeat(v[:1], n_max - v.shape[0], axis=0)]) if v.shape[0] < n_max else v
+                    for v in vals]
+        shapes = {v.shape for v in vals}
+        if len(shapes) > 1:
+            raise ValueError(f"data[{k!r}] has shapes {[v.shape for v in vals]} across data sets; pad it "
+                             f"(pad=[..., {k!r}]) if it is a per-trial array.")
+        arrays[k] = np.stack(vals)
+    mask = np.arange(n_max)[None, :] < np.asarray(sizes)[:, None]
+    return static, arrays, mask, sizes
+
+
+def _cut(arr: np.ndarray, n: int, n_max: int) -> np.ndarray:
+    """Drop the padding from the last axis of length ``n_max`` (of a [chain, draw, ...] array)."""
+    axes = [i for i in range(2, arr.ndim) if arr.shape[i] == n_max]
+    if not axes:
+        return arr
+    return np.take(arr, np.arange(n), axis=axes[-1])
+
+
+def fit_batched(rng_key: int | jax.Array, model: Callable[..., Any], datasets: Sequence[Mapping[str, Any]], *,
+                pad: Sequence[str] = (), names: Sequence[str] | None = None, num_warmup: int = 1000,
+                num_samples: int = 1000, num_chains: int = 4, target_accept: float = 0.8,
+                max_tree_depth: int = 10, dense_mass: bool | list[tuple[str, ...]] = False,
+                init: Literal["median", "uniform"] = "median", priors: Mapping[str, Any] | None = None,
+                posterior_predictive: bool = True, dims: Mapping[str, list[str]] | None = None,
+                coords: Mapping[str, Any] | None = None) -> dict[str, xr.DataTree]:
+    """Fit ``model`` to each of ``datasets`` in one compiled, vectorised NUTS run.
+
+    Parameters
+    ----------
+    rng_key : int or jax PRNG key
+        Data set ``k`` uses ``jax.random.split(key, K)[k]`` (split again per chain).
+    model : callable
+        As for :func:`pragmodels.fit`.
+    datasets : sequence of dict
+        The model's keyword arguments, one dict per data set, with the same keys and static
+        values; arrays equal in shape except those named in ``pad``.
+    pad : sequence of str
+        Per-trial arrays (observations and their covariates) padded along axis 0.
+    names : sequence of str, optional
+        Keys of the returned dict (default ``"0"``, ``"1"``, ...).
+    num_warmup, num_samples, num_chains, target_accept, max_tree_depth, dense_mass, init, priors,
+    posterior_predictive, dims, coords
+        As for :func:`pragmodels.fit` (``init`` is ``"median"`` or ``"uniform"``).
+
+    Returns
+    -------
+    dict of xarray.DataTree
+        One tree per data set, as :func:`pragmodels.fit` returns for it alone (padding removed),
+        with ``sampler_settings["batched"] = K``.
+
+    Shapes: ``datasets[k][p] [n_k, ...]`` for ``p`` in ``pad``; the batched program runs on
+    ``[K, chain]`` and ``[K, n_max, ...]``.
+    """
+    from pragmodels.inference.fitting import (
+        _as_key,
+        _check_settings,
+        _datatree,
+        _validate_data,
+    )
+    from pragmodels.inference.predictive import posterior_predictive as _pp
+
+    t0 = time.perf_counter()
+    if not datasets:
+        raise ValueError("datasets is empty.")
+    names = [str(i) for i in range(len(datasets))] if names is None else [str(n) for n in names]
+    if len(names) != len(datasets) or len(set(names)) != len(names):
+        raise ValueError(f"names must be {len(datasets)} distinct labels; got {names}.")
+    _check_settings(num_warmup, num_samples, num_chains, "vectorized", target_accept, max_tree_depth, init)
+    if init not in ("median", "uniform"):
+        raise ValueError(f"fit_batched: init must be 'median' or 'uniform'; got {init!r}.")
+    datasets = [_validate_data(dict(d)) for d in datasets]
+    infos = [inspect_model(model, d, priors) for d in datasets]  # each data set validated eagerly
+    if priors:
+        model = with_priors(model, priors)
+    key, seed_repr = _as_key(rng_key)
+    static, stacked, mask, sizes = _pad(datasets, pad)
+    n_max = mask.shape[1]
+    masked = _Masked(model)
+    K = len(datasets)
+    arrays = {**{k: jnp.asarray(v) for k, v in stacked.items()}, "_pad_mask": jnp.asarray(mask)}
+
+    settings = (num_warmup, num_samples, float(target_accept), max_tree_depth, nuts.dense_mass_key(dense_mass), init)
+    cache_key = ("nuts-batched", structure_key(masked), compile_cache.static_items(static),
+                 compile_cache.data_signature({k: v[0] for k, v in arrays.items()}), K, num_chains, settings, jax.default_backend())
+    entry = compile_cache.lookup(cache_key)
+    keys = jax.vmap(lambda k: jax.random.split(k, num_chains))(jax.random.split(key, K))  # [K, chain]
+    if entry is None:
+        tc = time.perf_counter()
+        info: dict = {}
+        bound = functools.partial(masked, **static)
+        one = nuts.build_chain_fn(bound, init=init, has_init=False, num_warmup=num_warmup, num_samples=num_samples,
+                                 target_accept=float(target_accept), max_tree_depth=max_tree_depth,
+                                 dense_mass=dense_mass, progress_every=0, ticks=0, info=info)
+        over_chains = jax.vmap(one, in_axes=(0, None, None))
+        program = jax.jit(jax.vmap(over_chains, in_axes=(0, None, 0)))
+        compiled = program.lower(keys, {}, arrays).compile()
+        entry = compile_cache.CompiledEntry("nuts-batched", f"nuts batched x{K} {compile_cache.model_label(model)}", compiled, bound,
+                          time.perf_counter() - tc, info)
+        compile_cache.store(cache_key, entry)
+        compile_s, hit = entry.compile_s, False
+    else:
+        compile_s, hit = 0.0, True
+    ts = time.perf_counter()
+    (samples, stats), ok = jax.device_get(entry.compiled(keys, {}, arrays))
+    run_s = time.perf_counter() - ts
+    ok = np.asarray(ok)
+    if not ok.all():
+        bad = [(names[k], int(c)) for k, c in np.argwhere(~ok)]
+        raise RuntimeError(f"(data set, chain) {bad}: no finite log density at the starting point.")
+    stats = dict(stats)
+    stats["tree_depth"] = (np.floor(np.log2(np.maximum(stats["n_steps"], 1))) + 1).astype(np.int64)
+    latent_sites = entry.info["latent_sites"]
+
+    # post-processing on the padded data (one compiled program each), then cut per data set
+    tp = time.perf_counter()
+    per_k = [{k: v[i] for k, v in samples.items()} for i in range(K)]
+    out = {}
+    key_pp = jax.random.split(jax.random.fold_in(key, 2), K)
+    from pragmodels.version import __version__
+
+    for i, name in enumerate(names):
+        data_i = {**static, **{k: v[i] for k, v in arrays.items()}}
+        latent_i = {k: per_k[i][k] for k in latent_sites}
+        loglik = nuts.pointwise_log_likelihood(masked, latent_i, data_i)
+        observed = infos[i].observed
+        pp = _pp(key_pp[i], masked, latent_i, data_i, observed) if posterior_predictive else None
+        n = sizes[i]
+        loglik = {k: _cut(v, n, n_max) for k, v in loglik.items()}
+        pp = {k: _cut(v, n, n_max) for k, v in pp.items()} if pp else None
+        run = nuts.NutsRun(samples=per_k[i], stats={k: v[i] for k, v in stats.items()}, latent_sites=latent_sites,
+                         chain_method="vectorized", devices=1, compile_s=compile_s, run_s=run_s, cache_hit=hit)
+        tree = _datatree(run, loglik, pp, None, infos[i], dims, coords)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", FitWarning)
+            diag = diagnose(tree, emit=True, max_tree_depth=max_tree_depth, latent=latent_sites)
+        for w in caught:
+            warnings.warn(f"{name}: {w.message}", FitWarning, stacklevel=2)
+        tree.attrs.update(
+            pragmodels_version=__version__, jax_version=jax.__version__, backend=jax.default_backend(),
+            model=str(getattr(model, "name", getattr(model, "__name__", repr(model)))),
+            priors=json.dumps(infos[i].priors_record()), seed=json.dumps(seed_repr), dataset=name,
+            sampler_settings=json.dumps(dict(sampler="NUTS", num_warmup=num_warmup, num_samples=num_samples,
+                                             num_chains=num_chains, chain_method="vectorized", batched=K,
+                                             target_accept=target_accept, max_tree_depth=max_tree_depth,
+                                             init=init, padded_to=int(n_max), n_trials=int(n))),
+            data_sha256=_data_hash(datasets[i]), observed_sites=json.dumps(observed),
+            compile_time_s=float(compile_s), sampling_time_s=float(run_s), kernel_cache_hit=int(hit),
+            diagnostics=json.dumps(diag.as_attrs()), diagnostics_ok=int(diag.ok),
+        )
+        out[name] = tree
+    wall = time.perf_counter() - t0
+    for tree in out.values():
+        tree.attrs["wall_time_s"] = float(wall)
+        tree.attrs["postprocessing_time_s"] = float(time.perf_counter() - tp)
+    return out
+
+
+def _data_hash(data: Mapping[str, Any]) -> str:
+    from pragmodels.io.checksums import data_hash
+
+    return data_hash(data)

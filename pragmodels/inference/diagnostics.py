@@ -1,0 +1,136 @@
+"""Convergence diagnostics with warnings a user can act on.
+
+Layering: imports ``arviz_stats`` and ``numpy``; used by :mod:`pragmodels.inference.fitting`.
+Thresholds follow Vehtari et al. (2021): r_hat <= 1.01 and bulk/tail ESS >= 100 per chain.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+from pragmodels.errors import PragmodelsError
+
+__all__ = ["FitWarning", "FitDiagnosticsError", "Diagnostics", "diagnose", "RHAT_MAX", "ESS_PER_CHAIN"]
+
+RHAT_MAX = 1.01
+ESS_PER_CHAIN = 100
+
+
+class FitWarning(UserWarning):
+    """A fit finished but its diagnostics say its results may not be trustworthy."""
+
+
+class FitDiagnosticsError(PragmodelsError, RuntimeError):
+    """Raised by ``fit(..., strict=True)`` when diagnostics fail; nothing is written to disk.
+
+    ``fit`` puts the result it refused on :attr:`tree` (finished chains are not lost).
+    """
+
+    tree: xr.DataTree | None = None
+
+
+@dataclass
+class Diagnostics:
+    """What :func:`diagnose` found: divergences, worst r_hat and ESS, and the problems it warns of."""
+
+    divergences: int
+    max_rhat: float
+    min_ess_bulk: float
+    min_ess_tail: float
+    num_chains: int
+    problems: list[str]
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def as_attrs(self) -> dict[str, int | float]:
+        return {
+            "divergences": int(self.divergences),
+            "max_rhat": float(self.max_rhat),
+            "min_ess_bulk": float(self.min_ess_bulk),
+            "min_ess_tail": float(self.min_ess_tail),
+        }
+
+
+def _worst(ds: xr.Dataset, fn: Callable[[np.ndarray], Any]) -> tuple[float, str]:
+    worst, where = np.nan, ""
+    for name, da in ds.data_vars.items():
+        vals = np.asarray(da)
+        if vals.size == 0 or np.all(np.isnan(vals)):
+            continue
+        v = fn(vals)
+        if np.isnan(worst) or (fn is np.nanmax and v > worst) or (fn is np.nanmin and v < worst):
+            worst, where = float(v), str(name)
+    return worst, where
+
+
+def _nan_sites(ds: xr.Dataset, names: Sequence[str]) -> list[str]:
+    """Those of ``names`` whose diagnostic is NaN for some element."""
+    return [n for n in names if n in ds.data_vars and bool(np.isnan(np.asarray(ds[n])).any())]
+
+
+def diagnose(tree: xr.DataTree, emit: bool = True, max_tree_depth: int | None = None,
+             latent: Sequence[str] | None = None) -> Diagnostics:
+    """Count divergences, find the worst r_hat and ESS, and warn (``FitWarning``) on problems.
+
+    With ``max_tree_depth``, also flag NUTS trajectories that hit the depth limit (the sampler
+    was cut short, so it explores slowly and the ESS estimates deserve suspicion).
+
+    With ``latent`` (the sampled sites), a NaN r_hat or ESS of any of their elements is a
+    failure: its draws do not vary (a chain that never moved, or too few draws). NaN diagnostics
+    of deterministic sites (e.g. a cost fixed at 0 for some utterance) are not counted.
+
+    Shapes: ``posterior`` variables ``[chain, draw, ...]``; ``sample_stats`` ``diverging`` and
+    ``n_steps`` ``[chain, draw]``.
+    """
+    from arviz_stats import ess, rhat
+
+    post = tree["posterior"].to_dataset()
+    n_chains = int(post.sizes["chain"])
+    div = int(np.asarray(tree["sample_stats"]["diverging"]).sum()) if "diverging" in tree["sample_stats"] else 0
+    problems = []
+    with warnings.catch_warnings():
+        # constant deterministic sites (e.g. a cost fixed at 0) give NaN diagnostics; ignored
+        warnings.simplefilter("ignore", RuntimeWarning)
+        r_ds = rhat(post) if n_chains > 1 else None
+        eb_ds, et_ds = ess(post, method="bulk"), ess(post, method="tail")
+        r, r_name = _worst(r_ds, np.nanmax) if r_ds is not None else (np.nan, "")
+        eb, eb_name = _worst(eb_ds, np.nanmin)
+        et, et_name = _worst(et_ds, np.nanmin)
+    if latent is not None:
+        frozen = sorted(set(_nan_sites(eb_ds, latent)) | set(_nan_sites(et_ds, latent))
+                        | (set(_nan_sites(r_ds, latent)) if r_ds is not None else set()))
+        if frozen:
+            problems.append(f"r_hat or ESS is NaN for {frozen}: their draws do not vary (a chain that never "
+                            "moved, or too few draws); the fit cannot be trusted.")
+    if div:
+        problems.append(
+            f"{div} divergent transitions after warm-up: the posterior is not explored reliably; "
+            "raise target_accept or reparameterise (e.g. non-centred hierarchies)."
+        )
+    if r > RHAT_MAX:
+        problems.append(f"r_hat = {r:.3f} > {RHAT_MAX} for {r_name!r}: chains disagree; run longer.")
+    floor = ESS_PER_CHAIN * n_chains
+    if eb < floor:
+        problems.append(f"bulk ESS = {eb:.0f} < {floor} for {eb_name!r}: too few effective draws.")
+    if et < floor:
+        problems.append(f"tail ESS = {et:.0f} < {floor} for {et_name!r}: tail quantiles unreliable.")
+    stats = tree["sample_stats"]
+    if max_tree_depth is not None and "n_steps" in stats:
+        saturated = float((np.asarray(stats["n_steps"]) >= 2**max_tree_depth - 1).mean())
+        if saturated > 0.01:
+            problems.append(
+                f"{100 * saturated:.0f}% of NUTS trajectories hit max_tree_depth={max_tree_depth}: "
+                "the posterior is badly scaled or correlated; reparameterise or raise the limit."
+            )
+    if emit:
+        for p in problems:
+            warnings.warn(p, FitWarning, stacklevel=3)
+    return Diagnostics(div, r, eb, et, n_chains, problems)

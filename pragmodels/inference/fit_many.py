@@ -1,0 +1,774 @@
+"""``fit_many``: run many fits in process, on a local process pool or on a Dask cluster.
+
+Layering: imports :mod:`pragmodels.inference.fitting`, :mod:`pragmodels.inference.diagnostics` and
+:mod:`pragmodels.results_io`; ``tqdm`` and ``pandas`` lazily; ``distributed`` never (a Dask
+``Client`` is recognised by its type once the caller has imported it).
+
+A fit is described by a :class:`FitSpec` (name, model, data, priors, sampler settings, seed);
+:func:`fit_many` runs a list of them and returns a :class:`FitManyResult`::
+
+    import pragmodels as pm
+    from pragmodels import simulate
+
+    specs = [pm.FitSpec(f"speaker-{s}", "pragmodels.rsa_models:rsa_speaker",
+                        simulate.reference_game_speaker(s),
+                        sampler=dict(num_warmup=500, num_samples=1000, num_chains=4), seed=s)
+             for s in range(20)]
+    if __name__ == "__main__":
+        result = pm.fit_many(specs, executor="process", out_dir="fits/speakers")
+        print(result.summary())
+        result.raise_on_error()
+
+A fit that raises (bad data, a model error, ``strict=True`` diagnostics) is recorded with its
+error type, message and traceback; the other fits still run. With ``out_dir`` each successful
+fit is written atomically to ``<out_dir>/<name>.nc`` by the worker that ran it, and only the
+path (and the diagnostics) travel back, not the posterior; if the save fails, the fit is recorded
+as failed and its tree travels back instead (``result[name].tree``). A failed fit writes nothing; a file
+of that name from an earlier run is left as it was (atomic writes never delete), so read a
+run's results through ``result.paths``, not by listing the folder.
+
+Models
+------
+``FitSpec.model`` is a callable or a string resolved in the worker: ``"package.module:attr"``
+(imported) or ``"path/to/file.py:attr"`` (loaded from the file; a relative path is made
+absolute in the calling process). The attribute is the NumPyro model itself, e.g. a module-level
+function or ``MODEL = rsa_models.speaker_model(fit_lapse=False)``. A string needs no pickling
+and keeps the worker's compiled kernels keyed to one model object; a callable is pickled for
+process and Dask workers (``cloudpickle`` when it is installed, else ``pickle``: then a
+module-level function or a ``functools.partial`` of one).
+
+Executors
+---------
+``"sequential"`` (default)
+    One fit after the other in this process; JAX's settings are left as they are.
+``"process"``
+    A local ``ProcessPoolExecutor`` with the *spawn* start method (JAX is not fork-safe) and
+    ``max_workers`` processes (default: one per CPU core, at most one per fit).
+a ``dask.distributed.Client``
+    Each fit is one Dask task. This is the way to a SLURM or PBS cluster, through
+    ``dask-jobqueue`` (``pip install pragmodels[cluster] dask-jobqueue``)::
+
+        from dask.distributed import Client
+        from dask_jobqueue import SLURMCluster   # or PBSCluster
+
+        if __name__ == "__main__":
+            cluster = SLURMCluster(cores=4, processes=4, memory="16GB", walltime="02:00:00",
+                                   job_script_prologue=["source ~/venvs/pragmodels/bin/activate"])
+            cluster.scale(jobs=10)           # 10 jobs x 4 single-threaded workers
+            with Client(cluster) as client:
+                result = pm.fit_many(specs, executor=client, out_dir="/scratch/me/speakers")
+            result.raise_on_error()
+
+    Give every worker one thread (``processes == cores`` above; ``threads_per_worker=1`` for
+    a ``LocalCluster``), install the same pragmodels on the workers, make model strings
+    importable there, and put ``out_dir`` on a file system the workers share.
+any other ``concurrent.futures.Executor``
+    Used as it is (e.g. ``mpi4py.futures.MPIPoolExecutor``); JAX settings are not touched.
+
+Scripts that use ``"process"`` or a Dask cluster must start them under an
+``if __name__ == "__main__":`` guard: spawn (and Dask's nanny, which spawns its worker
+processes) re-imports the main module in every worker, and without the guard each worker would
+try to start its own pool or cluster. Keep JAX computations at a script's top level under the
+guard too (a worker that ran one before its first fit keeps the JAX settings it started with).
+
+Worker processes and cores
+--------------------------
+A process or Dask worker runs each fit's chains vectorised on one JAX device
+(``chain_method="vectorized"`` is ``fit_many``'s default for every executor, so that a seed
+gives the same draws whichever executor ran it). Before the worker's JAX initialises, it asks
+XLA for one CPU device (``--xla_force_host_platform_device_count=1``) and
+``PRAGMODELS_WORKER_THREADS`` intra-op threads (default 1 for Dask workers; for the process
+pool, ``cores // max_workers``), turns off GPU memory preallocation
+(``XLA_PYTHON_CLIENT_PREALLOCATE=false``, unless set) so that several workers can share a GPU,
+and the pool's processes start with ``OMP_NUM_THREADS``/``OPENBLAS_NUM_THREADS``/
+``MKL_NUM_THREADS`` (unless set) at the same count (Dask's nanny already sets them to 1).
+Workers x threads should not exceed the cores: more only makes the fits compete. On one GPU,
+``"sequential"`` (all chains vectorised on the GPU) is usually fastest.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import contextlib
+import dataclasses
+import importlib
+import importlib.util
+import inspect
+import json
+import math
+import multiprocessing
+import os
+import pickle
+import re
+import sys
+import time
+import traceback
+import uuid
+import warnings
+from dataclasses import KW_ONLY, dataclass, field
+from pathlib import Path
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Callable,
+    Iterable,
+    Iterator,
+    Literal,
+    Mapping,
+    cast,
+)
+
+from pragmodels.errors import PragmodelsError
+from pragmodels.inference import fitting as inference
+from pragmodels.inference.diagnostics import FitWarning
+from pragmodels.io.errors import ResultSaveError
+from pragmodels.io.netcdf import load_netcdf, save_netcdf
+
+if TYPE_CHECKING:
+    import pandas as pd
+    import xarray as xr
+    from distributed import Client
+
+__all__ = [
+    "FitSpec",
+    "FitError",
+    "FitOutcome",
+    "FitManyResult",
+    "FitManyError",
+    "fit_many",
+    "run_fit",
+    "resolve_model",
+    "configure_worker",
+]
+
+NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
+_MANAGED = ("name", "priors", "out")  # fit() arguments that fit_many sets itself
+_SAMPLER_DEFAULTS = {"chain_method": "vectorized", "progress_bar": False}
+_FILE_MODULES: dict[str, Any] = {}
+
+
+@dataclass(frozen=True, eq=False)  # eq=False: data holds arrays, which do not compare to a bool
+class FitSpec:
+    """One fit: ``fit(seed, model, data, priors=priors, **sampler)``, saved as ``<name>.nc``.
+
+    Parameters
+    ----------
+    name : str
+        Unique within a run and safe as a file name: letters, digits, ``.``, ``_``, ``-``,
+        starting with a letter or digit (at most 200 characters).
+    model : callable or str
+        The NumPyro model, or ``"module:attr"`` / ``"path/to/file.py:attr"`` naming it
+        (resolved in the worker by :func:`resolve_model`).
+    data : dict
+        The model's keyword arguments.
+    priors : dict, optional
+        Passed to :func:`pragmodels.fit` (recorded in the provenance attributes).
+    sampler : dict
+        Keyword arguments of :func:`pragmodels.fit` (``num_warmup``, ``num_chains``,
+        ``init``, ``strict``, ...; not ``name``, ``priors`` or ``out``). ``fit_many`` defaults
+        ``chain_method`` to ``"vectorized"`` and ``progress_bar`` to False.
+    seed : int
+        The fit's explicit seed (keyword-only, required).
+    """
+
+    name: str
+    model: Callable[..., Any] | str
+    data: dict[str, Any]
+    _: KW_ONLY
+    priors: dict[str, Any] | None = None
+    sampler: dict[str, Any] = field(default_factory=dict)
+    seed: int
+
+
+@dataclass(frozen=True)
+class FitError:
+    """Why a fit failed: the exception's type name, message and formatted traceback."""
+
+    type: str
+    message: str
+    traceback: str
+
+    def __str__(self) -> str:
+        return f"{self.type}: {self.message}"
+
+    @classmethod
+    def from_exception(cls, exc: BaseException) -> "FitError":
+        tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+        return cls(type(exc).__name__, str(exc), tb)
+
+
+@dataclass
+class FitOutcome:
+    """The record of one fit: ``status`` is ``"ok"`` or ``"error"``.
+
+    A successful fit holds its ``tree`` (without ``out_dir``) or the ``path`` it was saved to
+    (with ``out_dir``), its ``diagnostics`` (``max_rhat``, ``min_ess_bulk``, ``min_ess_tail``,
+    ``divergences``), ``diagnostics_ok`` and the texts of its ``FitWarning`` s. ``wall_s`` is
+    the worker's time for the whole task (model resolution, fit, save).
+
+    A failed fit holds its ``error``, and its ``tree`` when sampling had finished: a fit whose
+    save failed (``error.type == "ResultSaveError"``; the tree comes back instead of the file, with
+    the error in ``tree.attrs["save_error"]``) or one refused by ``strict=True``.
+    """
+
+    name: str
+    status: Literal["ok", "error"]
+    wall_s: float = math.nan
+    tree: xr.DataTree | None = None
+    path: Path | None = None
+    diagnostics: dict[str, Any] = field(default_factory=dict)
+    diagnostics_ok: bool | None = None
+    warnings: list[str] = field(default_factory=list)
+    error: FitError | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+class FitManyError(PragmodelsError, RuntimeError):
+    """Raised by :meth:`FitManyResult.raise_on_error` when at least one fit failed."""
+
+
+class FitManyResult:
+    """The outcomes of :func:`fit_many`, in the order of the specs.
+
+    ``result["name"]`` is one :class:`FitOutcome`; iterating yields them all.
+    """
+
+    def __init__(self, outcomes: list[FitOutcome], *, executor: str = "", wall_s: float = math.nan):
+        self.outcomes = list(outcomes)
+        self.executor = executor
+        self.wall_s = wall_s
+        self._by_name = {o.name: o for o in self.outcomes}
+
+    def __getitem__(self, name: str) -> FitOutcome:
+        return self._by_name[name]
+
+    def __iter__(self) -> Iterator[FitOutcome]:
+        return iter(self.outcomes)
+
+    def __len__(self) -> int:
+        return len(self.outcomes)
+
+    def __repr__(self) -> str:
+        return (f"FitManyResult({len(self)} fits: {len(self.succeeded)} ok, {len(self.failed)} failed; "
+                f"executor={self.executor!r}, wall_s={self.wall_s:.1f})")
+
+    @property
+    def ok(self) -> bool:
+        """True when every fit succeeded (diagnostics are not part of it: see ``summary``)."""
+        return not self.failed
+
+    @property
+    def succeeded(self) -> list[str]:
+        return [o.name for o in self.outcomes if o.ok]
+
+    @property
+    def failed(self) -> list[str]:
+        return [o.name for o in self.outcomes if not o.ok]
+
+    @property
+    def paths(self) -> dict[str, Path]:
+        """``{name: path}`` of the fits saved by this run (empty without ``out_dir``)."""
+        return {o.name: o.path for o in self.outcomes if o.ok and o.path is not None}
+
+    @property
+    def trees(self) -> dict[str, xr.DataTree]:
+        """``{name: DataTree}`` of the successful fits; saved fits are loaded from their files
+        (fully into memory, on every access: use ``paths`` to open them one at a time)."""
+        return {o.name: _tree_of(o) for o in self.outcomes if o.ok}
+
+    @property
+    def errors(self) -> dict[str, FitError]:
+        """``{name: FitError}`` of the failed fits."""
+        return {o.name: o.error for o in self.outcomes if not o.ok and o.error is not None}
+
+    def summary(self) -> pd.DataFrame:
+        """A ``pandas.DataFrame``, one row per fit: name, status, wall_s, diagnostics_ok,
+        max_rhat, min_ess_bulk, error (``"Type: message"``; missing for a success)."""
+        import pandas as pd
+
+        rows = [dict(name=o.name, status=o.status, wall_s=o.wall_s, diagnostics_ok=o.diagnostics_ok,
+                     max_rhat=o.diagnostics.get("max_rhat", math.nan),
+                     min_ess_bulk=o.diagnostics.get("min_ess_bulk", math.nan),
+                     error=str(o.error) if o.error else None) for o in self.outcomes]
+        df = pd.DataFrame(rows, columns=["name", "status", "wall_s", "diagnostics_ok", "max_rhat",
+                                         "min_ess_bulk", "error"])
+        df["diagnostics_ok"] = df["diagnostics_ok"].astype("boolean")
+        return df
+
+    def raise_on_error(self) -> "FitManyResult":
+        """Raise :class:`FitManyError` naming every failed fit (with the first traceback);
+        return ``self`` when none failed."""
+        if not self.failed:
+            return self
+        errors = self.errors
+        lines = [f"{len(errors)} of {len(self)} fits failed:"] + [f"  {n}: {e}" for n, e in errors.items()]
+        first = next(iter(errors))
+        lines += ["", f"traceback of {first!r}:", errors[first].traceback.rstrip()]
+        raise FitManyError("\n".join(lines))
+
+
+def _tree_of(outcome: FitOutcome) -> xr.DataTree:
+    """A successful fit's tree: the one it holds, or the one loaded from the file it was saved to."""
+    if outcome.tree is not None:
+        return outcome.tree
+    assert outcome.path is not None  # run_fit returns an ok outcome with a tree or a path
+    return load_netcdf(outcome.path)
+
+
+# --- workers -----------------------------------------------------------------------------
+
+
+def _is_path_ref(module_part: str) -> bool:
+    return module_part.endswith(".py") or "/" in module_part or "\\" in module_part
+
+
+def _split_ref(ref: str) -> tuple[str, str]:
+    module_part, sep, attr = ref.rpartition(":")
+    if not sep or not module_part or not all(p.isidentifier() for p in attr.split(".")):
+        raise ValueError(f"model string {ref!r} must look like 'package.module:attr' or "
+                         "'path/to/file.py:attr'.")
+    return module_part, attr
+
+
+def resolve_model(ref: str) -> Callable[..., Any]:
+    """The model named by ``"package.module:attr"`` or ``"path/to/file.py:attr"``.
+
+    A file is loaded once per process (later calls return the same objects, so compiled
+    kernels are reused). ``attr`` may be dotted (``"module:Class.model"``).
+
+    Parameters
+    ----------
+    ref : str
+        ``"package.module:attr"`` (imported) or ``"path/to/file.py:attr"`` (a part before the
+        last ``:`` that ends in ``.py`` or holds a path separator; resolved against the working
+        directory and loaded as a module registered in ``sys.modules``).
+
+    Returns
+    -------
+    callable
+        The object ``attr`` names.
+
+    Raises
+    ------
+    ValueError
+        ``ref`` has no ``:`` or ``attr`` is not a dotted identifier.
+    FileNotFoundError, ImportError
+        The file does not exist or cannot be loaded as a module (or the module cannot be imported).
+    AttributeError
+        The module has no such attribute.
+    TypeError
+        The attribute is not callable.
+    """
+    module_part, attr = _split_ref(ref)
+    if _is_path_ref(module_part):
+        path = str(Path(module_part).resolve())
+        module = _FILE_MODULES.get(path)
+        if module is None:
+            if not os.path.isfile(path):
+                raise FileNotFoundError(f"model string {ref!r}: no file {path}.")
+            mod_name = f"_pragmodels_model_{Path(path).stem}_{abs(hash(path)):x}"
+            spec = importlib.util.spec_from_file_location(mod_name, path)
+            if spec is None or spec.loader is None:
+                raise ImportError(f"model string {ref!r}: {path} cannot be loaded as a Python module.")
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[mod_name] = module  # so that objects defined there pickle by reference
+            try:
+                spec.loader.exec_module(module)
+            except BaseException:
+                del sys.modules[mod_name]
+                raise
+            _FILE_MODULES[path] = module
+    else:
+        module = importlib.import_module(module_part)
+    obj = module
+    for part in attr.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise AttributeError(f"model string {ref!r}: {module_part} has no attribute {attr!r}.") from None
+    if not callable(obj):
+        raise TypeError(f"model string {ref!r} names a {type(obj).__name__}, not a callable model.")
+    return obj
+
+
+def _cpu_count() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - macOS, Windows
+        return os.cpu_count() or 1
+
+
+def _worker_xla_flags(flags: str, threads: int) -> str:
+    flags = re.sub(r"--xla_force_host_platform_device_count=\S*", "", flags)
+    parts = flags.split() + ["--xla_force_host_platform_device_count=1"]
+    if threads == 1 and "xla_cpu_multi_thread_eigen" not in flags:
+        parts.append("--xla_cpu_multi_thread_eigen=false")
+    if "intra_op_parallelism_threads" not in flags:
+        parts.append(f"intra_op_parallelism_threads={threads}")
+    return " ".join(parts)
+
+
+def configure_worker(threads: int | None = None, cache_dir: str | None = None) -> bool:
+    """Set a worker process's JAX up for one fit at a time.
+
+    One CPU device, ``threads`` XLA intra-op threads, no GPU preallocation (unless
+    ``XLA_PYTHON_CLIENT_PREALLOCATE`` is set), and JAX's persistent compilation cache. The
+    device and thread settings (``XLA_FLAGS``, ``PRAGMODELS_HOST_DEVICES=1``) take effect only
+    before JAX initialises its backends in this process. Called by :func:`run_fit` in process
+    and Dask workers, never in the calling process.
+
+    Parameters
+    ----------
+    threads : int, optional
+        XLA intra-op threads (at least 1); default ``PRAGMODELS_WORKER_THREADS``, else 1.
+    cache_dir : str, optional
+        Compilation cache folder; default ``PRAGMODELS_COMPILATION_CACHE``, none when neither is
+        set. A folder that cannot be written warns (``RuntimeWarning``) instead of raising.
+
+    Returns
+    -------
+    bool
+        Whether the device and thread settings were applied (False when JAX had already
+        initialised its backends).
+    """
+    if threads is None:
+        threads = int(os.environ.get("PRAGMODELS_WORKER_THREADS", 1))
+    threads = max(1, int(threads))
+    applied = True
+    if "jax" in sys.modules:
+        try:
+            from jax._src import xla_bridge
+
+            applied = not xla_bridge.backends_are_initialized()
+        except Exception:  # pragma: no cover - private API moved
+            applied = False
+    if applied:
+        os.environ["XLA_FLAGS"] = _worker_xla_flags(os.environ.get("XLA_FLAGS", ""), threads)
+        os.environ["PRAGMODELS_HOST_DEVICES"] = "1"
+        os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+    if cache_dir or os.environ.get("PRAGMODELS_COMPILATION_CACHE"):
+        from pragmodels.runtime import enable_compilation_cache
+
+        try:
+            enable_compilation_cache(cache_dir)
+        except OSError as e:  # an unwritable cache slows the fits down but must not fail them
+            warnings.warn(f"compilation cache not enabled in this worker: {e}", RuntimeWarning)
+    return applied
+
+
+@contextlib.contextmanager
+def _spawn_environ(threads: int) -> Iterator[None]:
+    """Environment for worker processes spawned inside the block (restored afterwards)."""
+    new = {"XLA_FLAGS": _worker_xla_flags(os.environ.get("XLA_FLAGS", ""), threads),
+           "PRAGMODELS_HOST_DEVICES": "1", "PRAGMODELS_WORKER_THREADS": str(threads)}
+    for var, value in (("XLA_PYTHON_CLIENT_PREALLOCATE", "false"), ("OMP_NUM_THREADS", str(threads)),
+                       ("OPENBLAS_NUM_THREADS", str(threads)), ("MKL_NUM_THREADS", str(threads))):
+        if var not in os.environ:
+            new[var] = value
+    old = {k: os.environ.get(k) for k in new}
+    os.environ.update(new)
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def _diagnostics_of(tree: xr.DataTree) -> tuple[dict[str, Any], bool | None]:
+    attrs = tree.attrs
+    try:
+        diag = json.loads(attrs.get("diagnostics", "{}"))
+    except (TypeError, ValueError):
+        diag = {}
+    ok = attrs.get("diagnostics_ok")
+    return diag, (None if ok is None else bool(int(ok)))
+
+
+def run_fit(name: str, spec: FitSpec | bytes, out_path: str | None = None, *, configure: bool = False,
+            threads: int | None = None, cache_dir: str | None = None) -> FitOutcome:
+    """Run one fit and return its :class:`FitOutcome`; never raises for a failed fit.
+
+    The worker function of :func:`fit_many` (module-level, so it pickles by reference).
+    ``spec`` is a :class:`FitSpec` or the bytes of a pickled one: a worker unpickles it only
+    after :func:`configure_worker` (``configure=True``) has set JAX up, since unpickling a
+    model can import modules that start JAX. With ``out_path`` the tree is saved there
+    atomically and only the path is returned.
+
+    Parameters
+    ----------
+    name : str
+        The fit's name (set as ``tree.attrs["fit_name"]`` and on the outcome).
+    spec : FitSpec or bytes
+        The fit, or a pickled :class:`FitSpec`; a string ``model`` is resolved with
+        :func:`resolve_model`, and ``sampler`` is passed to :func:`pragmodels.fit` over
+        ``fit_many``'s defaults.
+    out_path : str, optional
+        Save the tree there (:func:`~pragmodels.io.netcdf.save_netcdf`).
+    configure : bool
+        Call :func:`configure_worker` first (``threads``, ``cache_dir``): in a worker process.
+    threads, cache_dir
+        Passed to :func:`configure_worker`.
+
+    Returns
+    -------
+    FitOutcome
+        ``status="ok"`` with the tree (or its path), diagnostics and ``FitWarning`` texts; or
+        ``status="error"`` with the exception as a :class:`FitError` (and the tree, when the
+        save failed or ``strict=True`` refused the fit). Other warnings are re-emitted here.
+    """
+    t0 = time.perf_counter()
+    if configure:
+        configure_worker(threads, cache_dir)
+    try:
+        fit_spec: FitSpec = pickle.loads(spec) if isinstance(spec, (bytes, bytearray)) else spec
+        model = resolve_model(fit_spec.model) if isinstance(fit_spec.model, str) else fit_spec.model
+        settings = {**_SAMPLER_DEFAULTS, **fit_spec.sampler}
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", FitWarning)
+            tree = inference.fit(fit_spec.seed, model, fit_spec.data, priors=fit_spec.priors, **settings)
+        for w in caught:  # FitWarnings travel back in the outcome; pass the others on here
+            if not issubclass(w.category, FitWarning):
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        tree.attrs["fit_name"] = name
+        diag, diag_ok = _diagnostics_of(tree)
+        fit_warnings = [str(w.message) for w in caught if issubclass(w.category, FitWarning)]
+        try:
+            path = save_netcdf(tree, out_path) if out_path is not None else None
+        except ResultSaveError as exc:  # the samples come back instead of the file
+            tree.attrs["save_error"] = str(exc)
+            return FitOutcome(name, "error", time.perf_counter() - t0, tree=tree, diagnostics=diag,
+                              diagnostics_ok=diag_ok, warnings=fit_warnings, error=FitError.from_exception(exc))
+        return FitOutcome(name, "ok", time.perf_counter() - t0, tree=tree if path is None else None, path=path,
+                          diagnostics=diag,
+                          diagnostics_ok=diag_ok,
+                          warnings=fit_warnings)
+    except Exception as exc:  # a strict fit that was refused keeps its result on exc.tree
+        from xarray import DataTree
+
+        kept = getattr(exc, "tree", None)
+        return FitOutcome(name, "error", time.perf_counter() - t0, error=FitError.from_exception(exc),
+                          tree=kept if isinstance(kept, DataTree) else None)
+
+
+# --- the driver ---------------------------------------------------------------------------
+
+
+def _fit_keywords() -> set[str]:
+    params = inspect.signature(inference.fit).parameters
+    return {n for n, p in params.items() if p.kind is p.KEYWORD_ONLY and n not in _MANAGED}
+
+
+def _check_specs(specs: Iterable[FitSpec | Mapping[str, Any]]) -> list[FitSpec]:
+    if isinstance(specs, (FitSpec, Mapping, str)):
+        raise TypeError("specs must be a list of FitSpec (or of dicts of FitSpec fields).")
+    allowed = _fit_keywords()
+    out: list[FitSpec] = []
+    seen: dict[str, int] = {}
+    for i, spec in enumerate(specs):
+        if isinstance(spec, Mapping):
+            try:
+                spec = FitSpec(**spec)
+            except TypeError as e:
+                raise TypeError(f"specs[{i}]: {e}") from None
+        if not isinstance(spec, FitSpec):
+            raise TypeError(f"specs[{i}]: expected a FitSpec; got {type(spec).__name__}.")
+        where = f"specs[{i}] (name={spec.name!r})"
+        if not isinstance(spec.name, str) or not NAME_PATTERN.fullmatch(spec.name):
+            raise ValueError(f"{where}: a name must be 1-200 letters, digits, '.', '_' or '-', "
+                             "starting with a letter or digit (it names the file <name>.nc).")
+        j = seen.setdefault(spec.name.lower(), i)
+        if j != i:
+            raise ValueError(f"{where}: duplicate name; specs[{j}] is named {out[j].name!r} "
+                             "(names must be unique, ignoring case).")
+        if isinstance(spec.model, str):
+            try:
+                module_part, _ = _split_ref(spec.model)
+            except ValueError as e:
+                raise ValueError(f"{where}: {e}") from None
+            if _is_path_ref(module_part) and not os.path.isabs(module_part):
+                spec = dataclasses.replace(spec, model=f"{Path(module_part).resolve()}:{spec.model.rpartition(':')[2]}")
+        elif not callable(spec.model):
+            raise TypeError(f"{where}: model must be a callable or a 'module:attr' string; "
+                            f"got {type(spec.model).__name__}.")
+        if not isinstance(spec.data, Mapping):
+            raise TypeError(f"{where}: data must be a dict of model arguments; got {type(spec.data).__name__}.")
+        if spec.priors is not None and not isinstance(spec.priors, Mapping):
+            raise TypeError(f"{where}: priors must be a dict or None; got {type(spec.priors).__name__}.")
+        if not isinstance(spec.sampler, Mapping):
+            raise TypeError(f"{where}: sampler must be a dict of fit() settings; got {type(spec.sampler).__name__}.")
+        unknown = sorted(set(spec.sampler) - allowed)
+        if unknown:
+            raise ValueError(f"{where}: unknown sampler settings {unknown}; fit_many passes "
+                             f"{sorted(allowed)} (it sets name, priors and out itself).")
+        if isinstance(spec.seed, bool) or not isinstance(spec.seed, int) and not hasattr(spec.seed, "__index__"):
+            raise TypeError(f"{where}: seed must be an int; got {spec.seed!r}.")
+        out.append(dataclasses.replace(spec, seed=int(spec.seed), data=dict(spec.data),
+                                       sampler=dict(spec.sampler)))
+    return out
+
+
+def _dumps(i: int, spec: FitSpec) -> bytes:
+    try:
+        import cloudpickle
+
+        dumps = cloudpickle.dumps
+    except ImportError:  # pragma: no cover - cloudpickle comes with the cluster extra
+        dumps = pickle.dumps
+    try:
+        return dumps(spec)
+    except Exception as e:
+        raise TypeError(
+            f"specs[{i}] (name={spec.name!r}) cannot be sent to a worker process ({type(e).__name__}: {e}); "
+            "name the model with a 'module:attr' string, or use a module-level function or a "
+            "functools.partial of one.") from e
+
+
+def _failed(name: str, exc: BaseException) -> FitOutcome:
+    return FitOutcome(name, "error", error=FitError.from_exception(exc))
+
+
+def _compilation_cache_dir() -> str | None:
+    jax = sys.modules.get("jax")
+    try:
+        return getattr(jax.config, "jax_compilation_cache_dir", None) or None if jax else None
+    except Exception:  # pragma: no cover
+        return None
+
+
+def _executor_kind(executor: object) -> str:
+    if isinstance(executor, str):
+        if executor not in ("sequential", "process"):
+            raise ValueError(f"executor must be 'sequential', 'process', a dask.distributed.Client "
+                             f"or a concurrent.futures.Executor; got {executor!r}.")
+        return executor
+    distributed = sys.modules.get("distributed")
+    if distributed is not None and isinstance(executor, distributed.Client):
+        return "dask"
+    if isinstance(executor, cf.Executor):
+        return "executor"
+    raise TypeError(f"executor must be 'sequential', 'process', a dask.distributed.Client or a "
+                    f"concurrent.futures.Executor; got {type(executor).__name__}.")
+
+
+def fit_many(specs: Iterable[FitSpec | Mapping[str, Any]], *,
+             executor: Literal["sequential", "process"] | Client | cf.Executor = "sequential",
+             max_workers: int | None = None, out_dir: str | os.PathLike[str] | None = None,
+             progress: bool = True) -> FitManyResult:
+    """Run every spec's fit and return a :class:`FitManyResult` (in the order of the specs).
+
+    Parameters
+    ----------
+    specs : list of FitSpec (or of dicts of its fields)
+        Validated before anything runs: unique, file-safe names; a ``ValueError`` or
+        ``TypeError`` names the offending spec.
+    executor : "sequential", "process", dask.distributed.Client or concurrent.futures.Executor
+        Where the fits run (see the module docstring).
+    max_workers : int, optional
+        Processes of the ``"process"`` pool (default: one per core, at most one per fit).
+        Size a Dask cluster with ``cluster.scale`` instead.
+    out_dir : path, optional
+        Save each successful fit atomically as ``<out_dir>/<name>.nc`` in its worker; the
+        result then holds paths instead of trees.
+    progress : bool
+        A ``tqdm`` bar over fits (done/total, failures counted).
+
+    A failed fit does not stop the others: it is recorded with its error (call
+    ``result.raise_on_error()`` to turn failures into an exception). Diagnostics warnings
+    from the fits are re-issued here, one ``FitWarning`` per fit, when all are done.
+    """
+    from tqdm.auto import tqdm
+
+    specs = _check_specs(specs)
+    kind = _executor_kind(executor)
+    if max_workers is not None and kind != "process":
+        raise ValueError("max_workers sizes the executor='process' pool only; size a Dask cluster "
+                         "with cluster.scale() and your own executor when you create it.")
+    if max_workers is not None and int(max_workers) < 1:
+        raise ValueError(f"max_workers must be >= 1; got {max_workers!r}.")
+    out = Path(out_dir).resolve() if out_dir is not None else None
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+    paths = {s.name: (str(out / f"{s.name}.nc") if out is not None else None) for s in specs}
+    blobs = [_dumps(i, s) for i, s in enumerate(specs)] if kind != "sequential" else []
+
+    outcomes: dict[str, FitOutcome] = {}
+    bar = tqdm(total=len(specs), desc="fits", unit="fit", disable=not progress)
+    n_failed = 0
+
+    def record(outcome: FitOutcome) -> None:
+        nonlocal n_failed
+        outcomes[outcome.name] = outcome
+        n_failed += not outcome.ok
+        bar.update(1)
+        bar.set_postfix(failed=n_failed, refresh=False)
+
+    t0 = time.perf_counter()
+    try:
+        if not specs:
+            pass
+        elif kind == "sequential":
+            for s in specs:
+                record(run_fit(s.name, s, paths[s.name]))
+        elif kind == "dask":
+            _run_dask(cast("Client", executor), specs, blobs, paths, record)  # _executor_kind checked it
+        else:
+            pool: cf.Executor
+            env: contextlib.AbstractContextManager[None]
+            threads: int | None
+            if kind == "process":
+                n = min(int(max_workers or _cpu_count()), len(specs))
+                threads = int(os.environ.get("PRAGMODELS_WORKER_THREADS", max(1, _cpu_count() // n)))
+                pool = cf.ProcessPoolExecutor(max_workers=n, mp_context=multiprocessing.get_context("spawn"))
+                env = _spawn_environ(threads)
+                cache_dir = _compilation_cache_dir()  # this process's cache: the same machine
+            else:
+                assert isinstance(executor, cf.Executor)  # _executor_kind checked it
+                pool, env, threads, cache_dir = executor, contextlib.nullcontext(), None, None
+            try:
+                with env:  # processes are spawned as tasks are submitted
+                    futures = {pool.submit(run_fit, s.name, b, paths[s.name], configure=kind == "process",
+                                           threads=threads, cache_dir=cache_dir): s.name
+                               for s, b in zip(specs, blobs)}
+                for fut in cf.as_completed(futures):
+                    try:
+                        record(fut.result())
+                    except Exception as e:  # the worker died (BrokenProcessPool) or the task was lost
+                        record(_failed(futures[fut], e))
+            except BaseException:
+                if kind == "process":
+                    pool.shutdown(wait=False, cancel_futures=True)
+                raise
+            if kind == "process":
+                pool.shutdown(wait=True)
+    finally:
+        bar.close()
+    result = FitManyResult([outcomes[s.name] for s in specs], executor=kind, wall_s=time.perf_counter() - t0)
+    for o in result:
+        if o.warnings:
+            warnings.warn(f"fit {o.name!r}: " + " ".join(o.warnings), FitWarning, stacklevel=2)
+    return result
+
+
+def _run_dask(client: Client, specs: list[FitSpec], blobs: list[bytes], paths: Mapping[str, str | None],
+              record: Callable[[FitOutcome], None]) -> None:
+    from distributed import as_completed
+
+    token = uuid.uuid4().hex[:8]
+    futures = [client.submit(run_fit, s.name, b, paths[s.name], configure=True, key=f"fit-{s.name}-{token}",
+                             pure=False) for s, b in zip(specs, blobs)]
+    names = {f.key: s.name for f, s in zip(futures, specs)}
+    try:
+        for fut in as_completed(futures):
+            try:
+                record(fut.result())
+            except Exception as e:  # KilledWorker, a lost task, ...
+                record(_failed(names[fut.key], e))
+    except BaseException:
+        client.cancel(futures)
+        raise

@@ -1,0 +1,392 @@
+"""``fit``: NUTS over a NumPyro model, returned as an ArviZ ``DataTree`` with provenance.
+
+Layering: imports :mod:`pragmodels.params` (one eager trace: priors, dims, observed sites),
+:mod:`pragmodels.sampler` (the compiled NUTS program), :mod:`pragmodels.inference.predictive`,
+:mod:`pragmodels.inference.multistart`, :mod:`pragmodels.inference.diagnostics`, :mod:`pragmodels.results_io` and
+``arviz_base``. Never ``numpyro.sample``.
+
+A model is a plain Python function ``model(**data)``; its latent parameters are best declared
+with :func:`pragmodels.param` (priors and dims recorded, overridable), but any NumPyro model
+works: plain ``numpyro.sample`` latent sites are recorded by their distribution, and every
+observed site gets a fresh posterior predictive draw.
+
+Finished chains are never lost. When a step after sampling fails (the pointwise log-likelihood,
+the posterior or prior predictive draws, the conversion to a DataTree, the diagnostics, the
+provenance), ``fit`` still returns a DataTree holding at least the ``posterior`` and
+``sample_stats`` groups, warns with a :class:`PostprocessingWarning` and records the errors in
+``tree.attrs["postprocessing_error"]`` (JSON, step -> ``"Type: message"``; tracebacks in
+``tree.attrs["postprocessing_traceback"]``); the attribute is absent when every step succeeded.
+With ``strict=True`` such a failure raises :class:`FitPostprocessingError` instead, with the
+partial tree on its ``.tree``. When saving to ``out`` fails, :class:`~pragmodels.io.errors.ResultSaveError`
+is raised (the file asked for was not written, so this is not a warning) with the whole tree on its
+``.tree`` and the error also in ``tree.attrs["save_error"]``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import time
+import traceback
+import warnings
+from collections.abc import Callable, Mapping
+from datetime import datetime, timezone
+from importlib.metadata import version as _pkg_version
+from typing import Any, Literal
+
+import jax
+import numpy as np
+import numpyro
+import xarray as xr
+
+from pragmodels.inference.compile_cache import bound_model, split_data
+from pragmodels.inference.diagnostics import FitDiagnosticsError, FitWarning, diagnose
+from pragmodels.inference.multistart import multistart_inits
+from pragmodels.inference.nuts import (
+    CHAIN_METHODS,
+    ChainMethod,
+    NutsRun,
+    pointwise_log_likelihood,
+    run_nuts,
+)
+from pragmodels.inference.predictive import (
+    posterior_predictive as _posterior_predictive,
+)
+from pragmodels.inference.predictive import prior_predictive_draws
+from pragmodels.io.checksums import data_hash
+from pragmodels.io.errors import ResultSaveError
+from pragmodels.io.netcdf import save_netcdf
+from pragmodels.params import ModelInfo, inspect_model, with_priors
+
+__all__ = ["fit", "CHAIN_METHODS", "PostprocessingWarning", "FitPostprocessingError"]
+
+
+class PostprocessingWarning(FitWarning):
+    """Sampling finished but a step after it failed; the result keeps the posterior and
+    sample_stats, and the error is recorded in ``tree.attrs["postprocessing_error"]``."""
+
+
+class FitPostprocessingError(FitDiagnosticsError):
+    """Raised by ``fit(..., strict=True)`` when a step after sampling failed; nothing is written
+    to disk. The partial result (posterior and sample_stats at least) is on :attr:`tree`."""
+
+INITS = ("median", "uniform", "optimize")
+Init = Literal["median", "uniform", "optimize"]
+
+
+def _as_key(rng_key: object) -> tuple[jax.Array, int | list[int]]:
+    if isinstance(rng_key, (int, np.integer)) and not isinstance(rng_key, bool):
+        return jax.random.key(int(rng_key)), int(rng_key)
+    if isinstance(rng_key, jax.Array):
+        return rng_key, np.asarray(jax.random.key_data(rng_key) if jax.dtypes.issubdtype(
+            rng_key.dtype, jax.dtypes.prng_key) else rng_key).tolist()
+    raise TypeError(f"rng_key must be an int seed or a jax PRNG key; got {type(rng_key).__name__}.")
+
+
+def _validate_data(data: object) -> dict[str, Any]:
+    """Reject NaN and +inf in any numeric data array, by name and index (-inf is allowed: it is
+    log 0 in log-space inputs such as ``log_semantics``)."""
+    if not isinstance(data, Mapping):
+        raise TypeError(f"data must be a dict of model keyword arguments; got {type(data).__name__}.")
+    out = {}
+    for k, v in data.items():
+        if v is None or isinstance(v, (int, float, bool, str)):
+            if isinstance(v, float) and (np.isnan(v) or v == np.inf):
+                raise ValueError(f"data[{k!r}] = {v!r}; expected a finite number (or -inf).")
+            out[k] = v
+            continue
+        arr = np.asarray(v)
+        if arr.dtype.kind in "fc":
+            bad = np.isnan(arr) | (arr == np.inf)
+            if bad.any():
+                idx = tuple(int(i) for i in np.argwhere(bad)[0])
+                raise ValueError(f"data[{k!r}]{list(idx)} = {arr[idx]!r}; NaN and +inf are not valid data "
+                                 "(drop or impute missing values explicitly; -inf is log 0).")
+        out[k] = v
+    return out
+
+
+def _check_settings(num_warmup: object, num_samples: object, num_chains: object, chain_method: object,
+                    target_accept: object, max_tree_depth: object, init: object) -> None:
+    for name, value, low in (("num_warmup", num_warmup, 0), ("num_samples", num_samples, 1),
+                             ("num_chains", num_chains, 1)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+            raise ValueError(f"{name} must be an integer >= {low}; got {value!r}.")
+    if chain_method not in CHAIN_METHODS:
+        raise ValueError(f"chain_method must be one of {CHAIN_METHODS}; got {chain_method!r}.")
+    if isinstance(target_accept, bool) or not isinstance(target_accept, (int, float)) or not 0 < target_accept < 1:
+        raise ValueError(f"target_accept must be a number in (0, 1); got {target_accept!r}.")
+    if isinstance(max_tree_depth, bool) or not isinstance(max_tree_depth, (int, np.integer)) or max_tree_depth < 1:
+        raise ValueError(f"max_tree_depth must be an integer >= 1; got {max_tree_depth!r}.")
+    if init not in INITS:
+        raise ValueError(f"init must be one of {list(INITS)}; got {init!r}.")
+
+
+def _datatree(run: NutsRun, loglik: dict[str, np.ndarray], pp: dict[str, np.ndarray] | None,
+              prior: dict[str, np.ndarray] | None, info: ModelInfo, dims: Mapping[str, list[str]] | None,
+              coords: Mapping[str, Any] | None, named: bool = True) -> xr.DataTree:
+    """The ArviZ DataTree of a run; ``named=False`` leaves out every dim and coord name (ArviZ's
+    defaults: the fallback when the names are what fails)."""
+    from arviz_base import from_dict
+
+    groups: dict[str, dict[str, np.ndarray]] = {
+        "posterior": run.samples,
+        "sample_stats": run.stats,
+        "observed_data": {k: np.asarray(v) for k, v in info.observed_values.items()},
+    }
+    if loglik:
+        groups["log_likelihood"] = loglik
+    if pp:
+        groups["posterior_predictive"] = pp
+    if prior:
+        groups["prior"] = {k: v[None] for k, v in prior.items() if k not in info.observed}
+        groups["prior_predictive"] = {k: v[None] for k, v in prior.items() if k in info.observed}
+    if not named:
+        return from_dict(groups)
+    all_dims = info.arviz_dims(dims)
+    sample_dims: dict[str, list[str]] = {k: [] for k in run.stats}
+    return from_dict(groups, dims={**all_dims, **sample_dims}, coords=coords)
+
+
+def _raw_tree(run: NutsRun) -> xr.DataTree:
+    """posterior and sample_stats only, built with xarray alone (the last fallback)."""
+    def dataset(values: Mapping[str, np.ndarray]) -> xr.Dataset:
+        variables = {}
+        for k, v in values.items():
+            arr = np.asarray(v)
+            variables[k] = (("chain", "draw", *(f"{k}_dim_{i}" for i in range(arr.ndim - 2))), arr)
+        return xr.Dataset(variables)
+
+    return xr.DataTree.from_dict({"posterior": dataset(run.samples), "sample_stats": dataset(run.stats)})
+
+
+class _Steps:
+    """Runs the steps after sampling, recording instead of raising what fails."""
+
+    def __init__(self) -> None:
+        self.errors: dict[str, str] = {}
+        self.tracebacks: list[str] = []
+
+    def run(self, step: str, fn: Callable[[], Any], default: Any = None) -> Any:
+        try:
+            return fn()
+        except Exception as e:  # KeyboardInterrupt and SystemExit pass
+            self.record(step, e)
+            return default
+
+    def record(self, step: str, error: Exception) -> None:
+        self.errors[step] = f"{type(error).__name__}: {error}"
+        self.tracebacks.append(f"{step}:\n" + "".join(traceback.format_exception(error)))
+
+
+def fit(
+    rng_key: int | jax.Array,
+    model: Callable[..., Any],
+    data: Mapping[str, Any],
+    *,
+    num_warmup: int = 1000,
+    num_samples: int = 1000,
+    num_chains: int = 4,
+    chain_method: ChainMethod | None = None,
+    target_accept: float = 0.8,
+    max_tree_depth: int = 10,
+    dense_mass: bool | list[tuple[str, ...]] = False,
+    init: Init = "median",
+    progress_bar: bool = True,
+    dims: Mapping[str, list[str]] | None = None,
+    coords: Mapping[str, Any] | None = None,
+    posterior_predictive: bool = True,
+    prior_predictive: int = 0,
+    name: str | None = None,
+    priors: Mapping[str, Any] | None = None,
+    out: str | os.PathLike[str] | None = None,
+    strict: bool = False,
+) -> xr.DataTree:
+    """Fit ``model(**data)`` with NUTS and return an ArviZ ``DataTree``.
+
+    Shapes: ``data`` arrays with the model's axes -> ``posterior [chain, draw, *site dims]``,
+    ``log_likelihood`` and ``posterior_predictive [chain, draw, *obs dims]`` (see Returns).
+
+    Parameters
+    ----------
+    rng_key : int or jax PRNG key
+        Explicit seed; recorded in the provenance attributes.
+    model : callable
+        NumPyro model (parameters declared with :func:`pragmodels.param`, or plain
+        ``numpyro.sample`` sites).
+    data : dict
+        Keyword arguments of the model, each array with the axes the model expects (e.g.
+        ``log_semantics [utterance, state]``, ``choice [trial]``). Arrays are traced arguments (a later fit with new
+        values of the same shapes reuses the compiled program); Python scalars and strings are
+        static. NaN and +inf are rejected by name.
+    priors : dict, optional
+        Prior overrides by parameter name: a :class:`~pragmodels.Prior`, a spec
+        ``{"family": ..., ...}`` or a number (fixes a declared parameter). A name the model does
+        not have is an error that suggests the nearest one. The priors actually sampled are
+        recorded in ``tree.attrs["priors"]``.
+    dense_mass : bool or list of tuples of site names
+        NUTS mass matrix: diagonal (False), dense (True) or dense blocks, e.g.
+        ``[("beta", "alpha")]`` for strongly correlated parameters.
+    init : {"median", "uniform", "optimize"}
+        Where chains start: near the prior medians (default; keeps, e.g., a lapse rate from
+        starting near 1 where the likelihood is flat and a chain can stall), NumPyro's
+        uniform draws in (-2, 2) on the unconstrained scale, or ``"optimize"``: 16 uniform
+        starts each take 2000 Adam steps on the log density and the chains start spread over
+        the best basin found (:mod:`pragmodels.inference.multistart`; for posteriors with a dominant mode
+        that warm-up does not reliably reach). Where every start ended is recorded in the
+        ``init_optima`` attribute. Use it with non-centred hierarchies only: a centred one has
+        no joint mode and the optimiser walks into its scale-to-zero funnel.
+    chain_method : {None, "parallel", "vectorized", "sequential"}
+        ``parallel`` splits the chains over the CPU devices (see
+        :func:`pragmodels.configure_host_devices`) or GPUs that divide them evenly, vectorised
+        within a device. When the chains run otherwise than asked (e.g. ``parallel`` on one
+        device runs ``vectorized``) ``fit`` warns and records both in ``sampler_settings``.
+        ``None`` (default): ``parallel`` where there are several devices, else ``vectorized``,
+        without a warning.
+    dims, coords : dict, optional
+        Extra ArviZ dims (``{site: [dim, ...]}``) and coords (``{dim: labels}``); declared dims and
+        plate names already name the axes.
+    posterior_predictive : bool
+        Add a ``posterior_predictive`` group: a fresh draw of every observed site per
+        posterior draw (:class:`pragmodels.inference.predictive.unobserve`).
+    prior_predictive : int
+        With ``n > 0``, add ``prior`` and ``prior_predictive`` groups of ``n`` prior draws.
+    out : path, optional
+        Write the result to this netCDF file atomically (with a checksum:
+        :func:`pragmodels.save_netcdf`), only after the fit succeeded (and, with
+        ``strict=True``, only if its diagnostics pass). If the save fails,
+        :class:`~pragmodels.io.errors.ResultSaveError` is raised with the result on its ``.tree``.
+    strict : bool
+        Raise :class:`~pragmodels.inference.diagnostics.FitDiagnosticsError` instead of warning (a
+        :class:`FitPostprocessingError` when a step after sampling failed); the result is on the
+        exception's ``.tree``.
+
+    Returns
+    -------
+    xarray.DataTree
+        Groups posterior ``[chain, draw, *site dims]``, sample_stats ``[chain, draw]``,
+        log_likelihood and posterior_predictive ``[chain, draw, *obs dims]``, observed_data
+        ``[*obs dims]`` (and prior, prior_predictive ``[chain=1, draw=n, ...]``); root attributes
+        hold the provenance (data hash, model, priors as sampled, sampler settings, seed, versions,
+        diagnostics, wall and compile time). If a step after sampling failed, the groups it
+        would have made are missing and ``attrs["postprocessing_error"]`` says why (with a
+        :class:`PostprocessingWarning`).
+    """
+    t_start = time.perf_counter()
+    key, seed_repr = _as_key(rng_key)
+    asked = chain_method
+    if chain_method is None:
+        chain_method = "parallel" if jax.local_device_count() > 1 else "vectorized"
+    _check_settings(num_warmup, num_samples, num_chains, chain_method, target_accept, max_tree_depth, init)
+    data = _validate_data(data)
+    model_name = name or getattr(model, "name", None) or getattr(model, "__name__", repr(model))
+    # one eager trace: validates the data and the prior overrides by name, and records the priors,
+    # fixed values and dims actually in force (provenance is read from here, not from a list)
+    info = inspect_model(model, data, priors)
+    if priors:
+        model = with_priors(model, priors)
+    observed = info.observed
+    if not observed:
+        raise ValueError("the model has no observed sites: pass the observations in `data`.")
+
+    key_mcmc, key_pp = jax.random.split(key)
+    init_params, optima = None, None
+    if init == "optimize":
+        key_mcmc, key_init = jax.random.split(key_mcmc)
+        static, arrays = split_data(data)
+        found = multistart_inits(key_init, bound_model(model, static), arrays, num_chains)
+        init_params, optima = found.init_params, found.summary()
+    run = run_nuts(key_mcmc, model, data, num_warmup=num_warmup, num_samples=num_samples, num_chains=num_chains,
+                   chain_method=chain_method, target_accept=target_accept, max_tree_depth=max_tree_depth,
+                   dense_mass=dense_mass, init="uniform" if init == "optimize" else init, init_params=init_params,
+                   progress_bar=progress_bar)
+    ran = run.chain_method
+    if asked is not None and ran != asked and not (num_chains == 1 and ran == "single"):
+        warnings.warn(f"chain_method={chain_method!r} asked for {num_chains} chains on {jax.local_device_count()} "
+                      f"device(s); they ran {ran!r} instead (recorded in sampler_settings). For one CPU device "
+                      "per chain call pragmodels.configure_host_devices() before JAX starts.",
+                      FitWarning, stacklevel=2)
+    # from here on the chains are finished: a failing step is recorded, never allowed to lose them
+    t_post = time.perf_counter()
+    steps = _Steps()
+    loglik = steps.run("log_likelihood", lambda: pointwise_log_likelihood(model, run, data), {})
+    pp = (steps.run("posterior_predictive",
+                    lambda: _posterior_predictive(key_pp, model, run.latent, data, observed))
+          if posterior_predictive else None)
+    prior = None
+    if prior_predictive:
+        prior = steps.run("prior_predictive", lambda: prior_predictive_draws(
+            jax.random.fold_in(key, 1), model, data, int(prior_predictive)))
+    tree = steps.run("conversion", lambda: _datatree(run, loglik, pp, prior, info, dims, coords))
+    if tree is None:  # e.g. dims or coords that do not fit the draws: ArviZ's default names
+        tree = steps.run("conversion (default dim names)",
+                         lambda: _datatree(run, loglik, pp, prior, info, dims, coords, named=False))
+    if tree is None:
+        tree = _raw_tree(run)
+    post_s = time.perf_counter() - t_post
+    wall = time.perf_counter() - t_start
+    diag = None
+    try:  # called here, not through steps.run, so that its warnings point at fit's caller
+        diag = diagnose(tree, emit=not strict, max_tree_depth=max_tree_depth, latent=run.latent_sites)
+    except Exception as e:
+        steps.record("diagnostics", e)
+    from pragmodels.version import __version__
+
+    def provenance() -> None:
+        settings = dict(
+            sampler="NUTS", num_warmup=num_warmup, num_samples=num_samples, num_chains=num_chains,
+            chain_method=ran, chain_method_requested=asked or "auto", devices=run.devices,
+            target_accept=target_accept, max_tree_depth=max_tree_depth,
+            dense_mass=dense_mass if isinstance(dense_mass, bool) else [list(b) for b in dense_mass],
+            init=init, prior_predictive=int(prior_predictive),
+        )
+        tree.attrs.update(
+            pragmodels_version=__version__,
+            jax_version=jax.__version__,
+            numpyro_version=numpyro.__version__,
+            arviz_base_version=_pkg_version("arviz-base"),
+            python_version=platform.python_version(),
+            backend=jax.default_backend(),
+            created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            model=str(model_name),
+            priors=json.dumps(info.priors_record()),
+            sampler_settings=json.dumps(settings),
+            seed=json.dumps(seed_repr),
+            data_sha256=data_hash(data),
+            observed_sites=json.dumps(observed),
+            wall_time_s=float(wall),
+            compile_time_s=float(run.compile_s),
+            sampling_time_s=float(run.run_s),
+            postprocessing_time_s=float(post_s),
+            kernel_cache_hit=int(run.cache_hit),
+            diagnostics=json.dumps(diag.as_attrs() if diag is not None else {}),
+            diagnostics_ok=int(diag is not None and diag.ok),
+            init_optima=json.dumps(optima),
+        )
+
+    steps.run("provenance", provenance)
+    if steps.errors:
+        tree.attrs["postprocessing_error"] = json.dumps(steps.errors)
+        tree.attrs["postprocessing_traceback"] = "\n".join(steps.tracebacks)
+        message = (f"sampling finished but {', '.join(steps.errors)} failed "
+                   f"({'; '.join(f'{k}: {v}' for k, v in steps.errors.items())}); the result keeps the groups "
+                   f"{sorted(tree.children)}, and the errors are in its attrs['postprocessing_error'].")
+        if strict:
+            error = FitPostprocessingError(message + " Nothing was written; the partial result is on this "
+                                           "exception's .tree.")
+            error.tree = tree
+            raise error
+        warnings.warn(message, PostprocessingWarning, stacklevel=2)
+    if strict and diag is not None and not diag.ok:
+        failed = FitDiagnosticsError("; ".join(diag.problems))
+        failed.tree = tree
+        raise failed
+    if out is not None:
+        try:
+            save_netcdf(tree, out)
+        except ResultSaveError as e:
+            tree.attrs["save_error"] = str(e)
+            raise ResultSaveError(f"{e}. The fit itself finished: its result is on this exception's .tree.",
+                                  path=e.path, tree=tree) from e.__cause__
+    return tree

@@ -1,0 +1,166 @@
+"""Saving and loading fit results: netCDF for posteriors, atomic checksummed writes, data hashes.
+
+Layering: imports ``numpy``, ``xarray`` and the standard library; used by
+:mod:`pragmodels.inference.fitting` and the CLI. No pickle anywhere.
+
+Writing (:func:`save_netcdf`, :func:`atomic_write`)
+---------------------------------------------------
+A result is written into a temporary sibling ``.<name>.<pid>-<host>-<random>.pragmodels.tmp``
+in the target's folder, flushed to disk and renamed onto the target (``os.replace``: atomic),
+so the target always holds either the earlier file or the whole new one. A path that is a
+symlink is written through: the link's target (``os.path.realpath``) is replaced and the link
+stays a link. The new file gets the usual mode of a new file (``0o666`` less the umask). A save
+killed outright (SIGKILL, power loss) leaves its temporary file behind; the next save into the
+same folder removes such leftovers: those whose writer (pid, on this host) is no longer running,
+those older than :data:`STALE_TMP_AGE_S` whatever their pid, and ``.<name>.<random>.tmp`` files of
+the same name written before pids were part of the name, once older than
+:data:`LEGACY_TMP_AGE_S`.
+
+Checksums
+---------
+:func:`save_netcdf` records in the root attributes a sha256 of every variable (data variables and
+coordinates, of every group: name, dims, dtype, shape, values, attributes) and of every group's
+attributes: ``pragmodels_checksum_items`` (JSON, item -> sha256; items are ``/group/variable``
+and ``/group#attrs``) and ``pragmodels_checksum`` (``sha256:`` + the sha256 of that JSON). Before
+the rename the written file is read back and checked against them, so a file that would not load
+as written is never put in place. :func:`load_netcdf` checks them again and raises
+:class:`ResultChecksumError` naming the file and the items that differ; a file without them
+(written before checksums, or by another tool) loads with a :class:`ResultFileWarning`.
+"""
+
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import warnings
+from pathlib import Path
+
+import xarray as xr
+
+from pragmodels.io.atomic import atomic_write
+from pragmodels.io.checksums import (
+    CHECKSUM_ATTR,
+    CHECKSUM_ITEMS_ATTR,
+    items_digest,
+    tree_checksums,
+    verify_checksum,
+)
+from pragmodels.io.errors import (
+    ResultChecksumError,
+    ResultFileError,
+    ResultFileWarning,
+    ResultSaveError,
+)
+
+__all__ = ['save_netcdf', 'load_netcdf', 'ResultFileError', 'ResultChecksumError', 'ResultSaveError', 'ResultFileWarning']
+
+
+
+def _with_checksum(tree: xr.DataTree) -> xr.DataTree:
+    """A shallow copy of ``tree`` (arrays shared) whose root attributes record its checksums."""
+    out = tree.copy(deep=False)
+    items = tree_checksums(tree)
+    out.attrs[CHECKSUM_ITEMS_ATTR] = json.dumps(items, sort_keys=True)
+    out.attrs[CHECKSUM_ATTR] = items_digest(items)
+    return out
+
+
+def _check_written(tmp: str) -> None:
+    with xr.open_datatree(tmp, engine="h5netcdf") as back:
+        try:
+            verify_checksum(back, tmp)
+        except ResultChecksumError as e:
+            raise ResultChecksumError(f"the file written does not read back as the result ({e}); this happens "
+                                      "when an attribute makes xarray decode the values differently (e.g. "
+                                      "'units' with 'since', 'scale_factor'): remove it.") from None
+
+
+def save_netcdf(tree: xr.DataTree, path: str | os.PathLike[str]) -> Path:
+    """Write a DataTree to netCDF-4 (h5netcdf) atomically, with a checksum.
+
+    The written file is read back and verified before it replaces ``path``
+    (:func:`atomic_write`). ``tree`` itself is not modified.
+
+    Parameters
+    ----------
+    tree : xarray.DataTree
+        The result, e.g. as :func:`pragmodels.fit` returns it.
+    path : str or path-like
+        The file to write (a symlink is written through).
+
+    Returns
+    -------
+    Path
+        The file written (for a symlink, its target).
+
+    Raises
+    ------
+    ResultSaveError
+        On any failure, with the tree on ``.tree`` and the cause chained; the file at ``path``,
+        if any, is left as it was.
+    """
+    try:
+        stamped = _with_checksum(tree)
+        return atomic_write(path, lambda tmp: stamped.to_netcdf(tmp, engine="h5netcdf"), check=_check_written)
+    except Exception as e:
+        raise ResultSaveError(f"could not save the result to {path}: {type(e).__name__}: {e} (the file there, "
+                              "if any, was left as it was)", path=path, tree=tree) from e
+
+
+# ------------------------------------------------------------------ reading
+def load_netcdf(path: str | os.PathLike[str], *, verify: bool = True) -> xr.DataTree:
+    """Read a DataTree written by :func:`save_netcdf` fully into memory and verify its checksum.
+
+    Every error names the path.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The result file.
+    verify : bool
+        Check the recorded checksum (:func:`verify_checksum`). ``False`` skips the check (to
+        salvage what a damaged file still holds). A file with no checksum loads with a
+        :class:`ResultFileWarning`.
+
+    Returns
+    -------
+    xarray.DataTree
+        The whole tree, loaded (the file is closed).
+
+    Raises
+    ------
+    FileNotFoundError, IsADirectoryError
+        No file at ``path``, or a directory there.
+    PermissionError
+        The file cannot be read.
+    ResultFileError
+        A file that is not readable netCDF (e.g. truncated by a full disk or an interrupted copy).
+    ResultChecksumError
+        Its contents differ from the checksum recorded at save time.
+    """
+    p = Path(path)
+    if not p.exists():
+        raise FileNotFoundError(errno.ENOENT, f"no result file at {p}", str(p))
+    if p.is_dir():
+        raise IsADirectoryError(errno.EISDIR, f"{p} is a directory, not a result file", str(p))
+    try:
+        tree = xr.open_datatree(p, engine="h5netcdf")
+    except PermissionError:
+        raise
+    except Exception as e:
+        raise ResultFileError(f"{p} is not a readable netCDF result file (truncated or damaged?): "
+                              f"{type(e).__name__}: {e}") from e
+    try:
+        loaded = tree.load()
+    except Exception as e:
+        raise ResultFileError(f"{p}: reading its data failed, the file is damaged or truncated: "
+                              f"{type(e).__name__}: {e}") from e
+    finally:
+        tree.close()
+    if verify and not verify_checksum(loaded, p):
+        warnings.warn(f"{p} records no {CHECKSUM_ATTR!r} (saved before pragmodels wrote checksums, or by another "
+                      "tool): loaded without verification. Save it again to add one.", ResultFileWarning,
+                      stacklevel=2)
+    return loaded

@@ -1,0 +1,457 @@
+"""Observation models: the observed ``numpyro.sample`` sites of pragmodels models.
+
+Layering: imports ``jax``, ``numpyro`` and :mod:`pragmodels.logmath`; never ``arviz``. Latent
+parameters are declared in :mod:`pragmodels.params`. Each observation model opens a
+``numpyro.plate`` named after its dim, so that ArviZ names the observation axis after it, and mixes a ``lapse`` share of uniform responses
+into the choice distribution (``lapse=0`` switches it off).
+
+Observed values are validated eagerly when they are concrete NumPy/JAX arrays (that is, when
+the model is traced once before sampling by :func:`pragmodels.fit`): an out-of-range value
+raises a ``ValueError`` that names the site, the index and the value.
+
+Predictive draws un-observe these sites (and any other observed site) with the
+:class:`pragmodels.inference.predictive.unobserve` handler; nothing here needs to know about it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import numpyro
+import numpyro.distributions as dist
+from jax.typing import ArrayLike
+from numpyro.distributions import constraints
+from numpyro.primitives import Messenger
+
+from pragmodels.logmath import log_mix_uniform, log_normalize
+from pragmodels.validation import bad_index
+from pragmodels.validation import concrete as _concrete
+
+__all__ = [
+    "choices",
+    "TableCategorical",
+    "TableCounts",
+    "tabulate_potential",
+    "listener_choices",
+    "speaker_choices",
+    "choice_counts",
+    "binned_responses",
+    "likert_ratings",
+]
+
+#: the ``rows`` of a choice table: one integer index array ``[dim]``, or a tuple of them (one per row axis)
+Rows = ArrayLike | tuple[ArrayLike, ...]
+
+#: marks an observation site, so that it is recognised as one (and predicted) even without data
+_OBSERVATION = {"pragmodels": {"observation": True}}
+
+
+def _check_index(name: str, obs: ArrayLike | None, n_options: int, what: str) -> None:
+    arr = _concrete(obs)
+    if arr is None:
+        return
+    bad = bad_index(arr, n_options)
+    if bad.any():
+        i = tuple(int(k) for k in np.argwhere(bad)[0])
+        raise ValueError(
+            f"observation site {name!r}: {name}{list(i)} = {arr[i].item()!r}; expected an integer "
+            f"{what} index in 0..{n_options - 1}."
+        )
+
+
+class NormalizedCategorical(dist.CategoricalLogits):
+    """Categorical whose ``logits`` are already normalised log-probabilities.
+
+    ``log_prob`` is a gather, skipping the ``logsumexp`` renormalisation that dominates the
+    gradient of large choice likelihoods with zero-probability options (-inf logits).
+    :func:`choices` checks normalisation eagerly before sampling.
+    """
+
+    def log_prob(self, value: ArrayLike) -> jax.Array:
+        idx = jnp.expand_dims(jnp.asarray(value, jnp.int32), -1)
+        logits = jnp.broadcast_to(self.logits, jnp.shape(idx)[:-1] + self.logits.shape[-1:])
+        return jnp.take_along_axis(logits, idx, axis=-1)[..., 0]
+
+
+def _check_possible(name: str, per_trial: np.ndarray, obs: np.ndarray, row_of: Any) -> None:
+    """Name the first observed trial the model gives probability 0 (log-probability -inf)."""
+    bad = np.isneginf(per_trial)
+    if bad.any():
+        i = int(np.argwhere(bad)[0][0])
+        raise ValueError(
+            f"site {name!r}: trial {i} ({name} = {obs[i].item()!r}, {row_of(i)}) has probability 0 under the "
+            f"model and no lapse explains it ({int(bad.sum())} such trial(s)); check the data, or add a lapse "
+            "(e.g. a lapse prior instead of lapse = 0)."
+        )
+
+
+def _check_normalised(name: str, log_probs: ArrayLike, what: str, axis: int = -1) -> None:
+    arr = _concrete(log_probs)
+    if arr is None:
+        return
+    with np.errstate(over="ignore"):
+        total = np.exp(arr.astype(np.float64)).sum(axis)
+    bad = ~(np.isclose(total, 1.0, atol=1e-3) | (total == 0))
+    if bad.any():
+        i = tuple(int(k) for k in np.argwhere(bad)[0])
+        where = list(i)
+        if axis % arr.ndim != arr.ndim - 1:
+            where.insert(axis % arr.ndim, ":")  # type: ignore[arg-type]
+        raise ValueError(
+            f"site {name!r}: log_probs{where} sums to {total[i]:.6g} over {what}s; pass "
+            "normalised log-probabilities (e.g. an agent's output, or apply log_normalize)."
+        )
+
+
+class TableCategorical(dist.Distribution):
+    """One categorical response per trial, its log-probabilities read from a shared table.
+
+    Trial ``i`` answers from ``table[rows[0][i], ..., :, ...]``: the ``option`` axis is
+    ``axis`` and ``rows`` index the other axes, in order. ``table`` holds normalised
+    log-probabilities (:func:`choices` checks them). ``log_prob(value)`` is the per-trial
+    log-likelihood ``[trial]`` (what LOO and the predictive use); inside the sampler's potential
+    :class:`tabulate_potential` replaces the site by :class:`TableCounts`, which gives the same
+    total from a count table, so that the gradient needs no scatter of per-trial values.
+
+    Shapes: ``table [*row_axes with option at axis]``, ``rows``: a tuple of ``[trial]`` integer
+    arrays, one per row axis -> batch shape ``[trial]``.
+    """
+
+    arg_constraints: dict[str, Any] = {}
+    pytree_data_fields = ("table", "rows")
+    pytree_aux_fields = ("axis",)
+
+    def __init__(self, table: ArrayLike, rows: tuple[ArrayLike, ...], axis: int, *,
+                 validate_args: bool | None = None):
+        self.table = jnp.asarray(table)
+        self.rows = tuple(jnp.asarray(r, jnp.int32) for r in rows)
+        self.axis = int(axis) % self.table.ndim
+        super().__init__(batch_shape=jnp.shape(self.rows[0]), event_shape=(), validate_args=validate_args)
+
+    @property
+    def n_options(self) -> int:
+        return int(self.table.shape[self.axis])
+
+    @constraints.dependent_property(is_discrete=True, event_dim=0)
+    def support(self) -> constraints.Constraint:
+        return constraints.integer_interval(0, self.n_options - 1)
+
+    def index(self, value: ArrayLike) -> tuple[jax.Array, ...]:
+        """The table index of each trial's response: one array per table axis."""
+        idx = list(self.rows)
+        idx.insert(self.axis, jnp.asarray(value, jnp.int32))
+        return tuple(idx)
+
+    def log_prob(self, value: ArrayLike) -> jax.Array:
+        flat = jnp.zeros((), jnp.int32)
+        for i, size in zip(self.index(value), self.table.shape):
+            flat = flat * size + i
+        return self.table.reshape(-1)[flat]
+
+    def trial_log_probs(self) -> jax.Array:
+        """The per-trial option log-probabilities ``[trial, option]``."""
+        return jnp.moveaxis(self.table, self.axis, -1)[self.rows]
+
+    def sample(self, key: jax.Array, sample_shape: tuple[int, ...] = ()) -> jax.Array:
+        return jax.random.categorical(key, self.trial_log_probs(), shape=tuple(sample_shape) + self.batch_shape)
+
+
+class TableCounts(dist.Distribution):
+    """The summed log-likelihood of a :class:`TableCategorical` site's observations, from counts.
+
+    ``log_prob(value) = Σ_cells counts · table`` with ``counts`` the (weighted) number of trials
+    in each table cell, equal to ``Σ_i weights[i] · table[index_i]``. The counts are a scatter of
+    constants, so the gradient with respect to ``table`` is ``counts`` itself, a dense product
+    (the per-trial gather's gradient is a scatter-add of per-trial values, about as costly as
+    the whole listener on a CPU: ``benchmarks/fit_overhead.py --gradient``). Cells with no trial
+    contribute 0, also where ``table`` is ``-inf``. ``weights`` (``[trial]``, e.g. a padding
+    mask) default to 1.
+    """
+
+    arg_constraints: dict[str, Any] = {}
+    pytree_data_fields = ("base", "weights")
+
+    def __init__(self, base: TableCategorical, weights: ArrayLike | None = None):
+        self.base = base
+        self.weights = None if weights is None else jnp.asarray(weights)
+        super().__init__(batch_shape=(), event_shape=())
+
+    @constraints.dependent_property(is_discrete=True, event_dim=0)
+    def support(self) -> constraints.Constraint:
+        return self.base.support
+
+    def log_prob(self, value: ArrayLike) -> jax.Array:
+        table = self.base.table
+        w = (jnp.ones(self.base.batch_shape, table.dtype) if self.weights is None
+             else jnp.broadcast_to(self.weights, self.base.batch_shape).astype(table.dtype))
+        counts = jnp.zeros(table.shape, table.dtype).at[self.base.index(value)].add(w)
+        seen = counts > 0
+        return jnp.sum(jnp.where(seen, counts * jnp.where(seen, table, 0.0), 0.0))
+
+    def sample(self, key: jax.Array, sample_shape: tuple[int, ...] = ()) -> jax.Array:
+        raise NotImplementedError("TableCounts is a potential term only; sample the TableCategorical site.")
+
+
+class tabulate_potential(Messenger):
+    """NumPyro handler: evaluate observed :class:`TableCategorical` sites as :class:`TableCounts`.
+
+    The log density is unchanged (up to float rounding) and so is its gradient; only the way it
+    is computed differs. :func:`pragmodels.inference.nuts.run_nuts` applies it to the potential it
+    samples (never to the per-trial log-likelihood, which keeps one value per trial). A mask on
+    the site (``numpyro.handlers.mask``, :func:`pragmodels.fit_batched`'s padding) becomes the
+    counts' weights; a site with a per-trial ``scale`` keeps its per-trial form.
+    """
+
+    def process_message(self, msg: dict[str, Any]) -> None:
+        if msg["type"] != "sample" or not msg.get("is_observed"):
+            return
+        fn, weights = msg["fn"], None
+        while isinstance(fn, dist.MaskedDistribution):
+            mask = fn._mask
+            if mask is False:
+                return
+            if mask is not True:
+                m = jnp.asarray(mask)
+                weights = m if weights is None else weights & m
+            fn = fn.base_dist
+        if not isinstance(fn, TableCategorical) or jnp.shape(msg["value"]) != fn.batch_shape:
+            return
+        scale = msg.get("scale")
+        if scale is not None and jnp.ndim(scale) > 0:
+            return
+        msg["fn"] = TableCounts(fn, weights)
+
+
+def choices(name: str, log_probs: ArrayLike, obs: ArrayLike | None = None, *, lapse: ArrayLike = 0.0,
+            dim: str = "trial", what: str = "option", rows: Rows | None = None, axis: int = -1) -> jax.Array:
+    """Single categorical responses, one per row of ``log_probs``.
+
+    Shapes: ``log_probs [dim, option]`` (normalised over ``option``), ``obs [dim]`` integer
+    option indices, ``lapse []`` or ``[dim]`` -> the sampled (or observed) indices ``[dim]``.
+
+    With ``rows [dim]`` (integer), ``log_probs`` is instead a table ``[condition, option]`` and
+    trial ``i`` uses row ``rows[i]``: the lapse mixture is then computed once per condition
+    rather than once per trial (much cheaper when trials share conditions).
+
+    With a tuple ``rows = (item, utterance, ...)`` of integer index arrays, each ``[dim]``, the
+    table has one row axis per array besides the option axis ``axis`` (default: the last), and
+    trial ``i`` uses ``log_probs[item[i], utterance[i], ..., :]`` (no hand-flattened
+    ``item * n_utt + utterance``). ``axis`` lets the table keep the layout an agent computed it
+    in, e.g. ``[utterance, state, item]`` from :func:`pragmodels.agents.pragmatic_listener_batch`
+    with ``rows=(utterance, item), axis=1``. A single array is the one-axis case. The same holds
+    for :func:`listener_choices`, :func:`speaker_choices` and :func:`likert_ratings` (there
+    ``latent [*row_axes]``). Concrete indices are checked eagerly, each against its own axis.
+    ``lapse`` is then ``[]`` or the table's shape without the option axis.
+
+    A table site is a :class:`TableCategorical`: one log-likelihood per trial for LOO and the
+    predictive, and a count-table form inside the sampler's potential (:class:`tabulate_potential`).
+    """
+    log_probs = jnp.asarray(log_probs)
+    if rows is not None:
+        axes = rows if isinstance(rows, tuple) else (rows,)
+        n_axes = len(axes)
+        if n_axes == 0 or log_probs.ndim != n_axes + 1:
+            raise ValueError(
+                f"site {name!r}: rows has {n_axes} index array(s), so log_probs must have {n_axes} "
+                f"row axes and a {what} axis ({n_axes + 1} axes in all); got shape {log_probs.shape}."
+            )
+        if not -log_probs.ndim <= axis < log_probs.ndim:
+            raise ValueError(f"site {name!r}: axis = {axis} is not an axis of log_probs (shape {log_probs.shape}).")
+        opt = axis % log_probs.ndim
+        row_axes = [d for d in range(log_probs.ndim) if d != opt]
+        shapes = [tuple(np.shape(r)) for r in axes]
+        if any(len(sh) != 1 for sh in shapes) or len(set(shapes)) != 1:
+            raise ValueError(
+                f"site {name!r}: rows must be one-dimensional integer index arrays [{dim}] of equal "
+                f"length, one per row axis of log_probs; got shapes {shapes} (pass several axes as a "
+                "tuple of arrays)."
+            )
+        for k, r in enumerate(axes):
+            arr, ax = _concrete(r), row_axes[k]
+            size = log_probs.shape[ax]
+            if arr is None:
+                continue
+            bad = bad_index(arr, size)
+            if bad.any():
+                i = int(np.argwhere(bad)[0][0])
+                where = f"rows[{k}][{i}]" if isinstance(rows, tuple) else f"rows[{i}]"
+                raise ValueError(
+                    f"site {name!r}: {where} = {arr[i].item()!r} indexes axis {ax} of log_probs "
+                    f"(shape {log_probs.shape}); expected an integer in 0..{size - 1}."
+                )
+        n, k_opt = shapes[0][0], log_probs.shape[opt]
+        if n == 0:
+            raise ValueError(f"site {name!r}: no {dim}s (rows index 0 of them); expected at least one observation.")
+        if obs is not None and np.shape(obs) != (n,):
+            raise ValueError(f"site {name!r}: obs must have shape ({n},), one per row index; got {np.shape(obs)}.")
+        _check_index(name, obs, k_opt, what)
+        _check_normalised(name, log_probs, what, axis=opt)
+        table = log_mix_uniform(log_probs, lapse, axis=opt)
+        t_arr, o_arr = _concrete(table), _concrete(obs)
+        r_arr = [a for a in (_concrete(r) for r in axes) if a is not None]
+        if t_arr is not None and o_arr is not None and len(r_arr) == len(axes):
+            idx = [np.asarray(r, np.int64) for r in r_arr]
+            idx.insert(opt, np.asarray(o_arr, np.int64))
+            _check_possible(name, t_arr[tuple(idx)], o_arr,
+                            lambda i: "row " + str(tuple(int(r[i]) for r in r_arr)) + f" of log_probs (shape {log_probs.shape})")
+        with numpyro.plate(dim, n):
+            return numpyro.sample(name, TableCategorical(table, axes, opt, validate_args=False), obs=obs,
+                                  infer=_OBSERVATION)
+    if axis % max(log_probs.ndim, 1) != log_probs.ndim - 1:
+        raise ValueError(f"site {name!r}: axis = {axis} needs rows (a table); per-trial log_probs are "
+                         f"[{dim}, {what}] with the {what} axis last.")
+    if log_probs.ndim != 2:
+        raise ValueError(f"site {name!r}: log_probs must have shape [{dim}, {what}]; got {log_probs.shape}.")
+    n, k = log_probs.shape
+    if n == 0:
+        raise ValueError(f"site {name!r}: no {dim}s (log_probs has shape {log_probs.shape}); expected at least one.")
+    if obs is not None and np.shape(obs) != (n,):
+        raise ValueError(f"site {name!r}: obs must have shape ({n},) to match log_probs; got {np.shape(obs)}.")
+    _check_index(name, obs, k, what)
+    _check_normalised(name, log_probs, what)
+    logits = log_mix_uniform(log_probs, lapse, axis=-1)
+    l_arr, o_arr = _concrete(logits), _concrete(obs)
+    if l_arr is not None and o_arr is not None:
+        _check_possible(name, np.take_along_axis(l_arr, np.asarray(o_arr, np.int64)[:, None], -1)[:, 0], o_arr,
+                        lambda i: f"log_probs[{i}]")
+    with numpyro.plate(dim, n):
+        return numpyro.sample(name, NormalizedCategorical(logits, validate_args=False), obs=obs,
+                              infer=_OBSERVATION)
+
+
+def listener_choices(name: str, log_listener: ArrayLike, obs: ArrayLike | None = None, *,
+                     lapse: ArrayLike = 0.0, dim: str = "trial", rows: Rows | None = None,
+                     axis: int = -1) -> jax.Array:
+    """Listener choices over states (:func:`choices` with ``what="state"``).
+
+    Shapes: ``log_listener [dim, state]`` (or a table ``[*row_axes, state]`` with ``rows``),
+    ``obs [dim]`` state indices -> ``[dim]``.
+    """
+    return choices(name, log_listener, obs, lapse=lapse, dim=dim, what="state", rows=rows, axis=axis)
+
+
+def speaker_choices(name: str, log_speaker: ArrayLike, obs: ArrayLike | None = None, *,
+                    lapse: ArrayLike = 0.0, dim: str = "trial", rows: Rows | None = None,
+                    axis: int = -1) -> jax.Array:
+    """Speaker choices over utterances (:func:`choices` with ``what="utterance"``).
+
+    Shapes: ``log_speaker [dim, utterance]`` (or a table ``[*row_axes, utterance]`` with
+    ``rows``), ``obs [dim]`` utterance indices -> ``[dim]``.
+    """
+    return choices(name, log_speaker, obs, lapse=lapse, dim=dim, what="utterance", rows=rows, axis=axis)
+
+
+class ZeroSafeMultinomial(dist.MultinomialLogits):
+    """Multinomial whose log-probability treats ``0 · log 0`` as 0.
+
+    NumPyro's ``Multinomial`` computes ``Σ counts · logits``, which is NaN when an option with
+    probability 0 (a false utterance of a 0/1 lexicon, ``logits = -inf``) has count 0, so a fit
+    could not even start. Here such terms are 0, with zero gradient.
+    """
+
+    def log_prob(self, value: ArrayLike) -> jax.Array:
+        value = jnp.asarray(value, self.logits.dtype)
+        terms = jnp.where(value > 0, value * jnp.where(value > 0, self.logits, 0.0), 0.0)
+        norm = jax.scipy.special.gammaln(value.sum(-1) + 1) - jax.scipy.special.gammaln(value + 1).sum(-1)
+        return norm + terms.sum(-1)
+
+
+def choice_counts(name: str, log_probs: ArrayLike, counts: ArrayLike, *, lapse: ArrayLike = 0.0,
+                  dim: str = "utterance") -> jax.Array:
+    """Count vectors of responses (multinomial), one row per condition.
+
+    Shapes: ``log_probs [dim, option]``, ``counts [dim, option]`` non-negative integers, ``lapse []``
+    or ``[dim]`` -> counts ``[dim, option]``. The row totals are fixed by ``counts`` (also in
+    predictive mode, which redraws the counts).
+    """
+    log_probs = jnp.asarray(log_probs)
+    if log_probs.ndim != 2 or 0 in log_probs.shape:
+        raise ValueError(f"site {name!r}: log_probs must have shape [{dim}, option] with at least one of each; "
+                         f"got {log_probs.shape}.")
+    arr = _concrete(counts)
+    if arr is not None:
+        if arr.shape != log_probs.shape:
+            raise ValueError(f"site {name!r}: counts shape {arr.shape} != log_probs shape {log_probs.shape}.")
+        bad = ~((arr >= 0) & (arr == np.round(arr)))
+        if bad.any():
+            i = tuple(int(k) for k in np.argwhere(bad)[0])
+            raise ValueError(f"site {name!r}: counts{list(i)} = {arr[i].item()!r}; expected a non-negative integer.")
+    # sampling (predictive draws) needs a static bound on the row totals: known when concrete
+    total_max = None if arr is None else int(arr.sum(-1).max(initial=0))
+    counts = jnp.asarray(counts)
+    total = counts.sum(-1)
+    logits = log_normalize(log_mix_uniform(log_probs, lapse, axis=-1), axis=-1)
+    with numpyro.plate(dim, log_probs.shape[0]):
+        return numpyro.sample(
+            name, ZeroSafeMultinomial(logits, total_count=total, total_count_max=total_max, validate_args=False), obs=counts,
+            infer=_OBSERVATION
+        )
+
+
+def binned_responses(name: str, log_probs: ArrayLike, obs_bin: ArrayLike | None = None, *,
+                     lapse: ArrayLike = 0.0, dim: str = "trial") -> jax.Array:
+    """Responses on a continuous scale (e.g. a 0-100 slider) binned to the model's states.
+
+    Bin the raw responses with :func:`pragmodels.semantics.bin_index` first (it rejects values
+    off the scale by name). The likelihood is the probability mass of the bin, so log-likelihoods
+    are comparable across models that share a binning.
+
+    Shapes: ``log_probs [dim, bin]``, ``obs_bin [dim]`` bin indices, ``lapse []`` or ``[dim]`` -> ``[dim]``.
+    """
+    return choices(name, log_probs, obs_bin, lapse=lapse, dim=dim, what="bin")
+
+
+def ordinal_log_probs(latent: ArrayLike, cutpoints: ArrayLike) -> jax.Array:
+    """Ordered-logistic category log-probabilities.
+
+    ``P(y = k) = σ(c_k − η) − σ(c_{k−1} − η)`` with ``c_0 = −∞``, ``c_K = +∞``.
+    Shapes: ``latent [...]``, ``cutpoints [..., K - 1]`` strictly increasing -> ``[..., K]``.
+
+    Computed without subtracting probabilities, from the identity
+    ``σ(b) − σ(a) = σ(b) σ(−a) (1 − e^{a−b})`` (``a < b``):
+    ``log P(y = k) = log σ(c_k − η) + log σ(η − c_{k−1}) + log(1 − e^{c_{k−1} − c_k})``.
+    So it stays accurate (and its gradient informative) for categories far in the tails,
+    where the difference of two sigmoids would round to zero in float32; near-deterministic
+    raters need exactly those tails.
+    """
+    latent = jnp.asarray(latent)[..., None]
+    c = jnp.asarray(cutpoints)
+    below = jax.nn.log_sigmoid(c - latent)  # log P(y <= k), [..., K-1]
+    above = jax.nn.log_sigmoid(latent - c)  # log P(y > k)
+    gap = jnp.log(-jnp.expm1(c[..., :-1] - c[..., 1:]))  # log(1 - e^{c_{k-1} - c_k})
+    inner = below[..., 1:] + above[..., :-1] + gap
+    return jnp.concatenate([below[..., :1], inner, above[..., -1:]], -1)
+
+
+def check_ratings(name: str, obs: ArrayLike | None, low: int, k: int) -> None:
+    """A concrete ``obs`` must hold integer ratings in ``low .. low + k - 1``: else a
+    ``ValueError`` naming the site, the index and the value (traced or absent ``obs``: no check)."""
+    arr = _concrete(obs)
+    if arr is not None:
+        bad = ~((arr >= low) & (arr <= low + k - 1) & (arr == np.round(arr)))
+        if bad.any():
+            i = tuple(int(j) for j in np.argwhere(bad)[0])
+            raise ValueError(
+                f"observation site {name!r}: {name}{list(i)} = {arr[i].item()!r}; expected an integer "
+                f"rating in {low}..{low + k - 1}."
+            )
+
+
+def likert_ratings(name: str, latent: ArrayLike, cutpoints: ArrayLike, obs: ArrayLike | None = None, *,
+                   lapse: ArrayLike = 0.0, low: int = 1, dim: str = "response",
+                   rows: Rows | None = None) -> jax.Array:
+    """Ordinal ratings on a ``low .. low + K - 1`` scale (ordered logistic on a latent score).
+
+    Shapes: ``latent [dim]``, ``cutpoints [K - 1]`` or ``[dim, K - 1]`` increasing, ``obs [dim]``
+    integer ratings. With ``rows [dim]``, ``latent [condition]`` and ``cutpoints
+    [condition, K - 1]`` describe conditions and rating ``i`` uses condition ``rows[i]`` (the
+    ordinal probabilities are then computed once per condition). The sampled site holds the
+    category index ``rating - low`` (0-based), ``[dim]``.
+    """
+    log_probs = ordinal_log_probs(latent, cutpoints)
+    check_ratings(name, obs, low, log_probs.shape[-1])
+    idx = None if obs is None else jnp.asarray(obs) - low
+    return choices(name, log_probs, idx, lapse=lapse, dim=dim, what="rating", rows=rows)

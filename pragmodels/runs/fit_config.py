@@ -1,0 +1,327 @@
+"""Run one fit described by a JSON config in ``fits/`` and write its run folder beside it.
+
+Layering: imports :mod:`pragmodels.inference.fitting`, :mod:`pragmodels.rsa_models`,
+:mod:`pragmodels.simulate`, :mod:`pragmodels.priors`, :mod:`pragmodels.results_io`,
+:mod:`pragmodels.config_schema` and :mod:`pragmodels.runs`.
+
+A config names a model factory from :mod:`pragmodels.rsa_models` and its options, declarative
+priors, the data (a simulator from :mod:`pragmodels.simulate` with its arguments), sampler
+settings, a seed and optionally the simulated ``truth``. Outputs land in ``fits/<name>/<mode>/``
+(``quick`` or ``full``; :func:`pragmodels.runs.folder.run_folder`): ``posterior.nc`` (netCDF DataTree),
+``summary.csv`` (arviz-stats ``summary``), ``config.json`` (the config as run), ``run.json``
+(the manifest, :mod:`pragmodels.runs`) and ``report.md`` (rendered from the manifest and the
+saved files by :func:`render_report`). The folder is written aside and swapped in only when all
+of them exist, so they appear together or not at all, and a failed run leaves an earlier one
+intact.
+
+The config is validated against :class:`FitConfig` (pydantic; ``docs/configs.md``,
+``schemas/fit_config.schema.json``) before anything is fitted or written, in quick mode too:
+unknown keys at any level, values of the wrong type or out of range, and then, by one cheap trace
+of the model, ``priors`` and ``truth`` names the model does not have are errors
+(:class:`~pragmodels.errors.ConfigError`) naming the file, the key and the value. The run folder
+is checked to be writable before the fit (:func:`pragmodels.runs.folder.check_writable`).
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
+
+import numpy as np
+from pydantic import Field, create_model, model_validator
+
+from pragmodels import rsa_models, simulate
+from pragmodels.agents import CostScaling, PriorAt
+from pragmodels.errors import ConfigError
+from pragmodels.inference.fitting import fit
+from pragmodels.io.netcdf import load_netcdf, save_netcdf
+from pragmodels.priors import FAMILIES, Prior
+from pragmodels.runs.entry_points import read_config
+from pragmodels.runs.folder import check_writable, open_run, read_manifest, run_folder
+from pragmodels.runs.schema import (
+    SamplerSettings,
+    SchemaRef,
+    Seed,
+    Strict,
+    validate_config,
+)
+
+__all__ = ["FitConfig", "load_config", "run_config", "render_report"]
+
+ENTRY_POINT = "pragmodels.runs.fit_config:run_config"
+QUICK_SAMPLER = dict(num_warmup=200, num_samples=200, num_chains=2)
+
+
+# ------------------------------------------------------------------ the fit config's schema
+type PriorValue = float | list[PriorValue]
+
+
+class _PriorSpec(Strict):
+    family: str
+
+    @model_validator(mode="after")
+    def _in_support(self) -> _PriorSpec:
+        Prior.from_dict(self.model_dump())  # a parameter outside its support (a negative scale) is an error
+        return self
+
+
+def _prior_model(family: str, params: tuple[str, ...]) -> type[_PriorSpec]:
+    fields: dict[str, Any] = {"family": (Literal[family], Field(description="the prior family"))}
+    fields.update({p: (PriorValue, Field(description=f"{family}'s {p}: a number, or an array (nested lists)"))
+                   for p in params})
+    return create_model(f"{family}Prior", __base__=_PriorSpec, __doc__=f"A {family} prior.", **fields)
+
+
+_PRIORS = tuple(_prior_model(f, params) for f, (_, params) in FAMILIES.items())
+if TYPE_CHECKING:
+    PriorSpec = _PriorSpec
+else:
+    PriorSpec = Annotated[Union[_PRIORS], Field(discriminator="family")]
+
+
+class _ModelOptions(Strict):
+    depth: int = Field(1, ge=1, description="recursion depth of the pragmatic agent (1: S1 / L1)")
+    prior_at: PriorAt = Field("all", description="where the state prior enters: every level, or the top only")
+
+
+class SpeakerModel(_ModelOptions):
+    """:func:`pragmodels.rsa_models.speaker_model`: speaker choices."""
+
+    factory: Literal["speaker_model"]
+    cost_scaling: CostScaling = Field("inside", description="utterance costs inside or outside alpha")
+
+
+class ListenerModel(_ModelOptions):
+    """:func:`pragmodels.rsa_models.listener_model`: listener choices."""
+
+    factory: Literal["listener_model"]
+    cost_scaling: CostScaling = Field("inside", description="utterance costs inside or outside alpha")
+
+
+class HierarchicalListenerModel(_ModelOptions):
+    """:func:`pragmodels.rsa_models.hierarchical_listener_model`: listener choices, alpha by item."""
+
+    factory: Literal["hierarchical_listener_model"]
+
+
+ModelSpec = Annotated[Union[SpeakerModel, ListenerModel, HierarchicalListenerModel], Field(discriminator="factory")]
+
+
+class ReferenceGameSpeakerData(Strict):
+    """:func:`pragmodels.simulate.reference_game_speaker`."""
+
+    simulate: Literal["reference_game_speaker"]
+    seed: Seed
+    n_per_state: int = Field(80, ge=1, description="choices simulated per state")
+    alpha: float = Field(2.0, ge=0, description="the speaker's rationality")
+    cost: float = Field(0.5, description="the cost of 'square'")
+    lapse: float = Field(0.0, ge=0, le=1, description="probability of a uniformly random choice")
+
+
+class ScaleListenerByItemData(Strict):
+    """:func:`pragmodels.simulate.scale_listener_by_item`."""
+
+    simulate: Literal["scale_listener_by_item"]
+    seed: Seed
+    n_items: int = Field(100, ge=1, description="number of items")
+    n_per_item: int = Field(40, ge=1, description="guesses simulated per item")
+    n_states: int = Field(21, ge=2, description="points of the 0-100 scale")
+    alpha_mu: float = Field(1.0, description="mean of log alpha over items")
+    alpha_sigma: float = Field(0.5, ge=0, description="sd of log alpha over items")
+
+
+DataSpec = Annotated[Union[ReferenceGameSpeakerData, ScaleListenerByItemData], Field(discriminator="simulate")]
+
+
+class FitConfig(Strict):
+    """A single-fit config (``fits/<name>.json`` without a ``study`` key), run by :func:`run_config`."""
+
+    schema_: SchemaRef = None
+    name: str = Field(min_length=1, description="the fit's name (the report's title)")
+    description: str = Field("", description="what the fit shows")
+    model: ModelSpec = Field(description="the model factory from pragmodels.rsa_models and its options")
+    priors: dict[str, PriorSpec] = Field(default_factory=dict, description="prior overrides by parameter name")
+    data: DataSpec = Field(description="the simulator from pragmodels.simulate and its arguments")
+    truth: dict[str, PriorValue] = Field(default_factory=dict, description="the simulated values, by parameter "
+                                                                           "name (the report checks recovery)")
+    sampler: SamplerSettings = Field(description="NUTS settings (--quick shortens the chains)")
+    seed: Seed
+
+
+def load_config(path: str | Path) -> dict[str, Any]:
+    """The fit config at ``path``, validated against :class:`FitConfig`.
+
+    Parameters
+    ----------
+    path : str or Path
+        A fit config (JSON).
+
+    Returns
+    -------
+    dict
+        The config as read (not the validated model).
+
+    Raises
+    ------
+    ConfigError
+        The file cannot be read or the config does not validate; the one-line message names the
+        file, the key and the value.
+    """
+    path = Path(path)
+    cfg = read_config(path, "fit config")
+    validate_config(FitConfig, cfg, path, "fit config")
+    return cfg
+
+
+def _build(cfg: dict[str, Any], path: Path) -> tuple[Callable[..., Any], dict[str, Any]]:
+    spec = validate_config(FitConfig, cfg, path, "fit config")
+    opts = spec.model.model_dump(exclude={"factory"}, exclude_unset=True)
+    priors = {k: Prior.from_dict(v.model_dump()) for k, v in spec.priors.items()}
+    model = getattr(rsa_models, spec.model.factory)(priors=priors, **opts)
+    kwargs = spec.data.model_dump(exclude={"simulate"}, exclude_unset=True)
+    try:
+        data = getattr(simulate, spec.data.simulate)(**kwargs)
+    except (TypeError, ValueError) as e:
+        raise ConfigError(f"fit config {path}: `data` ({spec.data.simulate}): {e}", path=path) from None
+    if isinstance(data, tuple):
+        data = data[0]
+    return model, data
+
+
+def _check_model(cfg: dict[str, Any], model: Callable[..., Any], data: dict[str, Any], path: Path) -> None:
+    """``priors`` and ``truth`` may name only the model's parameters (``truth`` also its
+    deterministic sites), checked by one cheap trace of the model before the fit."""
+    from pragmodels.params import inspect_model
+
+    try:
+        info = inspect_model(model, data)
+    except ValueError as e:  # a prior override naming no parameter, or options the model rejects
+        key = "priors" if str(e).startswith("priors[") else "model"
+        raise ConfigError(f"fit config {path}: `{key}`: {e}", path=path) from None
+    names = sorted(set(info.priors) | set(info.undeclared) | set(info.deterministic))
+    unknown = sorted(set(cfg.get("truth") or {}) - set(names))
+    if unknown:
+        near = difflib.get_close_matches(unknown[0], names, n=1, cutoff=0.6)
+        hint = f" (did you mean {near[0]!r}?)" if near else ""
+        raise ConfigError(f"fit config {path}: truth names {unknown}{hint}, which the model does not have; "
+                          f"its parameters are {names}.", path=path)
+
+
+def run_config(path: str | Path, out_dir: str | Path | None = None, *, quick: bool = False,
+               progress_bar: bool = True) -> Path:
+    """Fit the config at ``path`` into its run folder.
+
+    The config is validated, the run folder checked to be writable and the model traced once
+    (its ``priors`` and ``truth`` must name its parameters) before the fit. The run folder gets
+    ``posterior.nc``, ``summary.csv``, ``config.json``, ``run.json`` and ``report.md``
+    (:func:`render_report`, also printed).
+
+    Parameters
+    ----------
+    path : str or Path
+        The fit config.
+    out_dir : str or Path, optional
+        Run folder to use instead of ``<config without .json>/quick|full/``.
+    quick : bool
+        A smoke run into the ``quick`` folder: :data:`QUICK_SAMPLER` replaces the config's
+        ``num_warmup``, ``num_samples`` and ``num_chains`` (the whole config is still validated).
+    progress_bar : bool
+        Show the sampler's progress bar.
+
+    Returns
+    -------
+    Path
+        The run folder.
+
+    Raises
+    ------
+    ConfigError
+        An invalid config, data options the simulator rejects, or ``priors``/``truth`` naming
+        no parameter of the model.
+    RunError
+        The run folder cannot be written, is locked or holds a run of the other mode
+        (:func:`pragmodels.runs.folder.open_run`).
+    """
+    path = Path(path)
+    cfg = load_config(path)  # the whole config, also in quick mode: --quick hides no invalid value
+    mode = "quick" if quick else "full"
+    out = run_folder(path, mode, out_dir)
+    check_writable(out)  # before the fit, not after it
+    model, data = _build(cfg, path)
+    _check_model(cfg, model, data, path)
+    sampler = dict(cfg["sampler"])
+    if quick:
+        sampler.update(QUICK_SAMPLER)
+    with open_run(out, mode=mode, entry_point=ENTRY_POINT, config=cfg, config_path=path, sampler=sampler,
+                  seed=cfg["seed"]) as run:
+        tree = fit(cfg["seed"], model, data, progress_bar=progress_bar, **sampler)
+        tree.attrs["fit_config"] = json.dumps(cfg)
+        run.data(f"simulate:{cfg['data']['simulate']}", tree.attrs["data_sha256"])
+        run.fit("fit", tree, "posterior.nc")
+
+        from arviz_stats import summary
+
+        # 94% equal-tailed intervals, as the recovery table and every forest plot (arviz's default is 89%)
+        table = summary(tree, var_names=[v for v in tree["posterior"].data_vars if v != "cost"], ci_prob=0.94,
+                        ci_kind="eti")
+        save_netcdf(tree, run.path / "posterior.nc")
+        table.to_csv(run.path / "summary.csv")
+        (run.path / "config.json").write_text(json.dumps(cfg, indent=2))
+        run.finish()
+        report = render_report(run.path)
+        (run.path / "report.md").write_text(report)
+    print(report)
+    return out
+
+
+def render_report(run_dir: str | Path) -> str:
+    """The markdown report of a single-fit run folder.
+
+    Parameters
+    ----------
+    run_dir : str or Path
+        A finished run folder of :func:`run_config`: its ``run.json``, ``summary.csv`` and
+        ``posterior.nc`` are read.
+
+    Returns
+    -------
+    str
+        Markdown: model, priors, sampler, seed, data hash, versions, diagnostics and wall time;
+        the posterior summary table; and, when the config has ``truth``, whether each value lies
+        in its 94% equal-tailed interval (arviz-stats ``eti``).
+    """
+    import pandas as pd
+    from arviz_stats import eti
+
+    run_dir = Path(run_dir)
+    man = read_manifest(run_dir)
+    cfg, f, v = man["config"], man["fits"]["fit"], man["versions"]
+    tree = load_netcdf(run_dir / "posterior.nc")
+    table = pd.read_csv(run_dir / "summary.csv", index_col=0)
+    diag = f["diagnostics"]
+    lines = [f"# Fit: {cfg['name']}", "", cfg.get("description", ""), "",
+             f"- model: `{f['model']}`", f"- priors: `{tree.attrs['priors']}`",
+             f"- sampler: `{json.dumps(f['sampler_settings'])}`" + (" (quick mode)" if man["mode"] == "quick" else ""),
+             f"- seed: {f['seed']}; data sha256: `{f['data_sha256'][:16]}…`",
+             f"- pragmodels {v.get('pragmodels')}, jax {v.get('jax')}, numpyro {v.get('numpyro')}, "
+             f"backend {f['backend']}",
+             f"- diagnostics: {diag['divergences']} divergences, max r_hat {diag['max_rhat']:.3f}, "
+             f"min bulk ESS {diag['min_ess_bulk']:.0f}, min tail ESS {diag['min_ess_tail']:.0f}"
+             + ("" if f["diagnostics_ok"] else "  **(check the warnings)**"),
+             f"- wall time: {man['wall_time_s']:.1f} s (the fit {f['wall_time_s']:.1f} s); started "
+             f"{man['started_at']}", "", "## Posterior", "", table.to_markdown(floatfmt=".3g"), ""]
+    truth = cfg.get("truth")
+    if truth:
+        lines += ["## Recovery of the simulated truth", "", "| parameter | truth | 94% interval | covered |",
+                  "|---|---|---|---|"]
+        for k, t in truth.items():
+            iv = np.asarray(eti(tree["posterior"][k], prob=0.94).values).reshape(-1, 2)
+            for j, (lo, hi) in enumerate(iv):
+                tv = float(np.broadcast_to(np.asarray(t, float), (len(iv),))[j])
+                name = k if len(iv) == 1 else f"{k}[{j}]"
+                lines.append(f"| {name} | {tv:g} | [{lo:.3g}, {hi:.3g}] | {'yes' if lo <= tv <= hi else 'NO'} |")
+        lines.append("")
+    return "\n".join(lines)

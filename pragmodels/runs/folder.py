@@ -1,0 +1,549 @@
+"""Run folders: staged aside, locked, swapped in whole, described by a manifest (``run.json``).
+
+Layering: imports the standard library and :mod:`pragmodels.errors` (:mod:`pragmodels.config_schema`,
+pydantic, lazily); never imports a study (a study is found from its config,
+:func:`load_entry_point`) and never imports JAX.
+
+Folder layout
+-------------
+A config ``fits/<name>.json`` runs into ``fits/<name>/<mode>/`` (``mode`` is ``quick`` or
+``full``, so a smoke run never replaces a real one; ``--out`` names another folder, and a run
+refuses to replace a folder whose ``run.json`` records the other mode). Beside the folder, in
+its parent, live only transient names (git-ignored)::
+
+    .<mode>.lock                    fcntl.flock lock file; holds the running pid
+    .<mode>.tmp-<pid>-<random>/     the run being written (the staging folder)
+    .<mode>.old-<pid>-<random>/     the previous run for an instant during the swap (fallback only)
+
+A run writes everything into its staging folder; when the writer returns, ``run.json`` is
+completed and the staging folder is swapped with the old folder (``renameat2(RENAME_EXCHANGE)``
+on Linux: atomic, the folder path never goes missing; elsewhere two renames through a uniquely
+named ``.old-`` folder). So the folder always holds one whole run: on an exception, Ctrl-C or
+SIGTERM/SIGHUP (turned into :class:`RunInterrupted` while the run is open) the staging folder is
+removed and the old folder is left as it was. Python runs signal handlers between bytecodes, so a
+signal that arrives during a long XLA computation takes effect when it returns; a SIGKILL leaves
+the staging folder behind. Leftovers of killed runs (a ``.tmp-``/``.old-`` folder
+whose pid is no longer alive, or older than a week; pre-pid names older than a day) are removed
+by the next run into the same folder, under its lock.
+
+Manifest (``run.json``)
+-----------------------
+``schema``, ``name``, ``entry_point`` (``path.py:function`` of a study, or the single-fit
+runner), ``mode``, ``config_path``, ``config`` (as run), ``config_sha256``, ``sampler``,
+``seed``, ``data`` (input name -> sha256), ``versions`` (Python and packages), ``platform``,
+``cpu_count``, ``pid``, ``argv``, ``started_at``/``finished_at`` (UTC, ISO 8601),
+``wall_time_s`` (from start to :meth:`Run.finish`), ``fits`` (label -> file, model, data_sha256,
+sampler_settings, seed, wall_time_s, diagnostics, diagnostics_ok, backend, warnings,
+postprocessing_error: from the DataTree's provenance attributes), ``notes`` (study-specific
+values) and ``files`` (relative path -> bytes, everything but ``run.json``). Reports are
+rendered from it, never from markdown.
+
+Study entry points
+------------------
+A study config names its entry point as ``"study": "models/my_study.py:run"``. The path is
+resolved against the config's directory, then each parent in turn, stopping at the first
+directory holding ``pyproject.toml`` or ``.git`` (the repository root); the directory it resolved
+against goes on ``sys.path`` so that ``from models import ...`` works inside the study. The
+library calls::
+
+    run(config: dict, out_dir: pathlib.Path, mode: str, progress: bool, record: Run) -> None
+
+``out_dir`` is the (empty) staging folder to write into; ``record`` is the open :class:`Run`
+(``record.fit(label, tree, file)``, ``record.data(name, sha256)``, ``record.note(key, value)``,
+``record.finish()`` to write ``run.json`` before rendering a report from it).
+
+Before anything runs, the config is validated (:func:`load_study_config`) against the study's
+schema: ``Config`` in the entry point's module, a subclass of
+:class:`pragmodels.runs.schema.StudyConfig` (which alone allows no study-specific key), and the
+run folder is checked to be writable (:func:`check_writable`). Errors are
+:class:`~pragmodels.errors.ConfigError` and :class:`RunError`.
+"""
+
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import errno
+import hashlib
+import json
+import os
+import platform
+import re
+import secrets
+import shutil
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from datetime import datetime, timezone
+from importlib import metadata
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pragmodels.errors import PragmodelsError
+from pragmodels.io.atomic import pid_alive
+
+if TYPE_CHECKING:
+    import xarray as xr
+
+
+__all__ = ['MODES', 'RunError', 'RunFolderLocked', 'RunInterrupted', 'Run', 'open_run', 'run_folder', 'read_manifest', 'lock_folder', 'check_writable']
+
+MODES = ("quick", "full")
+SCHEMA = "pragmodels.run/1"
+MANIFEST = "run.json"
+STALE_AGE_S = 7 * 24 * 3600  # a temp folder this old is stale even if its pid is alive (pid reuse)
+LEGACY_STALE_AGE_S = 24 * 3600  # temp folders named before pids were part of the name
+_VERSIONS = ("pragmodels", "jax", "jaxlib", "numpyro", "arviz-base", "arviz-stats", "xarray", "numpy",
+             "scipy", "pandas", "h5netcdf")
+
+
+class RunError(PragmodelsError, RuntimeError):
+    """A run folder cannot be used as asked (locked, not writable, or holding a run of the other mode)."""
+
+
+class RunFolderLocked(RunError):
+    """Another process is running into the same folder."""
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """Raised by the SIGTERM/SIGHUP handler while a run is open, so that it cleans up."""
+
+    def __init__(self, signum: int):
+        super().__init__(f"interrupted by {signal.Signals(signum).name}")
+        self.signum = signum
+
+
+# ------------------------------------------------------------------ folders and names
+def run_folder(config_path: str | os.PathLike, mode: str, out: str | os.PathLike | None = None) -> Path:
+    """The run folder of a config: ``out`` when given, else ``<config without .json>/<mode>/``.
+
+    Parameters
+    ----------
+    config_path : str or path-like
+        The config file, e.g. ``fits/x.json``.
+    mode : {"quick", "full"}
+    out : str or path-like, optional
+        An explicit run folder (``--out``); used as it is.
+
+    Returns
+    -------
+    Path
+        E.g. ``fits/x/full`` (not created, not made absolute).
+
+    Raises
+    ------
+    ValueError
+        ``mode`` is not one of :data:`MODES`.
+    """
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}; got {mode!r}.")
+    return Path(out) if out else Path(config_path).with_suffix("") / mode
+
+
+def check_writable(final: str | os.PathLike) -> Path:
+    """Check, before any work, that a run can be written into the run folder ``final``.
+
+    Its parent can be created and written to (a probe file is made and removed there: the lock
+    file and the staging folder live beside ``final``), and ``final``, if it exists, is a
+    writable folder (the previous run is removed from it after the swap).
+
+    Parameters
+    ----------
+    final : str or path-like
+        The run folder (:func:`run_folder`); its parent is created if missing.
+
+    Returns
+    -------
+    Path
+        ``final`` as an absolute path.
+
+    Raises
+    ------
+    RunError
+        Naming the folder and the reason: the parent cannot be written, or ``final`` is not a
+        folder or not writable.
+    """
+    import tempfile
+
+    final = Path(final).absolute()
+    parent = final.parent
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=f".{final.name}.probe-", dir=parent)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as e:
+        raise RunError(f"run folder {final}: cannot write into {parent} ({e.strerror or e}); "
+                       "choose another folder with --out.") from None
+    if final.exists() or final.is_symlink():
+        if not final.is_dir():
+            raise RunError(f"run folder {final} exists and is not a folder; remove it or choose another with --out.")
+        if not os.access(final, os.W_OK | os.X_OK):
+            raise RunError(f"run folder {final} is not writable (the previous run in it could not be replaced); "
+                           "fix its permissions or choose another folder with --out.")
+    return final
+
+
+def _names(final: Path) -> tuple[Path, str]:
+    return final.parent / f".{final.name}.lock", f".{final.name}."
+
+
+def _leftovers(final: Path) -> list[tuple[Path, str, int | None]]:
+    """Transient siblings of ``final``: (path, kind 'tmp'/'old', pid or None for pre-pid names)."""
+    prefix = re.escape(f".{final.name}.")
+    pat = re.compile(prefix + r"(tmp|old)(?:-(\d+)-[0-9a-f]+|-\d+)?$")
+    out: list[tuple[Path, str, int | None]] = []
+    if not final.parent.is_dir():
+        return out
+    for p in final.parent.iterdir():
+        m = pat.match(p.name)
+        if m and p.is_dir() and not p.is_symlink():
+            out.append((p, m.group(1), int(m.group(2)) if m.group(2) else None))
+    return out
+
+
+def _is_stale(path: Path, pid: int | None, now: float) -> bool:
+    try:
+        age = now - path.stat().st_mtime
+    except FileNotFoundError:
+        return False
+    if pid is None:
+        return age > LEGACY_STALE_AGE_S
+    return pid == os.getpid() or not pid_alive(pid) or age > STALE_AGE_S
+
+
+def _clean_leftovers(final: Path, log: Callable[[str], None]) -> None:
+    """Remove stale temp folders of ``final`` (call with the lock held). If ``final`` is missing
+    but an ``.old`` folder exists (a swap killed between its two renames), restore it first."""
+    now = time.time()
+    found = _leftovers(final)
+    olds = sorted((p for p, kind, _ in found if kind == "old"), key=lambda p: p.stat().st_mtime)
+    if olds and not final.exists():
+        olds[-1].rename(final)
+        log(f"restored {final} from {olds[-1].name} (a swap was interrupted)")
+        found = _leftovers(final)
+    for p, kind, pid in found:
+        if kind == "old" or _is_stale(p, pid, now):
+            shutil.rmtree(p, ignore_errors=True)
+            log(f"removed a leftover folder {p}")
+
+
+# ------------------------------------------------------------------ lock
+@contextlib.contextmanager
+def lock_folder(final: str | os.PathLike) -> Iterator[None]:
+    """Hold the run folder's lock (``.<name>.lock`` beside it, ``fcntl.flock``) while open.
+
+    A context manager; the lock file holds the holder's pid while the lock is held, and stays
+    (emptied) afterwards.
+
+    Parameters
+    ----------
+    final : str or path-like
+        The run folder; the lock file is created in its parent (which must exist).
+
+    Raises
+    ------
+    RunFolderLocked
+        At once (no waiting), naming the folder and the holder's pid, if another run holds it.
+    """
+    import fcntl
+
+    final = Path(final).absolute()
+    lock_path, _ = _names(final)
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "unknown"
+            raise RunFolderLocked(f"run folder {final} is in use by another run (pid {holder}; lock file "
+                                  f"{lock_path}); wait for it to finish or stop it.") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        try:
+            yield
+        finally:
+            os.ftruncate(fd, 0)  # the lock file stays (removing it would race a waiting opener)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+# ------------------------------------------------------------------ swap
+def _exchange(a: Path, b: Path) -> bool:
+    """Atomically exchange two directories (Linux renameat2 RENAME_EXCHANGE); False if unsupported."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        fn = ctypes.CDLL(None, use_errno=True).renameat2
+    except (AttributeError, OSError):
+        return False
+    fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    at_fdcwd, rename_exchange = -100, 2
+    if fn(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.ENOSYS, errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV):
+        return False
+    raise OSError(err, os.strerror(err), str(b))
+
+
+def _swap_in(tmp: Path, final: Path) -> None:
+    if not final.exists():
+        os.rename(tmp, final)
+        return
+    if not final.is_dir():
+        raise RunError(f"{final} exists and is not a folder; cannot replace it with a run folder.")
+    if _exchange(tmp, final):  # tmp now holds the previous run
+        shutil.rmtree(tmp, ignore_errors=True)
+        return
+    old = final.parent / f".{final.name}.old-{os.getpid()}-{secrets.token_hex(4)}"
+    os.rename(final, old)
+    os.rename(tmp, final)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+# ------------------------------------------------------------------ signals
+@contextlib.contextmanager
+def _signals_raise() -> Iterator[None]:
+    """While open, SIGTERM and SIGHUP raise :class:`RunInterrupted` (main thread only)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum, frame):
+        raise RunInterrupted(signum)
+
+    saved = {}
+    for name in ("SIGTERM", "SIGHUP"):
+        sig = getattr(signal, name, None)
+        if sig is not None and signal.getsignal(sig) in (signal.SIG_DFL, None):
+            saved[sig] = signal.signal(sig, handler)
+    try:
+        yield
+    finally:
+        for sig, old in saved.items():
+            signal.signal(sig, old)
+
+
+# ------------------------------------------------------------------ manifest
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _versions() -> dict:
+    out = {"python": platform.python_version()}
+    for name in _VERSIONS:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            pass
+    return out
+
+
+def _json_attr(attrs: Mapping[Any, Any], key: str, default: Any = None) -> Any:
+    value = attrs.get(key, default)
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError:
+            return value
+    if hasattr(value, "item"):  # numpy scalar from a netCDF attribute
+        return value.item()
+    return value
+
+
+def read_manifest(run_dir: str | os.PathLike) -> dict:
+    """The ``run.json`` of a run folder (a clear error when the folder has none).
+
+    Parameters
+    ----------
+    run_dir : str or path-like
+        A finished run folder.
+
+    Returns
+    -------
+    dict
+        The manifest (see the module docstring).
+
+    Raises
+    ------
+    FileNotFoundError
+        The folder has no ``run.json`` (the message says it is not a finished run folder).
+    """
+    path = Path(run_dir) / MANIFEST
+    try:
+        return json.loads(path.read_text())
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{path} does not exist: {Path(run_dir)} is not a finished run folder "
+                                "(or it was written before run folders had manifests; rerun it).") from None
+
+
+class Run:
+    """An open run: write into :attr:`path` (the staging folder) and record what was done.
+
+    Made by :func:`open_run`; the study entry point receives it as ``record``.
+    """
+
+    def __init__(self, path: Path, final: Path, manifest: dict, log: Callable[[str], None]):
+        self.path, self.final, self.manifest, self.log = path, final, manifest, log
+        self._t0 = time.perf_counter()
+        self._finished = False
+
+    @property
+    def mode(self) -> str:
+        return self.manifest["mode"]
+
+    def fit(self, label: str, tree: xr.DataTree, file: str | os.PathLike | None = None) -> None:
+        """Record one fit's provenance (data hash, sampler settings, seed, wall time, diagnostics)
+        from the DataTree's attributes; ``file`` is its path inside the run folder, if saved."""
+        a = tree.attrs
+        self.manifest["fits"][label] = {
+            "file": None if file is None else str(file),
+            "model": a.get("model"),
+            "data_sha256": a.get("data_sha256"),
+            "sampler_settings": _json_attr(a, "sampler_settings"),
+            "seed": _json_attr(a, "seed"),
+            "wall_time_s": _json_attr(a, "wall_time_s"),
+            "diagnostics": _json_attr(a, "diagnostics"),
+            "diagnostics_ok": None if a.get("diagnostics_ok") is None else bool(_json_attr(a, "diagnostics_ok")),
+            "backend": a.get("backend"),
+            "warnings": _json_attr(a, "warnings", "[]"),
+            # step -> error of the steps after sampling that failed (absent attr: none did)
+            "postprocessing_error": _json_attr(a, "postprocessing_error"),
+        }
+
+    def data(self, name: str, sha256: str) -> None:
+        """Record an input's sha256 (a data file, or the hash of simulated data)."""
+        self.manifest["data"][name] = sha256
+
+    def note(self, key: str, value: Any) -> None:
+        """Record a study-specific value (JSON-serialisable) under ``notes``."""
+        self.manifest["notes"][key] = value
+
+    def finish(self) -> dict:
+        """Stop the clock and write ``run.json`` into the staging folder (idempotent: the end time
+        and wall time are fixed by the first call). Returns the manifest."""
+        if not self._finished:
+            self.manifest["finished_at"] = _now()
+            self.manifest["wall_time_s"] = round(time.perf_counter() - self._t0, 3)
+            self._finished = True
+        self._write()
+        return self.manifest
+
+    def _write(self) -> None:
+        # the staging folder is this run's alone, so a plain write (normal permissions) is enough
+        (self.path / MANIFEST).write_text(json.dumps(self.manifest, indent=2, default=str) + "\n")
+
+    def _list_files(self) -> None:
+        files = {}
+        for p in sorted(self.path.rglob("*")):
+            if p.is_file() and p.name != MANIFEST:
+                files[p.relative_to(self.path).as_posix()] = p.stat().st_size
+        self.manifest["files"] = files
+
+
+def _check_mode(final: Path, mode: str) -> None:
+    path = final / MANIFEST
+    if not path.is_file():
+        return
+    try:
+        old = json.loads(path.read_text()).get("mode")
+    except (json.JSONDecodeError, AttributeError):
+        return
+    if old and old != mode:
+        raise RunError(f"{final} holds a {old} run (its run.json says so); a {mode} run would replace it. "
+                       f"Use another folder (--out), or remove {final} first.")
+
+
+@contextlib.contextmanager
+def open_run(final: str | os.PathLike, *, mode: str, entry_point: str, config: dict | None = None,
+             config_path: str | os.PathLike | None = None, sampler: Any = None, seed: Any = None,
+             log: Callable[[str], None] | None = None) -> Iterator[Run]:
+    """Open the run folder ``final`` for one run; yield a :class:`Run` whose :attr:`Run.path` is
+    the staging folder to write into.
+
+    On normal exit ``run.json`` is completed and the staging folder swapped in for ``final``; on
+    any exception (including Ctrl-C and SIGTERM) it is removed and ``final`` is left as it was.
+    The folder's lock is held throughout (:func:`lock_folder`), and stale leftovers of killed
+    runs are removed first.
+
+    Parameters
+    ----------
+    final : str or path-like
+        The run folder (checked with :func:`check_writable`).
+    mode : {"quick", "full"}
+    entry_point : str
+        What runs (``"path.py:function"`` of a study, or the single-fit runner), recorded.
+    config : dict, optional
+        The config as run, recorded (its ``name`` names the run; default: ``final``'s parent's name).
+    config_path : str or path-like, optional
+        The config file, recorded with the sha256 of its bytes.
+    sampler, seed : optional
+        Recorded in the manifest as given (JSON-serialisable).
+    log : callable, optional
+        ``log(message)`` for housekeeping messages (default: print).
+
+    Yields
+    ------
+    Run
+
+    Raises
+    ------
+    ValueError
+        ``mode`` is not one of :data:`MODES`.
+    RunFolderLocked
+        At once, if another run holds ``final``.
+    RunError
+        ``final`` cannot be written, or holds a run of the other mode.
+    """
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}; got {mode!r}.")
+    final = check_writable(final)
+    log = log or (lambda msg: print(msg, flush=True))
+    config_text = None
+    if config_path is not None and Path(config_path).is_file():
+        config_text = Path(config_path).read_bytes()
+    manifest = {
+        "schema": SCHEMA,
+        "name": (config or {}).get("name", final.parent.name),
+        "entry_point": entry_point,
+        "mode": mode,
+        "config_path": None if config_path is None else str(config_path),
+        "config": config,
+        "config_sha256": None if config_text is None else hashlib.sha256(config_text).hexdigest(),
+        "sampler": sampler,
+        "seed": seed,
+        "data": {},
+        "versions": _versions(),
+        "platform": platform.platform(),
+        "cpu_count": os.cpu_count(),
+        "pid": os.getpid(),
+        "argv": list(sys.argv),
+        "started_at": _now(),
+        "finished_at": None,
+        "wall_time_s": None,
+        "fits": {},
+        "notes": {},
+        "files": {},
+    }
+    with lock_folder(final), _signals_raise():
+        _check_mode(final, mode)
+        _clean_leftovers(final, log)
+        tmp = final.parent / f".{final.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}"
+        tmp.mkdir()
+        try:
+            run = Run(tmp, final, manifest, log)
+            yield run
+            run.finish()
+            run._list_files()
+            run._write()
+            _swap_in(tmp, final)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)  # the old folder is untouched
+            raise
+
+

@@ -1,0 +1,121 @@
+"""Observation models: log-probabilities against scipy / hand computation, validation, predictive mode."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import numpyro.distributions as dist
+import pytest
+from numpyro import handlers
+from scipy import stats
+
+from pragmodels.likelihoods import categorical
+from pragmodels.inference.predictive import unobserve
+from pragmodels.semantics import bin_edges, bin_index
+
+
+def site_log_prob(fn, *args, **kw):
+    tr = handlers.trace(handlers.seed(fn, 0)).get_trace(*args, **kw)
+    site = next(s for s in tr.values() if s["type"] == "sample")
+    return np.asarray(site["fn"].log_prob(site["value"])), site
+
+
+def test_choices_with_lapse_match_hand_computation():
+    p = np.array([[0.6, 0.4, 0.0], [0.1, 0.2, 0.7]])
+    obs = np.array([2, 2])
+    lp, site = site_log_prob(categorical.listener_choices, "c", jnp.log(p), obs, lapse=0.3)
+    np.testing.assert_allclose(lp, np.log(0.7 * p[[0, 1], [2, 2]] + 0.1), rtol=1e-6)
+    assert site["is_observed"]
+    # an impossible choice without lapse: named eagerly (issue 9, finding 14) ...
+    with pytest.raises(ValueError, match=r"site 'c': trial 0 \(c = 2, log_probs\[0\]\) has probability 0 under "
+                                         r"the model and no lapse explains it \(1 such trial"):
+        site_log_prob(categorical.listener_choices, "c", jnp.log(p), obs, lapse=0.0)
+    # ... and -inf where the values are traced (inside the sampler)
+    def traced(lp):
+        tr = handlers.trace(handlers.seed(categorical.listener_choices, 0)).get_trace("c", lp, obs, lapse=0.0)
+        return tr["c"]["fn"].log_prob(tr["c"]["value"])
+
+    lp0 = np.asarray(jax.jit(traced)(jnp.log(p)))
+    assert np.isneginf(lp0[0]) and np.isfinite(lp0[1])
+
+
+def test_choices_reject_out_of_range_obs_by_name():
+    with pytest.raises(ValueError, match=r"site 'resp': resp\[1\] = 3; expected an integer state index in 0..2"):
+        site_log_prob(categorical.listener_choices, "resp", jnp.zeros((2, 3)), np.array([0, 3]))
+    with pytest.raises(ValueError, match="obs must have shape \\(2,\\)"):
+        site_log_prob(categorical.speaker_choices, "resp", jnp.zeros((2, 3)), np.array([0, 1, 1]))
+
+
+def test_choice_counts_match_scipy_multinomial():
+    p = np.array([[0.5, 0.3, 0.2], [0.2, 0.2, 0.6]])
+    counts = np.array([[3, 1, 0], [0, 5, 5]])
+    lp, _ = site_log_prob(categorical.choice_counts, "n", jnp.log(p), counts, lapse=0.1)
+    q = 0.9 * p + 0.1 / 3
+    ref = [stats.multinomial.logpmf(c, c.sum(), qq) for c, qq in zip(counts, q)]
+    np.testing.assert_allclose(lp, ref, rtol=1e-5)
+    with pytest.raises(ValueError, match=r"counts\[0, 1\] = -1"):
+        site_log_prob(categorical.choice_counts, "n", jnp.log(p), np.array([[1, -1, 0], [0, 0, 1]]))
+
+
+def test_likert_matches_numpyro_ordered_logistic_and_rejects_bad_ratings():
+    latent = jnp.array([-1.0, 0.3, 2.0])
+    cut = jnp.array([-2.0, -0.5, 0.5, 1.0, 2.0, 3.0])
+    ratings = np.array([1, 4, 7])
+    lp, _ = site_log_prob(categorical.likert_ratings, "r", latent, cut, ratings)
+    ref = dist.OrderedLogistic(latent, cut).log_prob(jnp.asarray(ratings - 1))
+    np.testing.assert_allclose(lp, np.asarray(ref), rtol=1e-5)
+    probs = np.exp(np.asarray(categorical.ordinal_log_probs(latent, cut)))
+    np.testing.assert_allclose(probs.sum(-1), 1.0, atol=1e-6)
+    with pytest.raises(ValueError, match=r"r\[2\] = 8; expected an integer rating in 1..7"):
+        site_log_prob(categorical.likert_ratings, "r", latent, cut, np.array([1, 2, 8]))
+
+
+def test_binned_slider_responses():
+    edges = bin_edges(0, 100, 21)
+    idx = bin_index([0, 2.4, 50, 99.9, 100], edges)
+    assert idx.tolist() == [0, 0, 10, 20, 20]
+    with pytest.raises(ValueError, match=r"response\[1\] = 101.0 lies outside the scale \[0.0, 100.0\]"):
+        bin_index([5, 101], edges)
+    log_p = jnp.log(jnp.full((5, 21), 1 / 21))
+    lp, _ = site_log_prob(categorical.binned_responses, "slider", log_p, idx, lapse=0.2)
+    np.testing.assert_allclose(lp, np.log(1 / 21), rtol=1e-5)
+
+
+def test_unobserve_resamples_with_the_right_frequencies():
+    p = np.array([[0.2, 0.8]] * 4000)
+    obs = np.zeros(4000, int)
+    tr = handlers.trace(handlers.seed(unobserve(categorical.listener_choices), 1)).get_trace("c", jnp.log(p), obs)
+    draws = np.asarray(tr["c"]["value"])
+    # binomial sd of the mean = sqrt(.16/4000) = .0063; 5 sd tolerance
+    assert abs(draws.mean() - 0.8) < 0.032
+    assert not tr["c"]["is_observed"]
+
+
+def test_plate_names_the_observation_dim():
+    tr = handlers.trace(handlers.seed(categorical.choices, 0)).get_trace("c", jnp.log(jnp.full((3, 2), 0.5)), np.array([0, 1, 1]), dim="item")
+    assert tr["item"]["type"] == "plate" and tr["item"]["args"][0] == 3
+
+
+def test_unnormalised_log_probs_are_rejected_by_name():
+    with pytest.raises(ValueError, match=r"site 'c': log_probs\[1\] sums to 2 over states"):
+        site_log_prob(categorical.listener_choices, "c", jnp.log(jnp.array([[0.5, 0.5], [1.0, 1.0]])), np.array([0, 1]))
+
+
+def test_ordinal_log_probs_stay_accurate_and_informative_in_the_tails():
+    """Against float64 logistic CDF differences (taken on whichever side of the latent score
+    avoids cancellation), including categories 30-60 logits away, where a float32 difference
+    of sigmoids rounds to zero. Tolerance 2e-4: float32 evaluation."""
+    cut = np.array([-2.0, -0.5, 0.5, 1.0, 2.0, 3.0])
+    latent = np.array([-40.0, -8.0, 0.3, 9.0, 60.0])
+    lp = np.asarray(categorical.ordinal_log_probs(jnp.asarray(latent, jnp.float32), jnp.asarray(cut, jnp.float32)))
+    edges = np.concatenate([[-np.inf], cut, [np.inf]])
+    z = edges[None, :] - latent[:, None]  # [latent, edge]
+    lo, hi = z[:, :-1], z[:, 1:]
+    with np.errstate(divide="ignore"):  # the side not used underflows
+        via_cdf = np.log(stats.logistic.cdf(hi) - stats.logistic.cdf(lo))
+        via_sf = np.log(stats.logistic.sf(lo) - stats.logistic.sf(hi))
+    ref = np.where(lo > 0, via_sf, via_cdf)
+    assert np.all(np.isfinite(ref)) and ref.min() < -60
+    np.testing.assert_allclose(lp, ref, rtol=2e-4, atol=2e-4)
+    # the gradient with respect to the latent still points towards a far-away observed rating
+    g = jax.grad(lambda eta: categorical.ordinal_log_probs(eta, jnp.asarray(cut))[6])(jnp.float32(-40.0))
+    assert float(g) > 0.9
