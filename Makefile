@@ -24,10 +24,14 @@ $(VENV)/.notebooks: $(VENV)/.installed
 
 # JupyterLab on notebooks/ (kernels start there; a relative PRAGMODELS_DATA_DIR is resolved against the
 # repository root, so ../shared/data works from any folder of the checkout)
+# Outputs are stripped when a notebook is staged (nbstripout as a git filter, named in .gitattributes and
+# configured for this clone here): after running one, git diff shows nothing and staging it stages nothing.
+# As root (a container), Jupyter needs --allow-root.
 notebook: $(VENV)/.notebooks
+	$(VENV)/bin/nbstripout --install
 	PRAGMODELS_DATA_DIR=$${PRAGMODELS_DATA_DIR:-../shared/data} \
 	PRAGMODELS_COMPILATION_CACHE=$${PRAGMODELS_COMPILATION_CACHE:-$$HOME/.cache/pragmodels/jax} \
-	$(VENV)/bin/jupyter lab --notebook-dir=notebooks
+	$(VENV)/bin/jupyter lab --notebook-dir=notebooks $$([ "$$(id -u)" = 0 ] && echo --allow-root)
 
 run: install
 	PRAGMODELS_DATA_DIR=$${PRAGMODELS_DATA_DIR:-../shared/data} $(VENV)/bin/pragmodels run fits/social_meaning.json
