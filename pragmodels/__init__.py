@@ -1,16 +1,20 @@
 """pragmodels: Bayesian cognitive models of pragmatics.
 
-Layering (a module may import only those listed before it, never one after):
+The modelling vocabulary is at the top level (``pm.pragmatic_listener``, ``pm.param``, ``pm.fit``, ...);
+the machinery lives in subpackages, each importing only from the layers below it (checked by
+import-linter; ``docs/architecture.md``)::
 
-    logmath -> semantics -> agents            pure JAX; never numpyro
-    priors -> params, likelihoods             latent / observed numpyro.sample sites; never arviz
-    rater_likelihood                          ordinal ratings with each rater's score integrated out
-    predictive                                un-observe handler, predictive draws
-    rsa_models                                model factories (agents + likelihoods)
-    results_io, diagnostics -> inference      NUTS -> ArviZ DataTree, provenance, atomic netCDF
-    model_comparison, contrasts               PSIS-LOO over several sites; posterior contrasts between fits
-    datasets                                  registry, download/verify, tidy loaders (pandas)
-    cli                                       command line (``pragmodels``)
+    cli
+    runs/                         configs, run folders, manifests, study and single-fit runners
+    plots/  lm/                   figures (draw only); language models
+    evaluation/ metrics/ datasets/  LOO, cross-validation, contrasts; the papers' metrics; data files
+    inference/                    fit, NUTS program, compile cache, batched, fit_many, predictive
+    rsa_models simulate           model factories, simulators
+    likelihoods/ params           observed and latent numpyro.sample sites
+    agents priors                 RSA agents (pure JAX); prior declarations
+    semantics -> logmath          pure JAX
+    validation model_key runtime io/   checks, model keys, host set-up, results on disk
+    errors version
 
 Importing pragmodels changes no global state: no ``XLA_FLAGS``, no compilation cache, no
 matplotlib backend. Ask for them explicitly, as with numpyro's ``set_host_device_count``::
