@@ -23,59 +23,16 @@ matplotlib backend. Ask for them explicitly, as with numpyro's ``set_host_device
     pm.configure_host_devices()      # one CPU device per core, for parallel chains (before JAX starts)
     pm.enable_compilation_cache()    # reuse compiled kernels across processes (PRAGMODELS_COMPILATION_CACHE)
 
-The ``pragmodels`` command line does both for itself.
+The ``pragmodels`` command line does both for itself. The names are loaded on first use
+(``lazy_loader``; their list, with types, is ``__init__.pyi``), so ``import pragmodels`` and
+``pragmodels --help`` import no JAX; set ``EAGER_IMPORT=1`` to load everything at once.
 """
 
-from pragmodels import agents, likelihoods, semantics  # noqa: E402
-from pragmodels.agents import (  # noqa: E402
-    joint_listener,
-    joint_marginals,
-    lapse_mixture,
-    lexical_uncertainty_listener,
-    literal_listener,
-    mixed_utility_speaker,
-    pragmatic_listener,
-    pragmatic_listener_batch,
-    pragmatic_speaker,
-    pragmatic_speaker_batch,
-    qud_project,
-    social_utility,
-    weighted_utility_speaker,
-)
-from pragmodels.errors import ConfigError, PragmodelsError  # noqa: E402
-from pragmodels.evaluation.contrasts import contrast, contrast_draws, contrast_table  # noqa: E402
-from pragmodels.evaluation.model_comparison import (  # noqa: E402
-    compare,
-    joint_log_likelihood,
-    loo,
-    loo_sentence,
-)
-from pragmodels.inference.batched import fit_batched  # noqa: E402
-from pragmodels.inference.fit_many import FitManyResult, FitSpec, fit_many  # noqa: E402
-from pragmodels.inference.fitting import (  # noqa: E402
-    FitPostprocessingError,
-    PostprocessingWarning,
-    fit,
-)
-from pragmodels.inference.predictive import predict, prior_predictive  # noqa: E402
-from pragmodels.io.errors import (  # noqa: E402
-    ResultChecksumError,
-    ResultFileError,
-    ResultFileWarning,
-    ResultSaveError,
-)
-from pragmodels.io.netcdf import load_netcdf, save_netcdf  # noqa: E402
-from pragmodels.params import (  # noqa: E402
-    deterministic,
-    group_effect,
-    inspect_model,
-    param,
-    scaled_param,
-    with_priors,
-)
-from pragmodels.priors import Prior  # noqa: E402
-from pragmodels.runtime import configure_host_devices, enable_compilation_cache  # noqa: E402
+import lazy_loader
+
 from pragmodels.version import __version__
+
+__getattr__, __dir__, _ = lazy_loader.attach_stub(__name__, __file__)
 
 __all__ = [
     "agents",
