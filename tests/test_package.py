@@ -38,7 +38,7 @@ def test_every_public_name_resolves_and_the_stub_lists_it():
     for node in ast.parse(STUB.read_text()).body:
         if isinstance(node, ast.ImportFrom):
             names.update(a.asname or a.name for a in node.names)
-    missing_from_stub = sorted(set(pm.__all__) - names)
+    missing_from_stub = sorted(set(pm.__all__) - names - {"__version__"})
     assert not missing_from_stub, f"in __all__ but not in {STUB.name}: {missing_from_stub}"
     assert all(getattr(pm, n) is not None for n in pm.__all__)
     assert pm.fit is pm.inference.fitting.fit
