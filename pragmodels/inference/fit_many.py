@@ -91,8 +91,6 @@ from __future__ import annotations
 import concurrent.futures as cf
 import contextlib
 import dataclasses
-import importlib
-import importlib.util
 import inspect
 import json
 import math
@@ -122,6 +120,13 @@ from pragmodels.errors import PragmodelsError
 from pragmodels.inference import fitting as inference
 from pragmodels.inference.diagnostics import FitWarning
 from pragmodels.io.errors import ResultSaveError
+from pragmodels.io.imports import (
+    import_locations,
+    imported_by_location,
+    is_file_reference,
+    load_object,
+    split_reference,
+)
 from pragmodels.io.netcdf import load_netcdf, save_netcdf
 
 if TYPE_CHECKING:
@@ -144,7 +149,6 @@ __all__ = [
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
 _MANAGED = ("name", "priors", "out")  # fit() arguments that fit_many sets itself
 _SAMPLER_DEFAULTS = {"chain_method": "vectorized", "progress_bar": False}
-_FILE_MODULES: dict[str, Any] = {}
 
 
 @dataclass(frozen=True, eq=False)  # eq=False: data holds arrays, which do not compare to a bool
@@ -321,30 +325,20 @@ def _tree_of(outcome: FitOutcome) -> xr.DataTree:
 # --- workers -----------------------------------------------------------------------------
 
 
-def _is_path_ref(module_part: str) -> bool:
-    return module_part.endswith(".py") or "/" in module_part or "\\" in module_part
-
-
-def _split_ref(ref: str) -> tuple[str, str]:
-    module_part, sep, attr = ref.rpartition(":")
-    if not sep or not module_part or not all(p.isidentifier() for p in attr.split(".")):
-        raise ValueError(f"model string {ref!r} must look like 'package.module:attr' or "
-                         "'path/to/file.py:attr'.")
-    return module_part, attr
-
-
 def resolve_model(ref: str) -> Callable[..., Any]:
     """The model named by ``"package.module:attr"`` or ``"path/to/file.py:attr"``.
 
-    A file is loaded once per process (later calls return the same objects, so compiled
-    kernels are reused). ``attr`` may be dotted (``"module:Class.model"``).
+    Resolved by :func:`pragmodels.io.imports.load_object` (the entry-point loader of
+    :mod:`pragmodels.runs` uses the same functions): a relative path against the working
+    directory; a file inside a package imported by its dotted name (one module object however
+    it is reached), any other file once per process, so compiled kernels are reused.
+    ``attr`` may be dotted (``"module:Class.model"``).
 
     Parameters
     ----------
     ref : str
         ``"package.module:attr"`` (imported) or ``"path/to/file.py:attr"`` (a part before the
-        last ``:`` that ends in ``.py`` or holds a path separator; resolved against the working
-        directory and loaded as a module registered in ``sys.modules``).
+        last ``:`` that ends in ``.py`` or holds a path separator).
 
     Returns
     -------
@@ -362,33 +356,12 @@ def resolve_model(ref: str) -> Callable[..., Any]:
     TypeError
         The attribute is not callable.
     """
-    module_part, attr = _split_ref(ref)
-    if _is_path_ref(module_part):
-        path = str(Path(module_part).resolve())
-        module = _FILE_MODULES.get(path)
-        if module is None:
-            if not os.path.isfile(path):
-                raise FileNotFoundError(f"model string {ref!r}: no file {path}.")
-            mod_name = f"_pragmodels_model_{Path(path).stem}_{abs(hash(path)):x}"
-            spec = importlib.util.spec_from_file_location(mod_name, path)
-            if spec is None or spec.loader is None:
-                raise ImportError(f"model string {ref!r}: {path} cannot be loaded as a Python module.")
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[mod_name] = module  # so that objects defined there pickle by reference
-            try:
-                spec.loader.exec_module(module)
-            except BaseException:
-                del sys.modules[mod_name]
-                raise
-            _FILE_MODULES[path] = module
-    else:
-        module = importlib.import_module(module_part)
-    obj = module
-    for part in attr.split("."):
-        try:
-            obj = getattr(obj, part)
-        except AttributeError:
-            raise AttributeError(f"model string {ref!r}: {module_part} has no attribute {attr!r}.") from None
+    try:
+        obj = load_object(ref)
+    except (ValueError, AttributeError) as e:
+        raise type(e)(f"model string {e}") from None
+    except FileNotFoundError as e:
+        raise FileNotFoundError(f"model string {ref!r}: {e}") from None
     if not callable(obj):
         raise TypeError(f"model string {ref!r} names a {type(obj).__name__}, not a callable model.")
     return obj
@@ -408,7 +381,9 @@ def _worker_xla_flags(flags: str, threads: int) -> str:
         parts.append("--xla_cpu_multi_thread_eigen=false")
     if "intra_op_parallelism_threads" not in flags:
         parts.append(f"intra_op_parallelism_threads={threads}")
-    return " ".join(parts)
+    # XLA reads a value whose first token lacks "--" as a file of flags (and aborts when there is none):
+    # the "--" flags first, as this function, run again in the worker, would otherwise leave them
+    return " ".join(sorted(parts, key=lambda p: not p.startswith("--")))
 
 
 def configure_worker(threads: int | None = None, cache_dir: str | None = None) -> bool:
@@ -491,7 +466,8 @@ def _diagnostics_of(tree: xr.DataTree) -> tuple[dict[str, Any], bool | None]:
 
 
 def run_fit(name: str, spec: FitSpec | bytes, out_path: str | None = None, *, configure: bool = False,
-            threads: int | None = None, cache_dir: str | None = None) -> FitOutcome:
+            threads: int | None = None, cache_dir: str | None = None,
+            imports: Mapping[str, str] | None = None) -> FitOutcome:
     """Run one fit and return its :class:`FitOutcome`; never raises for a failed fit.
 
     The worker function of :func:`fit_many` (module-level, so it pickles by reference).
@@ -514,6 +490,10 @@ def run_fit(name: str, spec: FitSpec | bytes, out_path: str | None = None, *, co
         Call :func:`configure_worker` first (``threads``, ``cache_dir``): in a worker process.
     threads, cache_dir
         Passed to :func:`configure_worker`.
+    imports : dict, optional
+        Packages and files the calling process imported by their location (a study's
+        ``models`` package: :func:`pragmodels.io.imports.imported_by_location`), imported here
+        before the spec is unpickled, so that its model (pickled by reference) is found.
 
     Returns
     -------
@@ -526,6 +506,8 @@ def run_fit(name: str, spec: FitSpec | bytes, out_path: str | None = None, *, co
     if configure:
         configure_worker(threads, cache_dir)
     try:
+        if imports:
+            import_locations(imports)
         fit_spec: FitSpec = pickle.loads(spec) if isinstance(spec, (bytes, bytearray)) else spec
         model = resolve_model(fit_spec.model) if isinstance(fit_spec.model, str) else fit_spec.model
         settings = {**_SAMPLER_DEFAULTS, **fit_spec.sampler}
@@ -588,10 +570,10 @@ def _check_specs(specs: Iterable[FitSpec | Mapping[str, Any]]) -> list[FitSpec]:
                              "(names must be unique, ignoring case).")
         if isinstance(spec.model, str):
             try:
-                module_part, _ = _split_ref(spec.model)
+                module_part, _ = split_reference(spec.model)
             except ValueError as e:
-                raise ValueError(f"{where}: {e}") from None
-            if _is_path_ref(module_part) and not os.path.isabs(module_part):
+                raise ValueError(f"{where}: model string {e}") from None
+            if is_file_reference(module_part) and not os.path.isabs(module_part):
                 spec = dataclasses.replace(spec, model=f"{Path(module_part).resolve()}:{spec.model.rpartition(':')[2]}")
         elif not callable(spec.model):
             raise TypeError(f"{where}: model must be a callable or a 'module:attr' string; "
@@ -696,6 +678,7 @@ def fit_many(specs: Iterable[FitSpec | Mapping[str, Any]], *,
         out.mkdir(parents=True, exist_ok=True)
     paths = {s.name: (str(out / f"{s.name}.nc") if out is not None else None) for s in specs}
     blobs = [_dumps(i, s) for i, s in enumerate(specs)] if kind != "sequential" else []
+    imports = imported_by_location() if kind != "sequential" else {}  # e.g. a study's package, for the workers
 
     outcomes: dict[str, FitOutcome] = {}
     bar = tqdm(total=len(specs), desc="fits", unit="fit", disable=not progress)
@@ -733,7 +716,7 @@ def fit_many(specs: Iterable[FitSpec | Mapping[str, Any]], *,
             try:
                 with env:  # processes are spawned as tasks are submitted
                     futures = {pool.submit(run_fit, s.name, b, paths[s.name], configure=kind == "process",
-                                           threads=threads, cache_dir=cache_dir): s.name
+                                           threads=threads, cache_dir=cache_dir, imports=imports): s.name
                                for s, b in zip(specs, blobs)}
                 for fut in cf.as_completed(futures):
                     try:
@@ -760,7 +743,9 @@ def _run_dask(client: Client, specs: list[FitSpec], blobs: list[bytes], paths: M
     from distributed import as_completed
 
     token = uuid.uuid4().hex[:8]
-    futures = [client.submit(run_fit, s.name, b, paths[s.name], configure=True, key=f"fit-{s.name}-{token}",
+    imports = imported_by_location()
+    futures = [client.submit(run_fit, s.name, b, paths[s.name], configure=True, imports=imports,
+                             key=f"fit-{s.name}-{token}",
                              pure=False) for s, b in zip(specs, blobs)]
     names = {f.key: s.name for f, s in zip(futures, specs)}
     try:

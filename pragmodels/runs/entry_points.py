@@ -1,28 +1,21 @@
-"""Entry points and config files: ``"path/to/module.py:function"`` resolved from a config, and
-the JSON object a config file holds.
+"""Entry points and config files: ``"path/to/module.py:function"`` resolved from a config, the
+repository's studies imported by location, and the JSON object a config file holds.
 """
 
 
 from __future__ import annotations
 
-import hashlib
-import importlib
-import importlib.util
 import json
 import os
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pragmodels.errors import ConfigError
+from pragmodels.io.imports import import_file, import_package
 
-if TYPE_CHECKING:
-
-    pass
-
-__all__ = ['search_path', 'load_entry_point', 'read_config']
+__all__ = ['search_path', 'load_entry_point', 'import_studies', 'read_config']
 
 # ------------------------------------------------------------------ entry points
 def search_path(start: str | os.PathLike) -> list[Path]:
@@ -52,9 +45,11 @@ def load_entry_point(value: str, config_path: str | os.PathLike, key: str = "stu
     """Resolve ``"path/to/module.py:function"`` from a config and return the function.
 
     A relative path is looked up in each folder of :func:`search_path` (from the config's
-    folder); an absolute one is used as it is. The folder it resolved against is put on
-    ``sys.path``. A path through packages (every folder with an ``__init__.py``) is imported by
-    its dotted name; any other file is loaded once per process under a private module name.
+    folder); an absolute one is used as it is. The file is imported by its location
+    (:func:`pragmodels.io.imports.import_file`), never through ``sys.path``: inside a package
+    (``models/social_meaning/study.py``) by its dotted name (``models.social_meaning.study``), its
+    top package imported from its folder, so the study's own ``from models.social_meaning import
+    ...`` find the same modules; any other file once per process under a private name.
 
     Parameters
     ----------
@@ -72,8 +67,11 @@ def load_entry_point(value: str, config_path: str | os.PathLike, key: str = "stu
     Raises
     ------
     ConfigError
-        Naming the config, the key and the value: malformed ``value``, no such file, the import
-        failed (or found another module of that name first), or no such function.
+        Naming the config, the key and the value: malformed ``value`` (a dotted
+        ``"package.module:function"`` included), no such file (with the path of a file that
+        moved into a package, such as ``models/social_meaning_study.py`` ->
+        ``models/social_meaning/study.py``, suggested), the import failed (or found another
+        package of that name first), or no such function.
     """
     config_path = Path(config_path)
     where = f"{config_path}: {key} = {value!r}"
@@ -90,40 +88,62 @@ def load_entry_point(value: str, config_path: str | os.PathLike, key: str = "stu
         bases = search_path(config_path.parent)
     base = next((b for b in bases if (b / rel).is_file()), None)
     if base is None:
-        raise ConfigError(f"{where}: no file {rel} under {' or '.join(str(b) for b in bases)}.")
+        moved = next((m for b in bases for m in _moved_into_package(b, rel)), None)
+        hint = f"; did you mean '{moved}:{func_name}'?" if moved else ""
+        raise ConfigError(f"{where}: no file {rel} under {' or '.join(str(b) for b in bases)}{hint}.")
     path = (base / rel).resolve()
-    if str(base) not in sys.path:
-        sys.path.insert(0, str(base))  # so that `from models import ...` works inside the study
-    parts = rel.with_suffix("").parts
-    is_package_path = all((base / Path(*parts[:i]) / "__init__.py").is_file() for i in range(1, len(parts)))
-    module: ModuleType | None
     try:
-        if is_package_path and all(p.isidentifier() for p in parts):
-            name = ".".join(parts)
-            module = importlib.import_module(name)
-            if Path(module.__file__ or "").resolve() != path:
-                raise ConfigError(f"{where}: module {name!r} is imported from {module.__file__}, not {path} "
-                                 f"(another {parts[0]!r} package comes first on sys.path).")
-        else:
-            name = f"_pragmodels_entry_{hashlib.sha1(str(path).encode()).hexdigest()[:10]}"
-            module = sys.modules.get(name)
-            if module is None:
-                spec = importlib.util.spec_from_file_location(name, path)
-                if spec is None or spec.loader is None:
-                    raise ImportError(f"no module loader for {path}")
-                module = importlib.util.module_from_spec(spec)
-                sys.modules[name] = module
-                try:
-                    spec.loader.exec_module(module)
-                except BaseException:
-                    del sys.modules[name]
-                    raise
+        module = import_file(path)
     except ImportError as e:
         raise ConfigError(f"{where}: importing {path} failed ({e}).") from e
     func = getattr(module, func_name, None)
     if not callable(func):
         raise ConfigError(f"{where}: {path} has no function {func_name!r}.")
     return func
+
+
+def _moved_into_package(base: Path, rel: Path) -> list[str]:
+    """``a/b_c.py`` -> ``a/b/c.py`` where that file exists under ``base`` (a flat module moved into
+    a package of the same prefix)."""
+    stem, out = rel.stem, []
+    for i in [i for i, ch in enumerate(stem) if ch == "_"]:
+        candidate = rel.parent / stem[:i] / f"{stem[i + 1:]}.py"
+        if (base / candidate).is_file():
+            out.append(candidate.as_posix())
+    return out
+
+
+def import_studies(root: str | os.PathLike | None = None) -> ModuleType:
+    """The repository's studies, the package ``models``, imported by its location.
+
+    For a notebook or script that uses a study's functions: after this call ``from
+    models.social_meaning import rsa`` (and any ``import models...``) works from any working
+    directory, with no ``sys.path`` edit, and finds the modules a study run uses.
+
+    Parameters
+    ----------
+    root : str or path-like, optional
+        The repository root (default: :func:`pragmodels.datasets.repository_root`, found from
+        the working directory upwards, else above the imported pragmodels).
+
+    Returns
+    -------
+    module
+        The package ``models`` (:func:`pragmodels.io.imports.import_package`).
+
+    Raises
+    ------
+    ImportError
+        No checkout with a ``models/`` package was found.
+    """
+    if root is None:
+        from pragmodels.datasets import repository_root
+
+        root = repository_root()
+        if root is None:
+            raise ImportError("no pragmodels checkout found from the working directory (the studies in models/ "
+                              "are part of the repository, not of the installed package); pass root=.")
+    return import_package(Path(root) / "models")
 
 
 def _no_constant(name: str) -> Any:

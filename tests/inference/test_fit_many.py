@@ -152,13 +152,18 @@ def test_names_are_validated():
         fit_many([ok], max_workers=2)
 
 
-def test_model_strings_resolve():
+def test_model_strings_resolve(tmp_path):
     assert resolve_model("tests.inference.test_fit_many:COIN") is COIN
     assert resolve_model("tests.inference.test_fit_many:coin_model") is coin_model
     path = Path(__file__)
-    from_file = resolve_model(f"{path}:COIN")
-    assert callable(from_file) and from_file.func.__name__ == "coin_model" and from_file is not COIN
-    assert resolve_model(f"{path}:COIN") is from_file  # the file is loaded once per process
+    # a file inside a package is imported by its dotted name: one module object however it is named
+    assert resolve_model(f"{path}:COIN") is COIN
+    loose = tmp_path / "loose_model.py"  # a file outside any package: loaded once per process
+    loose.write_text("import functools\nfrom tests.inference.test_fit_many import coin_model\n"
+                     "COIN = functools.partial(coin_model, concentration=3.0)\n")
+    from_file = resolve_model(f"{loose}:COIN")
+    assert callable(from_file) and from_file.func is coin_model and from_file is not COIN
+    assert resolve_model(f"{loose}:COIN") is from_file
     with pytest.raises(AttributeError, match="no attribute 'NOPE'"):
         resolve_model("tests.inference.test_fit_many:NOPE")
     with pytest.raises(TypeError, match="not a callable"):
