@@ -1,8 +1,9 @@
 """Several data sets of one model in one compiled NUTS run: ``fit_batched``.
 
-Layering: imports :mod:`pragmodels.sampler` (its single-chain program and cache),
-:mod:`pragmodels.params`, :mod:`pragmodels.inference.predictive`, :mod:`pragmodels.inference.diagnostics` and
-:mod:`pragmodels.inference.fitting` (the DataTree and provenance of one fit).
+Layering: imports :mod:`pragmodels.inference.nuts` (its single-chain program),
+:mod:`pragmodels.inference.compile_cache`, :mod:`pragmodels.params`, :mod:`pragmodels.inference.predictive`,
+:mod:`pragmodels.inference.diagnostics`, :mod:`pragmodels.inference.fitting` (the checks and the DataTree
+of one fit) and :mod:`pragmodels.inference.provenance` (its attributes, as ``fit`` records them).
 
 How a GPU user fits 12 conditions at once: the sampler's single-chain program is ``vmap``-ed over
 chains *and* over data sets, so one compilation and one device launch serve every data set. Each
@@ -20,7 +21,6 @@ before each data set gets its own DataTree. The other arrays must have equal sha
 from __future__ import annotations
 
 import functools
-import json
 import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -34,6 +34,16 @@ from numpyro.primitives import Messenger
 
 from pragmodels.inference import compile_cache, nuts
 from pragmodels.inference.diagnostics import FitWarning, diagnose
+from pragmodels.inference.fitting import check_settings, run_datatree, validate_data
+from pragmodels.inference.nuts import as_rng_key
+from pragmodels.inference.predictive import (
+    posterior_predictive as posterior_predictive_draws,
+)
+from pragmodels.inference.provenance import (
+    model_name,
+    provenance_attrs,
+    sampler_settings,
+)
 from pragmodels.model_key import structure_key
 from pragmodels.params import inspect_model, with_priors
 
@@ -160,28 +170,21 @@ def fit_batched(rng_key: int | jax.Array, model: Callable[..., Any], datasets: S
     Shapes: ``datasets[k][p] [n_k, ...]`` for ``p`` in ``pad``; the batched program runs on
     ``[K, chain]`` and ``[K, n_max, ...]``.
     """
-    from pragmodels.inference.fitting import (
-        _as_key,
-        _check_settings,
-        _datatree,
-        _validate_data,
-    )
-    from pragmodels.inference.predictive import posterior_predictive as _pp
-
     t0 = time.perf_counter()
     if not datasets:
         raise ValueError("datasets is empty.")
     names = [str(i) for i in range(len(datasets))] if names is None else [str(n) for n in names]
     if len(names) != len(datasets) or len(set(names)) != len(names):
         raise ValueError(f"names must be {len(datasets)} distinct labels; got {names}.")
-    _check_settings(num_warmup, num_samples, num_chains, "vectorized", target_accept, max_tree_depth, init)
+    check_settings(num_warmup, num_samples, num_chains, "vectorized", target_accept, max_tree_depth, init)
     if init not in ("median", "uniform"):
         raise ValueError(f"fit_batched: init must be 'median' or 'uniform'; got {init!r}.")
-    datasets = [_validate_data(dict(d)) for d in datasets]
+    datasets = [validate_data(dict(d)) for d in datasets]
     infos = [inspect_model(model, d, priors) for d in datasets]  # each data set validated eagerly
+    label = model_name(model)
     if priors:
         model = with_priors(model, priors)
-    key, seed_repr = _as_key(rng_key)
+    key = as_rng_key(rng_key)
     static, stacked, mask, sizes = _pad(datasets, pad)
     n_max = mask.shape[1]
     masked = _Masked(model)
@@ -225,46 +228,35 @@ def fit_batched(rng_key: int | jax.Array, model: Callable[..., Any], datasets: S
     per_k = [{k: v[i] for k, v in samples.items()} for i in range(K)]
     out = {}
     key_pp = jax.random.split(jax.random.fold_in(key, 2), K)
-    from pragmodels.version import __version__
-
     for i, name in enumerate(names):
         data_i = {**static, **{k: v[i] for k, v in arrays.items()}}
         latent_i = {k: per_k[i][k] for k in latent_sites}
         loglik = nuts.pointwise_log_likelihood(masked, latent_i, data_i)
         observed = infos[i].observed
-        pp = _pp(key_pp[i], masked, latent_i, data_i, observed) if posterior_predictive else None
+        pp = posterior_predictive_draws(key_pp[i], masked, latent_i, data_i, observed) if posterior_predictive else None
         n = sizes[i]
         loglik = {k: _cut(v, n, n_max) for k, v in loglik.items()}
         pp = {k: _cut(v, n, n_max) for k, v in pp.items()} if pp else None
         run = nuts.NutsRun(samples=per_k[i], stats={k: v[i] for k, v in stats.items()}, latent_sites=latent_sites,
                          chain_method="vectorized", devices=1, compile_s=compile_s, run_s=run_s, cache_hit=hit)
-        tree = _datatree(run, loglik, pp, None, infos[i], dims, coords)
+        tree = run_datatree(run, loglik, pp, None, infos[i], dims, coords)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", FitWarning)
             diag = diagnose(tree, emit=True, max_tree_depth=max_tree_depth, latent=latent_sites)
         for w in caught:
             warnings.warn(f"{name}: {w.message}", FitWarning, stacklevel=2)
-        tree.attrs.update(
-            pragmodels_version=__version__, jax_version=jax.__version__, backend=jax.default_backend(),
-            model=str(getattr(model, "name", getattr(model, "__name__", repr(model)))),
-            priors=json.dumps(infos[i].priors_record()), seed=json.dumps(seed_repr), dataset=name,
-            sampler_settings=json.dumps(dict(sampler="NUTS", num_warmup=num_warmup, num_samples=num_samples,
-                                             num_chains=num_chains, chain_method="vectorized", batched=K,
-                                             target_accept=target_accept, max_tree_depth=max_tree_depth,
-                                             init=init, padded_to=int(n_max), n_trials=int(n))),
-            data_sha256=_data_hash(datasets[i]), observed_sites=json.dumps(observed),
-            compile_time_s=float(compile_s), sampling_time_s=float(run_s), kernel_cache_hit=int(hit),
-            diagnostics=json.dumps(diag.as_attrs()), diagnostics_ok=int(diag.ok),
-        )
+        recorded = sampler_settings(
+            num_warmup=num_warmup, num_samples=num_samples, num_chains=num_chains, chain_method="vectorized",
+            chain_method_requested="vectorized", devices=1, target_accept=target_accept,
+            max_tree_depth=max_tree_depth, dense_mass=dense_mass, init=init, prior_predictive=0,
+            batched=K, padded_to=int(n_max), n_trials=int(n))
+        attrs = provenance_attrs(
+            name=label, info=infos[i], data=datasets[i], rng_key=rng_key, settings=recorded, run=run,
+            diagnostics=diag, wall_time_s=float("nan"), postprocessing_time_s=float("nan"), dataset=name)
+        tree.attrs.update(attrs.items())
         out[name] = tree
     wall = time.perf_counter() - t0
-    for tree in out.values():
+    for tree in out.values():  # the batch's, known only now
         tree.attrs["wall_time_s"] = float(wall)
         tree.attrs["postprocessing_time_s"] = float(time.perf_counter() - tp)
     return out
-
-
-def _data_hash(data: Mapping[str, Any]) -> str:
-    from pragmodels.io.checksums import data_hash
-
-    return data_hash(data)

@@ -1,9 +1,9 @@
 """``fit``: NUTS over a NumPyro model, returned as an ArviZ ``DataTree`` with provenance.
 
 Layering: imports :mod:`pragmodels.params` (one eager trace: priors, dims, observed sites),
-:mod:`pragmodels.sampler` (the compiled NUTS program), :mod:`pragmodels.inference.predictive`,
-:mod:`pragmodels.inference.multistart`, :mod:`pragmodels.inference.diagnostics`, :mod:`pragmodels.results_io` and
-``arviz_base``. Never ``numpyro.sample``.
+:mod:`pragmodels.inference.nuts` (the compiled NUTS program), :mod:`pragmodels.inference.predictive`,
+:mod:`pragmodels.inference.multistart`, :mod:`pragmodels.inference.diagnostics`,
+:mod:`pragmodels.inference.provenance`, :mod:`pragmodels.io.netcdf` and ``arviz_base``. Never ``numpyro.sample``.
 
 A model is a plain Python function ``model(**data)``; its latent parameters are best declared
 with :func:`pragmodels.param` (priors and dims recorded, overridable), but any NumPyro model
@@ -26,18 +26,14 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 import time
 import traceback
 import warnings
 from collections.abc import Callable, Mapping
-from datetime import datetime, timezone
-from importlib.metadata import version as _pkg_version
 from typing import Any, Literal
 
 import jax
 import numpy as np
-import numpyro
 import xarray as xr
 
 from pragmodels.inference.compile_cache import bound_model, split_data
@@ -47,6 +43,7 @@ from pragmodels.inference.nuts import (
     CHAIN_METHODS,
     ChainMethod,
     NutsRun,
+    as_rng_key,
     pointwise_log_likelihood,
     run_nuts,
 )
@@ -54,12 +51,17 @@ from pragmodels.inference.predictive import (
     posterior_predictive as _posterior_predictive,
 )
 from pragmodels.inference.predictive import prior_predictive_draws
-from pragmodels.io.checksums import data_hash
+from pragmodels.inference.provenance import (
+    model_name,
+    provenance_attrs,
+    sampler_settings,
+)
 from pragmodels.io.errors import ResultSaveError
 from pragmodels.io.netcdf import save_netcdf
 from pragmodels.params import ModelInfo, inspect_model, with_priors
 
-__all__ = ["fit", "CHAIN_METHODS", "PostprocessingWarning", "FitPostprocessingError"]
+__all__ = ["fit", "CHAIN_METHODS", "PostprocessingWarning", "FitPostprocessingError", "validate_data",
+           "check_settings", "run_datatree"]
 
 
 class PostprocessingWarning(FitWarning):
@@ -75,18 +77,27 @@ INITS = ("median", "uniform", "optimize")
 Init = Literal["median", "uniform", "optimize"]
 
 
-def _as_key(rng_key: object) -> tuple[jax.Array, int | list[int]]:
-    if isinstance(rng_key, (int, np.integer)) and not isinstance(rng_key, bool):
-        return jax.random.key(int(rng_key)), int(rng_key)
-    if isinstance(rng_key, jax.Array):
-        return rng_key, np.asarray(jax.random.key_data(rng_key) if jax.dtypes.issubdtype(
-            rng_key.dtype, jax.dtypes.prng_key) else rng_key).tolist()
-    raise TypeError(f"rng_key must be an int seed or a jax PRNG key; got {type(rng_key).__name__}.")
-
-
-def _validate_data(data: object) -> dict[str, Any]:
+def validate_data(data: object) -> dict[str, Any]:
     """Reject NaN and +inf in any numeric data array, by name and index (-inf is allowed: it is
-    log 0 in log-space inputs such as ``log_semantics``)."""
+    log 0 in log-space inputs such as ``log_semantics``).
+
+    Parameters
+    ----------
+    data : dict
+        A model's keyword arguments (as for :func:`fit`).
+
+    Returns
+    -------
+    dict
+        The same values, in a new dict.
+
+    Raises
+    ------
+    TypeError
+        ``data`` is not a mapping.
+    ValueError
+        A NaN or +inf, named by key and index.
+    """
     if not isinstance(data, Mapping):
         raise TypeError(f"data must be a dict of model keyword arguments; got {type(data).__name__}.")
     out = {}
@@ -107,8 +118,20 @@ def _validate_data(data: object) -> dict[str, Any]:
     return out
 
 
-def _check_settings(num_warmup: object, num_samples: object, num_chains: object, chain_method: object,
-                    target_accept: object, max_tree_depth: object, init: object) -> None:
+def check_settings(num_warmup: object, num_samples: object, num_chains: object, chain_method: object,
+                   target_accept: object, max_tree_depth: object, init: object) -> None:
+    """Reject sampler settings of the wrong type or range, naming the argument.
+
+    Parameters
+    ----------
+    num_warmup, num_samples, num_chains, chain_method, target_accept, max_tree_depth, init
+        As for :func:`fit` (``chain_method`` resolved: not None).
+
+    Raises
+    ------
+    ValueError
+        The first setting out of type or range.
+    """
     for name, value, low in (("num_warmup", num_warmup, 0), ("num_samples", num_samples, 1),
                              ("num_chains", num_chains, 1)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
@@ -123,11 +146,35 @@ def _check_settings(num_warmup: object, num_samples: object, num_chains: object,
         raise ValueError(f"init must be one of {list(INITS)}; got {init!r}.")
 
 
-def _datatree(run: NutsRun, loglik: dict[str, np.ndarray], pp: dict[str, np.ndarray] | None,
-              prior: dict[str, np.ndarray] | None, info: ModelInfo, dims: Mapping[str, list[str]] | None,
-              coords: Mapping[str, Any] | None, named: bool = True) -> xr.DataTree:
-    """The ArviZ DataTree of a run; ``named=False`` leaves out every dim and coord name (ArviZ's
-    defaults: the fallback when the names are what fails)."""
+def run_datatree(run: NutsRun, loglik: dict[str, np.ndarray], pp: dict[str, np.ndarray] | None,
+                 prior: dict[str, np.ndarray] | None, info: ModelInfo, dims: Mapping[str, list[str]] | None,
+                 coords: Mapping[str, Any] | None, named: bool = True) -> xr.DataTree:
+    """The ArviZ DataTree of a NUTS run and what was computed from its draws (no attributes yet).
+
+    Shapes: ``run.samples [chain, draw, *site dims]``, ``loglik`` and ``pp [chain, draw, *obs dims]``,
+    ``prior {site: [draw, ...]}`` (given a chain axis of 1 here).
+
+    Parameters
+    ----------
+    run : NutsRun
+        The draws and sampler statistics.
+    loglik, pp : dict of np.ndarray
+        Pointwise log-likelihood and posterior predictive draws by observed site (empty or None:
+        no such group).
+    prior : dict of np.ndarray or None
+        Prior draws of every site (split into ``prior`` and ``prior_predictive``).
+    info : ModelInfo
+        The model's eager trace: observed values and declared dims.
+    dims, coords : dict, optional
+        Extra ArviZ dims and coords, as for :func:`fit`.
+    named : bool
+        False leaves out every dim and coord name (ArviZ's defaults: the fallback when the
+        names are what fails).
+
+    Returns
+    -------
+    xarray.DataTree
+    """
     from arviz_base import from_dict
 
     groups: dict[str, dict[str, np.ndarray]] = {
@@ -274,13 +321,13 @@ def fit(
         :class:`PostprocessingWarning`).
     """
     t_start = time.perf_counter()
-    key, seed_repr = _as_key(rng_key)
+    key = as_rng_key(rng_key)
     asked = chain_method
     if chain_method is None:
         chain_method = "parallel" if jax.local_device_count() > 1 else "vectorized"
-    _check_settings(num_warmup, num_samples, num_chains, chain_method, target_accept, max_tree_depth, init)
-    data = _validate_data(data)
-    model_name = name or getattr(model, "name", None) or getattr(model, "__name__", repr(model))
+    check_settings(num_warmup, num_samples, num_chains, chain_method, target_accept, max_tree_depth, init)
+    data = validate_data(data)
+    label = model_name(model, name)
     # one eager trace: validates the data and the prior overrides by name, and records the priors,
     # fixed values and dims actually in force (provenance is read from here, not from a list)
     info = inspect_model(model, data, priors)
@@ -318,10 +365,10 @@ def fit(
     if prior_predictive:
         prior = steps.run("prior_predictive", lambda: prior_predictive_draws(
             jax.random.fold_in(key, 1), model, data, int(prior_predictive)))
-    tree = steps.run("conversion", lambda: _datatree(run, loglik, pp, prior, info, dims, coords))
+    tree = steps.run("conversion", lambda: run_datatree(run, loglik, pp, prior, info, dims, coords))
     if tree is None:  # e.g. dims or coords that do not fit the draws: ArviZ's default names
         tree = steps.run("conversion (default dim names)",
-                         lambda: _datatree(run, loglik, pp, prior, info, dims, coords, named=False))
+                         lambda: run_datatree(run, loglik, pp, prior, info, dims, coords, named=False))
     if tree is None:
         tree = _raw_tree(run)
     post_s = time.perf_counter() - t_post
@@ -331,39 +378,15 @@ def fit(
         diag = diagnose(tree, emit=not strict, max_tree_depth=max_tree_depth, latent=run.latent_sites)
     except Exception as e:
         steps.record("diagnostics", e)
-    from pragmodels.version import __version__
 
     def provenance() -> None:
-        settings = dict(
-            sampler="NUTS", num_warmup=num_warmup, num_samples=num_samples, num_chains=num_chains,
-            chain_method=ran, chain_method_requested=asked or "auto", devices=run.devices,
-            target_accept=target_accept, max_tree_depth=max_tree_depth,
-            dense_mass=dense_mass if isinstance(dense_mass, bool) else [list(b) for b in dense_mass],
-            init=init, prior_predictive=int(prior_predictive),
-        )
-        tree.attrs.update(
-            pragmodels_version=__version__,
-            jax_version=jax.__version__,
-            numpyro_version=numpyro.__version__,
-            arviz_base_version=_pkg_version("arviz-base"),
-            python_version=platform.python_version(),
-            backend=jax.default_backend(),
-            created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            model=str(model_name),
-            priors=json.dumps(info.priors_record()),
-            sampler_settings=json.dumps(settings),
-            seed=json.dumps(seed_repr),
-            data_sha256=data_hash(data),
-            observed_sites=json.dumps(observed),
-            wall_time_s=float(wall),
-            compile_time_s=float(run.compile_s),
-            sampling_time_s=float(run.run_s),
-            postprocessing_time_s=float(post_s),
-            kernel_cache_hit=int(run.cache_hit),
-            diagnostics=json.dumps(diag.as_attrs() if diag is not None else {}),
-            diagnostics_ok=int(diag is not None and diag.ok),
-            init_optima=json.dumps(optima),
-        )
+        settings = sampler_settings(
+            num_warmup=num_warmup, num_samples=num_samples, num_chains=num_chains, chain_method=ran,
+            chain_method_requested=asked or "auto", devices=run.devices, target_accept=target_accept,
+            max_tree_depth=max_tree_depth, dense_mass=dense_mass, init=init, prior_predictive=prior_predictive)
+        tree.attrs.update(provenance_attrs(
+            name=label, info=info, data=data, rng_key=rng_key, settings=settings, run=run, diagnostics=diag,
+            wall_time_s=wall, postprocessing_time_s=post_s, init_optima=optima))
 
     steps.run("provenance", provenance)
     if steps.errors:

@@ -60,7 +60,7 @@ from pragmodels.inference.compile_cache import (
 from pragmodels.likelihoods.categorical import tabulate_potential
 from pragmodels.model_key import structure_key
 
-__all__ = ['CHAIN_METHODS', 'ChainMethod', 'NutsRun', 'run_nuts', 'build_chain_fn', 'dense_mass_key', 'pointwise_log_likelihood']
+__all__ = ['CHAIN_METHODS', 'ChainMethod', 'NutsRun', 'run_nuts', 'as_rng_key', 'build_chain_fn', 'dense_mass_key', 'pointwise_log_likelihood']
 
 
 CHAIN_METHODS = ("parallel", "vectorized", "sequential")
@@ -150,15 +150,38 @@ class NutsRun:
         return {k: self.samples[k] for k in self.latent_sites}
 
 
-def _as_key(rng_key: object) -> jax.Array:
+def as_rng_key(rng_key: int | jax.Array) -> jax.Array:
+    """One typed PRNG key from what a user passes as ``rng_key``.
+
+    Shapes: ``rng_key []`` (typed) or ``[2]`` (raw ``uint32``) -> ``[]`` (typed).
+
+    Parameters
+    ----------
+    rng_key : int or jax PRNG key
+        An int seed (``jax.random.key(seed)``), a typed key (``jax.random.key``) or raw ``uint32``
+        key data (``jax.random.PRNGKey``), which is wrapped. Draws are the same for all three
+        spellings of one seed.
+
+    Returns
+    -------
+    jax.Array
+        A scalar typed key.
+
+    Raises
+    ------
+    ValueError
+        A key array (several keys) instead of one key.
+    TypeError
+        Neither an int nor a JAX array (``bool`` is not a seed).
+    """
     if isinstance(rng_key, (int, np.integer)) and not isinstance(rng_key, bool):
         return jax.random.key(int(rng_key))
     if isinstance(rng_key, jax.Array):
-        if jax.dtypes.issubdtype(rng_key.dtype, jax.dtypes.prng_key):
-            if rng_key.shape != ():
-                raise ValueError(f"rng_key must be a single key; got a key array of shape {rng_key.shape}.")
-            return rng_key
-        return jax.random.wrap_key_data(rng_key)
+        typed = jax.dtypes.issubdtype(rng_key.dtype, jax.dtypes.prng_key)
+        key = rng_key if typed else jax.random.wrap_key_data(rng_key)
+        if key.shape != ():
+            raise ValueError(f"rng_key must be a single key; got a key array of shape {key.shape}.")
+        return key
     raise TypeError(f"rng_key must be an int seed or a jax PRNG key; got {type(rng_key).__name__}.")
 
 
@@ -391,7 +414,7 @@ def run_nuts(
     if (len(depths) not in (1, 2) or any(isinstance(d, bool) or not isinstance(d, int) or d < 1 for d in depths)):
         raise ValueError(f"max_tree_depth must be an integer >= 1 (or a (warm-up, sampling) pair of them); "
                          f"got {max_tree_depth!r}.")
-    key = _as_key(rng_key)
+    key = as_rng_key(rng_key)
     static, arrays = split_data(data)
     method, n_dev = _layout(chain_method, num_chains)
     has_init = init_params is not None
