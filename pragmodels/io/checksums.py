@@ -1,5 +1,8 @@
-"""Checksums: sha256 of model data (:func:`data_hash`) and of every variable of a saved result
-(:func:`tree_checksums`, :func:`verify_checksum`).
+"""Checksums: sha256 of a file (:func:`sha256_file`), of model data (:func:`data_hash`) and of
+every variable of a saved result (:func:`tree_checksums`, :func:`verify_checksum`).
+
+Layering: imports the standard library, ``numpy`` and :mod:`pragmodels.io.errors` (``xarray``
+for types only), so that :mod:`pragmodels.datasets` and :mod:`pragmodels.lm` hash files with it.
 """
 
 
@@ -9,17 +12,57 @@ import hashlib
 import json
 import os
 from collections.abc import Mapping
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import xarray as xr
 
 from pragmodels.io.errors import ResultChecksumError
 
-__all__ = ['data_hash', 'tree_checksums', 'verify_checksum', 'CHECKSUM_ATTR', 'CHECKSUM_ITEMS_ATTR', 'items_digest']
+if TYPE_CHECKING:
+    import xarray as xr
+
+__all__ = ['CHECKSUM_ATTR', 'CHECKSUM_ITEMS_ATTR', 'data_hash', 'items_digest', 'sha256_file', 'tree_checksums', 'verify_checksum']
 
 CHECKSUM_ATTR = "pragmodels_checksum"
 CHECKSUM_ITEMS_ATTR = "pragmodels_checksum_items"
+
+_REMEMBERED: dict[tuple[str, int, int], str] = {}
+
+
+def sha256_file(path: str | os.PathLike[str], *, remember: bool = False) -> str:
+    """The sha256 hex digest of a file's bytes (read in 1 MiB blocks).
+
+    Parameters
+    ----------
+    path : str or path-like
+        The file.
+    remember : bool
+        Remember the digest for this process, keyed by the resolved path, size and modification
+        time (for model files of hundreds of MB hashed each time they are opened). Off by
+        default: a file rewritten with the same size within one tick of the file system's clock
+        would keep its old digest.
+
+    Returns
+    -------
+    str
+        64 hexadecimal characters.
+    """
+    p = Path(path)
+    key = None
+    if remember:
+        st = p.stat()
+        key = (str(p.resolve()), st.st_size, st.st_mtime_ns)
+        if key in _REMEMBERED:
+            return _REMEMBERED[key]
+    h = hashlib.sha256()
+    with p.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    digest = h.hexdigest()
+    if key is not None:
+        _REMEMBERED[key] = digest
+    return digest
 
 
 def _frame(h: Any, payload: bytes | memoryview) -> None:

@@ -1,6 +1,7 @@
 """Language models as literal semantics: one interface, several backends, a score cache.
 
-Layering: imports nothing else of pragmodels but :mod:`pragmodels.errors`; no backend library
+Layering: imports nothing else of pragmodels but :mod:`pragmodels.errors` and :mod:`pragmodels.io`
+(file hashes, atomic writes); no backend library
 (``llama_cpp``, ``httpx``, ``transformers``) is imported until a model is opened.
 
 - :class:`LanguageModel` (a ``typing.Protocol``): ``score(prompt, continuations)`` and

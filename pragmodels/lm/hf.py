@@ -1,7 +1,7 @@
 """A model in this process through Hugging Face ``transformers`` and PyTorch (the ``hf`` extra), e.g. on a GPU.
 
-Layering: :mod:`pragmodels.lm.base` and :func:`pragmodels.lm.llamacpp.gguf_sha256` /
-:func:`~pragmodels.lm.llamacpp.check_gguf` (which import no backend); imports ``torch`` and
+Layering: :mod:`pragmodels.lm.base`, :func:`pragmodels.io.checksums.sha256_file` and
+:func:`pragmodels.lm.llamacpp.check_gguf` (which imports no backend); imports ``torch`` and
 ``transformers`` only when a model is opened.
 
 It loads the same GGUF files as :class:`~pragmodels.lm.llamacpp.LlamaCppLM` (``transformers``
@@ -52,6 +52,7 @@ from typing import Any
 
 import numpy as np
 
+from pragmodels.io.checksums import sha256_file
 from pragmodels.lm.base import (
     ContextLengthError,
     LMError,
@@ -60,7 +61,7 @@ from pragmodels.lm.base import (
     check_continuations,
     check_sampling,
 )
-from pragmodels.lm.llamacpp import check_gguf, gguf_sha256
+from pragmodels.lm.llamacpp import check_gguf
 
 __all__ = ["TransformersLM"]
 
@@ -92,7 +93,7 @@ def _dir_digest(folder: Path) -> str:
         rel = f.relative_to(folder)
         if any(part.startswith(".") for part in rel.parts):
             continue
-        h.update(f"{rel.as_posix()}\t{gguf_sha256(f)}\n".encode())
+        h.update(f"{rel.as_posix()}\t{sha256_file(f, remember=True)}\n".encode())
     return h.hexdigest()
 
 
@@ -181,11 +182,11 @@ class TransformersLM:
         p = Path(model).expanduser()
         if gguf_file is None and (p.suffix.lower() == ".gguf" or p.is_file()):
             g = check_gguf(p)
-            return f"gguf:{gguf_sha256(g)}", str(g.resolve().parent), g.name
+            return f"gguf:{sha256_file(g, remember=True)}", str(g.resolve().parent), g.name
         if p.is_dir():
             if gguf_file is not None:
                 g = check_gguf(p / gguf_file)
-                return f"gguf:{gguf_sha256(g)}", str(p.resolve()), gguf_file
+                return f"gguf:{sha256_file(g, remember=True)}", str(p.resolve()), gguf_file
             if not (p / "config.json").is_file():
                 raise ModelFileError(f"model folder {p} has no config.json (expected a transformers checkpoint, "
                                      "or pass gguf_file=).")
@@ -204,7 +205,7 @@ class TransformersLM:
                                  f"downloaded ({type(e).__name__}: {e}).") from e
         if gguf_file is not None:
             g = check_gguf(snap / gguf_file)
-            return f"gguf:{gguf_sha256(g)}", str(snap), gguf_file
+            return f"gguf:{sha256_file(g, remember=True)}", str(snap), gguf_file
         return f"hf:{name}@{snap.name}", str(snap), None
 
     def _resolve_dtype(self, dtype: Any) -> Any:

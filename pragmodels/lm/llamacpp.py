@@ -1,6 +1,7 @@
 """A GGUF model in this process, through ``llama-cpp-python`` (the ``lm`` extra, pinned 0.3.36).
 
-Layering: :mod:`pragmodels.lm.base`; imports ``llama_cpp`` only when a model is opened.
+Layering: :mod:`pragmodels.lm.base` and :func:`pragmodels.io.checksums.sha256_file`; imports ``llama_cpp``
+only when a model is opened.
 
 Scoring evaluates the tokens itself, through llama.cpp's own decode and logits, and never uses
 ``create_completion(echo=True, logprobs=...)``, whose prompt log-probabilities are shifted by one
@@ -54,7 +55,6 @@ which other continuations were in the batch, by up to 0.2 nats, so each has its 
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -62,6 +62,7 @@ from typing import Any
 
 import numpy as np
 
+from pragmodels.io.checksums import sha256_file
 from pragmodels.lm.base import (
     ContextLengthError,
     LMError,
@@ -71,12 +72,11 @@ from pragmodels.lm.base import (
     check_sampling,
 )
 
-__all__ = ["LlamaCppLM", "gguf_sha256", "check_gguf"]
+__all__ = ["LlamaCppLM", "check_gguf"]
 
 DEFAULT_N_CTX = 1024
 DEFAULT_N_THREADS = 2
 
-_SHA_MEMO: dict[tuple[str, int, int], str] = {}
 
 
 def check_gguf(path: str | os.PathLike[str]) -> Path:
@@ -106,31 +106,6 @@ def check_gguf(path: str | os.PathLike[str]) -> Path:
     if magic != b"GGUF":
         raise ModelFileError(f"model file {p} is not a GGUF file (it starts with {magic!r}, not b'GGUF').")
     return p
-
-
-def gguf_sha256(path: str | os.PathLike[str]) -> str:
-    """The sha256 of a model file (remembered per path, size and modification time).
-
-    Parameters
-    ----------
-    path : str or path-like
-        The file.
-
-    Returns
-    -------
-    str
-        Hex digest.
-    """
-    p = Path(path)
-    st = p.stat()
-    memo = (str(p.resolve()), st.st_size, st.st_mtime_ns)
-    if memo not in _SHA_MEMO:
-        h = hashlib.sha256()
-        with p.open("rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                h.update(block)
-        _SHA_MEMO[memo] = h.hexdigest()
-    return _SHA_MEMO[memo]
 
 
 def _log_softmax_rows(logits: np.ndarray) -> np.ndarray:
@@ -190,7 +165,7 @@ class LlamaCppLM:
         self.n_ctx = n_ctx
         self.n_threads = n_threads
         self._scorer = _BatchScorer(self._llm, n_ctx=n_ctx, n_threads=n_threads)
-        self._sha = gguf_sha256(self.path)
+        self._sha = sha256_file(self.path, remember=True)
         self._bos = [self._llm.token_bos()] if self._llm._model.add_bos_token() and self._llm.token_bos() >= 0 else []
         self._format = self._resolve_format(prompt_format)
 

@@ -29,9 +29,9 @@ import numpy as np
 import pytest
 from scipy.stats import spearmanr
 
+from pragmodels.io.checksums import sha256_file
 from pragmodels.lm import ContextLengthError, LanguageModel, LMError, ModelFileError, PromptFormat, smollm2_path
 from pragmodels.lm.hf import TransformersLM
-from pragmodels.lm.llamacpp import gguf_sha256
 
 requires_hf = pytest.mark.skipif(
     os.environ.get("PRAGMODELS_TEST_HF") != "1",
@@ -165,7 +165,7 @@ class TestOnSmolLM2:
         assert isinstance(hf, LanguageModel)
         assert hf.prompt_format == smollm2.prompt_format
         assert hf.prompt_format.end == "<|im_end|>"
-        assert hf.identity == f"gguf:{gguf_sha256(smollm2_path())}+transformers-float32"
+        assert hf.identity == f"gguf:{sha256_file(smollm2_path())}+transformers-float32"
         assert hf.identity != smollm2.identity  # a score cache must not mix the two backends' numbers
 
     def test_same_token_splits_as_llamacpp(self, hf, smollm2):
