@@ -1,6 +1,7 @@
 """Locate a registered file: offline mirror or download cache, always hash-verified.
 
-Layering: standard library, :mod:`pragmodels.errors` and :mod:`pragmodels.datasets.registry`.
+Layering: standard library, :mod:`pragmodels.errors`, :mod:`pragmodels.io.atomic` (the download's
+write), :mod:`pragmodels.io.checksums` (the hash) and :mod:`pragmodels.datasets.registry`.
 
 Environment variables: ``PRAGMODELS_DATA_DIR`` names an offline mirror (no network is used
 when it is set); otherwise files are downloaded once into ``PRAGMODELS_CACHE_DIR`` (default
@@ -17,15 +18,15 @@ is inside such a checkout (a wheel installed elsewhere) against the working dire
 
 from __future__ import annotations
 
-import hashlib
 import os
-import tempfile
 import urllib.error
 import urllib.request
 from pathlib import Path
 
 from pragmodels.datasets.registry import DataFile, get
 from pragmodels.errors import PragmodelsError
+from pragmodels.io.atomic import atomic_write
+from pragmodels.io.checksums import sha256_file
 
 __all__ = ["DataDownloadError", "DataIntegrityError", "sha256_of", "verify", "locate", "data_dir",
            "repository_root"]
@@ -96,23 +97,9 @@ def data_dir() -> Path | None:
     return path.resolve()
 
 
-def sha256_of(path: str | os.PathLike) -> str:
-    """The sha256 hex digest of a file's bytes (read in 1 MiB chunks).
-
-    Parameters
-    ----------
-    path : path-like
-
-    Returns
-    -------
-    str
-        64 hexadecimal characters.
-    """
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+#: The sha256 hex digest of a file's bytes: :func:`pragmodels.io.checksums.sha256_file` (this
+#: package's public name for it).
+sha256_of = sha256_file
 
 
 def verify(path: Path, entry: DataFile) -> Path:
@@ -134,7 +121,7 @@ def verify(path: Path, entry: DataFile) -> Path:
     DataIntegrityError
         Naming the file, both hashes and the data set's URL.
     """
-    actual = sha256_of(path)
+    actual = sha256_file(path)
     if actual != entry.sha256:
         raise DataIntegrityError(
             f"{path}: sha256 {actual} does not match the registered {entry.sha256} for data set "
@@ -144,17 +131,7 @@ def verify(path: Path, entry: DataFile) -> Path:
 
 
 def _download(entry: DataFile, dest: Path) -> None:
-    try:
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".part")
-    except OSError as e:
-        raise DataDownloadError(
-            f"cannot write the download cache {dest.parent} for data set {entry.key!r} ({e.strerror or e}). "
-            f"Set PRAGMODELS_CACHE_DIR to a writable folder, or PRAGMODELS_DATA_DIR to an offline mirror "
-            f"that holds {entry.path}."
-        ) from e
-    os.close(fd)
-    try:
+    def fetch(tmp: str) -> None:
         try:
             with urllib.request.urlopen(entry.url, timeout=60) as r, open(tmp, "wb") as f:
                 f.write(r.read())
@@ -163,14 +140,17 @@ def _download(entry: DataFile, dest: Path) -> None:
                 f"could not download data set {entry.key!r} from {entry.url} ({e}). Without network access, "
                 f"set PRAGMODELS_DATA_DIR to an offline mirror that holds {entry.path}."
             ) from e
-        verify(Path(tmp), entry)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # the mode an ordinary open() gives (mkstemp's is 0600)
-        os.replace(tmp, dest)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+
+    try:  # written aside and verified before it is renamed into the cache (the umask's mode)
+        atomic_write(dest, fetch, check=lambda tmp: verify(Path(tmp), entry))
+    except DataDownloadError:
+        raise
+    except OSError as e:  # the cache folder cannot be made or written
+        raise DataDownloadError(
+            f"cannot write the download cache {dest.parent} for data set {entry.key!r} ({e.strerror or e}). "
+            f"Set PRAGMODELS_CACHE_DIR to a writable folder, or PRAGMODELS_DATA_DIR to an offline mirror "
+            f"that holds {entry.path}."
+        ) from e
 
 
 def locate(key: str, *, verify_hash: bool = True) -> Path:

@@ -1,20 +1,13 @@
-"""Saving and loading fit results: netCDF for posteriors, atomic checksummed writes, data hashes.
+"""Saving and loading fit results: netCDF posteriors, written atomically and checksummed.
 
-Layering: imports ``numpy``, ``xarray`` and the standard library; used by
+Layering: imports ``xarray``, the standard library, :mod:`pragmodels.io.atomic` (the write),
+:mod:`pragmodels.io.checksums` and :mod:`pragmodels.io.errors`; used by
 :mod:`pragmodels.inference.fitting` and the CLI. No pickle anywhere.
 
-Writing (:func:`save_netcdf`, :func:`atomic_write`)
----------------------------------------------------
-A result is written into a temporary sibling ``.<name>.<pid>-<host>-<random>.pragmodels.tmp``
-in the target's folder, flushed to disk and renamed onto the target (``os.replace``: atomic),
-so the target always holds either the earlier file or the whole new one. A path that is a
-symlink is written through: the link's target (``os.path.realpath``) is replaced and the link
-stays a link. The new file gets the usual mode of a new file (``0o666`` less the umask). A save
-killed outright (SIGKILL, power loss) leaves its temporary file behind; the next save into the
-same folder removes such leftovers: those whose writer (pid, on this host) is no longer running,
-those older than :data:`STALE_TMP_AGE_S` whatever their pid, and ``.<name>.<random>.tmp`` files of
-the same name written before pids were part of the name, once older than
-:data:`LEGACY_TMP_AGE_S`.
+:func:`save_netcdf` writes through :func:`~pragmodels.io.atomic.atomic_write`: into a temporary
+sibling, flushed and renamed onto the target, so the target always holds either the earlier file
+or the whole new one (a symlink is written through; leftovers of killed saves are removed by the
+next save into the folder).
 
 Checksums
 ---------

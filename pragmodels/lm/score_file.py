@@ -1,6 +1,7 @@
 """Score a file of prompts against a language model and write a table (``pragmodels lm score``).
 
-Layering: the standard library, :mod:`pragmodels.lm.base`, :mod:`pragmodels.lm.cache`,
+Layering: the standard library, :mod:`pragmodels.io.atomic` (the write),
+:mod:`pragmodels.io.checksums`, :mod:`pragmodels.lm.base`, :mod:`pragmodels.lm.cache`,
 :mod:`pragmodels.lm.bundled`; a backend (:mod:`pragmodels.lm.llamacpp` or
 :mod:`pragmodels.lm.openai_http`) is imported when a model is opened, ``tqdm`` when scoring
 starts, ``pyarrow`` only to write Parquet.
@@ -26,11 +27,9 @@ table (the scores it did compute are in the cache, so a rerun resumes).
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import json
 import os
-import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -38,6 +37,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from pragmodels.io.atomic import write_aside
+from pragmodels.io.checksums import sha256_file
 from pragmodels.lm.base import (
     LanguageModel,
     LMError,
@@ -340,15 +341,6 @@ def _with_context(e: Exception, where: str) -> Exception:
         return LMError(f"{where}: {e}")
 
 
-def _atomic_target(out: Path) -> Path:
-    fd, name = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
-    os.close(fd)
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(name, 0o666 & ~umask)  # the mode an ordinary open() would give (mkstemp's is 0600)
-    return Path(name)
-
-
 def _write_csv(rows: Sequence[dict[str, Any]], path: Path) -> None:
     import csv
 
@@ -356,8 +348,6 @@ def _write_csv(rows: Sequence[dict[str, Any]], path: Path) -> None:
         w = csv.DictWriter(f, fieldnames=list(COLUMNS))
         w.writeheader()
         w.writerows(rows)  # floats as repr: they read back exactly
-        f.flush()
-        os.fsync(f.fileno())
 
 
 def _write_parquet(rows: Sequence[dict[str, Any]], path: Path, provenance: dict[str, Any]) -> None:
@@ -429,29 +419,14 @@ def write_table(rows: Sequence[dict[str, Any]], out: str | os.PathLike[str],
         The files cannot be written.
     """
     table = check_table_path(out)
-    table.parent.mkdir(parents=True, exist_ok=True)
     sidecar = table.with_name(table.name + ".json")
-    tmp_table, tmp_side = _atomic_target(table), _atomic_target(sidecar)
-    try:
+    with write_aside(table, sidecar) as (tmp_table, tmp_side):
         if table.suffix.lower() == ".parquet":
             _write_parquet(rows, tmp_table, provenance)
         else:
             _write_csv(rows, tmp_table)
         tmp_side.write_text(json.dumps(provenance, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-        os.replace(tmp_table, table)
-        os.replace(tmp_side, sidecar)
-    finally:
-        for t in (tmp_table, tmp_side):
-            t.unlink(missing_ok=True)
     return table, sidecar
-
-
-def _sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def score_file(prompts: str | os.PathLike[str], out: str | os.PathLike[str], lm: LanguageModel, *,
@@ -505,7 +480,7 @@ def score_file(prompts: str | os.PathLike[str], out: str | os.PathLike[str], lm:
         "tool": "pragmodels lm score",
         "pragmodels_version": __version__,
         "created_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "input": {"path": str(src.resolve()), "sha256": _sha256_file(src), "prompts": len(items)},
+        "input": {"path": str(src.resolve()), "sha256": sha256_file(src), "prompts": len(items)},
         "model": {"identity": lm.identity, **_model_settings(lm)},
         "prompt_format": {"name": fmt.name, "before": fmt.before, "between": fmt.between, "end": fmt.end},
         "cache": {"path": str(Path(str(cache.path)).resolve()), "from_cache": from_cache, "computed": len(rows) - from_cache}

@@ -1,30 +1,17 @@
 """Run folders: staged aside, locked, swapped in whole, described by a manifest (``run.json``).
 
-Layering: imports the standard library and :mod:`pragmodels.errors` (:mod:`pragmodels.config_schema`,
-pydantic, lazily); never imports a study (a study is found from its config,
-:func:`load_entry_point`) and never imports JAX.
+Layering: imports the standard library, :mod:`pragmodels.errors` and :mod:`pragmodels.io.atomic`
+(staging folders, the swap, leftovers of killed runs); never imports a study or JAX.
 
-Folder layout
--------------
-A config ``fits/<name>.json`` runs into ``fits/<name>/<mode>/`` (``mode`` is ``quick`` or
-``full``, so a smoke run never replaces a real one; ``--out`` names another folder, and a run
-refuses to replace a folder whose ``run.json`` records the other mode). Beside the folder, in
-its parent, live only transient names (git-ignored)::
-
-    .<mode>.lock                    fcntl.flock lock file; holds the running pid
-    .<mode>.tmp-<pid>-<random>/     the run being written (the staging folder)
-    .<mode>.old-<pid>-<random>/     the previous run for an instant during the swap (fallback only)
-
-A run writes everything into its staging folder; when the writer returns, ``run.json`` is
-completed and the staging folder is swapped with the old folder (``renameat2(RENAME_EXCHANGE)``
-on Linux: atomic, the folder path never goes missing; elsewhere two renames through a uniquely
-named ``.old-`` folder). So the folder always holds one whole run: on an exception, Ctrl-C or
-SIGTERM/SIGHUP (turned into :class:`RunInterrupted` while the run is open) the staging folder is
-removed and the old folder is left as it was. Python runs signal handlers between bytecodes, so a
-signal that arrives during a long XLA computation takes effect when it returns; a SIGKILL leaves
-the staging folder behind. Leftovers of killed runs (a ``.tmp-``/``.old-`` folder
-whose pid is no longer alive, or older than a week; pre-pid names older than a day) are removed
-by the next run into the same folder, under its lock.
+A config ``fits/<name>.json`` runs into ``fits/<name>/<mode>/`` (:func:`run_folder`; ``mode`` is
+``quick`` or ``full``, so a smoke run never replaces a real one, and a run refuses to replace a
+folder whose ``run.json`` records the other mode). :func:`open_run` takes the folder's lock
+(``.<mode>.lock`` beside it, holding the running pid), writes the run into a staging folder
+``.<mode>.tmp-<pid>-<random>/`` and, when the writer returns, swaps it in whole
+(:func:`pragmodels.io.atomic.swap_in_folder`); on an exception, Ctrl-C or SIGTERM/SIGHUP (turned
+into :class:`RunInterrupted` while the run is open) the staging folder is removed and the old
+folder is left as it was. A SIGKILL leaves the staging folder behind; the next run into the same
+folder removes it under the lock (:func:`pragmodels.io.atomic.remove_stale_folders`).
 
 Manifest (``run.json``)
 -----------------------
@@ -40,11 +27,9 @@ rendered from it, never from markdown.
 
 Study entry points
 ------------------
-A study config names its entry point as ``"study": "models/my_study.py:run"``. The path is
-resolved against the config's directory, then each parent in turn, stopping at the first
-directory holding ``pyproject.toml`` or ``.git`` (the repository root); the directory it resolved
-against goes on ``sys.path`` so that ``from models import ...`` works inside the study. The
-library calls::
+A study config names its entry point, ``"study": "models/my_study/study.py:run"``
+(:func:`pragmodels.runs.entry_points.load_entry_point` imports it by location, never through
+``sys.path``). The library calls::
 
     run(config: dict, out_dir: pathlib.Path, mode: str, progress: bool, record: Run) -> None
 
@@ -52,8 +37,8 @@ library calls::
 (``record.fit(label, tree, file)``, ``record.data(name, sha256)``, ``record.note(key, value)``,
 ``record.finish()`` to write ``run.json`` before rendering a report from it).
 
-Before anything runs, the config is validated (:func:`load_study_config`) against the study's
-schema: ``Config`` in the entry point's module, a subclass of
+Before anything runs, the config is validated (:func:`pragmodels.runs.study.load_study_config`)
+against the study's schema: ``Config`` in the entry point's module, a subclass of
 :class:`pragmodels.runs.schema.StudyConfig` (which alone allows no study-specific key), and the
 run folder is checked to be writable (:func:`check_writable`). Errors are
 :class:`~pragmodels.errors.ConfigError` and :class:`RunError`.
@@ -63,14 +48,10 @@ run folder is checked to be writable (:func:`check_writable`). Errors are
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import errno
 import hashlib
 import json
 import os
 import platform
-import re
-import secrets
 import shutil
 import signal
 import sys
@@ -83,7 +64,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pragmodels.errors import PragmodelsError
-from pragmodels.io.atomic import pid_alive
+from pragmodels.io.atomic import remove_stale_folders, staging_folder, swap_in_folder
 
 if TYPE_CHECKING:
     import xarray as xr
@@ -94,8 +75,6 @@ __all__ = ['MODES', 'RunError', 'RunFolderLocked', 'RunInterrupted', 'Run', 'ope
 MODES = ("quick", "full")
 SCHEMA = "pragmodels.run/1"
 MANIFEST = "run.json"
-STALE_AGE_S = 7 * 24 * 3600  # a temp folder this old is stale even if its pid is alive (pid reuse)
-LEGACY_STALE_AGE_S = 24 * 3600  # temp folders named before pids were part of the name
 _VERSIONS = ("pragmodels", "jax", "jaxlib", "numpyro", "arviz-base", "arviz-stats", "xarray", "numpy",
              "scipy", "pandas", "h5netcdf")
 
@@ -191,46 +170,6 @@ def _names(final: Path) -> tuple[Path, str]:
     return final.parent / f".{final.name}.lock", f".{final.name}."
 
 
-def _leftovers(final: Path) -> list[tuple[Path, str, int | None]]:
-    """Transient siblings of ``final``: (path, kind 'tmp'/'old', pid or None for pre-pid names)."""
-    prefix = re.escape(f".{final.name}.")
-    pat = re.compile(prefix + r"(tmp|old)(?:-(\d+)-[0-9a-f]+|-\d+)?$")
-    out: list[tuple[Path, str, int | None]] = []
-    if not final.parent.is_dir():
-        return out
-    for p in final.parent.iterdir():
-        m = pat.match(p.name)
-        if m and p.is_dir() and not p.is_symlink():
-            out.append((p, m.group(1), int(m.group(2)) if m.group(2) else None))
-    return out
-
-
-def _is_stale(path: Path, pid: int | None, now: float) -> bool:
-    try:
-        age = now - path.stat().st_mtime
-    except FileNotFoundError:
-        return False
-    if pid is None:
-        return age > LEGACY_STALE_AGE_S
-    return pid == os.getpid() or not pid_alive(pid) or age > STALE_AGE_S
-
-
-def _clean_leftovers(final: Path, log: Callable[[str], None]) -> None:
-    """Remove stale temp folders of ``final`` (call with the lock held). If ``final`` is missing
-    but an ``.old`` folder exists (a swap killed between its two renames), restore it first."""
-    now = time.time()
-    found = _leftovers(final)
-    olds = sorted((p for p, kind, _ in found if kind == "old"), key=lambda p: p.stat().st_mtime)
-    if olds and not final.exists():
-        olds[-1].rename(final)
-        log(f"restored {final} from {olds[-1].name} (a swap was interrupted)")
-        found = _leftovers(final)
-    for p, kind, pid in found:
-        if kind == "old" or _is_stale(p, pid, now):
-            shutil.rmtree(p, ignore_errors=True)
-            log(f"removed a leftover folder {p}")
-
-
 # ------------------------------------------------------------------ lock
 @contextlib.contextmanager
 def lock_folder(final: str | os.PathLike) -> Iterator[None]:
@@ -270,40 +209,6 @@ def lock_folder(final: str | os.PathLike) -> Iterator[None]:
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)
-
-
-# ------------------------------------------------------------------ swap
-def _exchange(a: Path, b: Path) -> bool:
-    """Atomically exchange two directories (Linux renameat2 RENAME_EXCHANGE); False if unsupported."""
-    if not sys.platform.startswith("linux"):
-        return False
-    try:
-        fn = ctypes.CDLL(None, use_errno=True).renameat2
-    except (AttributeError, OSError):
-        return False
-    fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
-    at_fdcwd, rename_exchange = -100, 2
-    if fn(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0:
-        return True
-    err = ctypes.get_errno()
-    if err in (errno.ENOSYS, errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV):
-        return False
-    raise OSError(err, os.strerror(err), str(b))
-
-
-def _swap_in(tmp: Path, final: Path) -> None:
-    if not final.exists():
-        os.rename(tmp, final)
-        return
-    if not final.is_dir():
-        raise RunError(f"{final} exists and is not a folder; cannot replace it with a run folder.")
-    if _exchange(tmp, final):  # tmp now holds the previous run
-        shutil.rmtree(tmp, ignore_errors=True)
-        return
-    old = final.parent / f".{final.name}.old-{os.getpid()}-{secrets.token_hex(4)}"
-    os.rename(final, old)
-    os.rename(tmp, final)
-    shutil.rmtree(old, ignore_errors=True)
 
 
 # ------------------------------------------------------------------ signals
@@ -532,16 +437,18 @@ def open_run(final: str | os.PathLike, *, mode: str, entry_point: str, config: d
     }
     with lock_folder(final), _signals_raise():
         _check_mode(final, mode)
-        _clean_leftovers(final, log)
-        tmp = final.parent / f".{final.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}"
-        tmp.mkdir()
+        remove_stale_folders(final, log)
+        tmp = staging_folder(final)
         try:
             run = Run(tmp, final, manifest, log)
             yield run
             run.finish()
             run._list_files()
             run._write()
-            _swap_in(tmp, final)
+            try:
+                swap_in_folder(tmp, final)
+            except NotADirectoryError:
+                raise RunError(f"{final} exists and is not a folder; cannot replace it with a run folder.") from None
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)  # the old folder is untouched
             raise

@@ -19,6 +19,7 @@ import xarray as xr
 
 from pragmodels import errors, runs
 from pragmodels.cli import main
+from pragmodels.io import atomic
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "PRAGMODELS_COMPILATION_CACHE": "off", "PRAGMODELS_HOST_DEVICES": "1"}
@@ -143,7 +144,7 @@ def test_leftover_nonempty_old_folder_does_not_break_the_swap(old_run, monkeypat
     """The previous code renamed the folder onto `.X.old` and failed with 'Directory not empty'
     when a killed run had left one, stranding the new results in a temp folder."""
     if not atomic_exchange:
-        monkeypatch.setattr(runs.folder, "_exchange", lambda a, b: False)
+        monkeypatch.setattr(atomic, "_exchange", lambda a, b: False)
     leftover = old_run.parent / f".{old_run.name}.old"
     (leftover / "posteriors").mkdir(parents=True)
     (leftover / "posteriors" / "h.nc").write_bytes(b"run before last")
