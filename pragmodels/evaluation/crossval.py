@@ -1,7 +1,10 @@
 """K-fold cross-validation over groups (e.g. items): held-out log predictive densities.
 
 Layering: imports ``jax``, ``numpy``, ``numpyro.handlers`` (trace, seed, substitute; never
-``numpyro.sample``), :mod:`pragmodels.params` and :mod:`pragmodels.inference.fitting`.
+``numpyro.sample``), :mod:`pragmodels.params`, :mod:`pragmodels.model_key` and
+:mod:`pragmodels.inference` (``fit``, ``as_rng_key`` and the compile cache's public API).
+``arviz_stats.loo_kfold`` gives the same numbers from the same log-likelihoods but refits one fold
+at a time through a ``SamplingWrapper`` (docs/architecture.md, "arviz-stats").
 
 PSIS-LOO (:func:`pragmodels.loo`) leaves out one observation at a time. Models with one latent
 parameter vector per item (a per-item rationality, per-item semantics) need instead to be
@@ -37,6 +40,7 @@ import xarray as xr
 from jax import lax
 from numpyro import handlers
 
+from pragmodels.inference.nuts import as_rng_key
 from pragmodels.params import inspect_model, with_priors
 
 __all__ = ["item_folds", "subset_items", "local_sites", "heldout_log_density", "fit_fold", "FoldResult"]
@@ -219,7 +223,7 @@ def heldout_log_density(rng_key: int | jax.Array, model: Callable[..., Any],
     from pragmodels.inference.compile_cache import split_data
     from pragmodels.model_key import structure_key
 
-    key = jax.random.key(rng_key) if isinstance(rng_key, (int, np.integer)) else rng_key
+    key = as_rng_key(rng_key)
     info = inspect_model(model, data)
     if not info.observed:
         raise ValueError("heldout_log_density: the model has no observed site; pass the held-out responses in data.")

@@ -4,7 +4,8 @@ Layering: imports ``numpy``, ``xarray`` and ``arviz_stats``; reads the DataTrees
 :func:`pragmodels.fit` returns. Never imports numpyro.
 
 ArviZ's ``loo(tree)`` refuses a tree with several log-likelihood arrays ("Found several log
-likelihood arrays"): a model fitted to production *and* comprehension data has two. Here they are
+likelihood arrays"), and ``loo(log_lik_fn=...)`` scores one observed variable (docs/architecture.md,
+"arviz-stats"): a model fitted to production *and* comprehension data has two. Here they are
 joined into one pointwise array first, in one of two documented ways:
 
 - ``how="concat"`` (default): every observation of every site is one leave-one-out unit (the

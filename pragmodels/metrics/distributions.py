@@ -103,24 +103,16 @@ def _samples(values: npt.ArrayLike | Sequence[npt.ArrayLike]) -> tuple[list[np.n
     return [np.asarray(s, float).ravel() for s in values], False  # type: ignore[union-attr]
 
 
-def _w1(values_a: np.ndarray, weights_a: np.ndarray, values_b: np.ndarray, weights_b: np.ndarray) -> float:
-    """Exact ``∫ |F_a - F_b|`` for two discrete distributions (weights normalised)."""
-    x = np.concatenate([values_a, values_b])
-    order = np.argsort(x, kind="mergesort")
-    x = x[order]
-    w = np.concatenate([weights_a, -weights_b])[order]
-    diff_cdf = np.cumsum(w)[:-1]  # F_a - F_b on [x_k, x_{k+1})
-    return float(np.sum(np.abs(diff_cdf) * np.diff(x)))
-
-
 def wasserstein_to_sample(probs: npt.ArrayLike, values: npt.ArrayLike | Sequence[npt.ArrayLike],
                           state_values: npt.ArrayLike | None = None) -> np.ndarray:
     """1-D Wasserstein distance between model distributions and samples of raw responses.
 
     ``W1(p, h) = ∫ |F_p(x) - F_h(x)| dx``, ``F_p`` the CDF of mass ``p(s)`` at ``v_s`` and
-    ``F_h`` the empirical CDF of the responses (mass ``1/n`` each). Computed exactly from the
-    merged support (no binning of the responses), in the slider's units; equal to
-    ``scipy.stats.wasserstein_distance(state_values, values, u_weights=probs)``.
+    ``F_h`` the empirical CDF of the responses (mass ``1/n`` each). Computed exactly, without
+    binning the responses, in the slider's units, by
+    ``scipy.stats.wasserstein_distance(state_values, values, u_weights=probs)`` (not
+    ``arviz_stats.wasserstein``, which takes no weights and subsamples both sides to one size:
+    see docs/architecture.md).
 
     Parameters
     ----------
@@ -154,7 +146,7 @@ def wasserstein_to_sample(probs: npt.ArrayLike, values: npt.ArrayLike | Sequence
     for i, h in enumerate(samples):
         if h.size == 0 or not np.all(np.isfinite(h)):
             raise ValueError(f"values[{i}] must be a non-empty sample of finite responses.")
-        out[i] = _w1(v, rows[i], h, np.full(h.size, 1.0 / h.size))
+        out[i] = stats.wasserstein_distance(v, h, u_weights=rows[i])
     return np.asarray(out[0]) if single else out
 
 
