@@ -1,6 +1,6 @@
 """Time pragmodels, the plain-JAX floor and memo (PyPI memo-lang) on one random N x N Boolean lexicon.
 
-Run as ``python benchmarks/_memo_worker.py N DEPTH REPEATS SEED [--no-memo] [--grad]`` from the
+Run as ``python -m benchmarks._memo_worker N DEPTH REPEATS SEED [--no-memo] [--grad]`` from the
 repository root; prints one JSON line. Every case is timed in this one process, round-robin (one
 call of each case per repeat, the order rotated), after two warm-up calls; the figure is the
 median of the repeats, each ended by ``jax.block_until_ready``. A separate process per size
@@ -28,16 +28,13 @@ import json
 import os
 import sys
 import time
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-import pragmodels as pm  # noqa: E402
-from benchmarks.listener_table import ALPHA, floor_listener, floor_listener_safe  # noqa: E402
+import pragmodels as pm
+from benchmarks.listener_table import ALPHA, floor_listener, floor_listener_safe
 
 N, DEPTH, REPS, SEED = (int(a) for a in sys.argv[1:5])
 WITH_MEMO = "--no-memo" not in sys.argv[5:]

@@ -1,7 +1,7 @@
 """Fit overhead benchmark: compilation, repeat-fit wall time and memory of ``pm.fit``, new vs old.
 
-Usage: python benchmarks/fit_overhead.py [--quick] [--baseline REV] [--cases bda,hier]
-       python benchmarks/fit_overhead.py --profile-gradient [--quick]
+Usage: python -m benchmarks.fit_overhead [--quick] [--baseline REV] [--cases bda,hier]
+       python -m benchmarks.fit_overhead --profile-gradient [--quick]
 
 Each case runs twice in the same run, each in a fresh worker process (2 CPU devices, no
 persistent compilation cache):
@@ -56,7 +56,6 @@ import warnings
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 COMPILE_EVENTS = ("/jax/core/compile/jaxpr_trace_duration", "/jax/core/compile/jaxpr_to_mlir_module_duration",
                   "/jax/core/compile/backend_compile_duration")

@@ -1,6 +1,6 @@
 """Fit benchmark: wall time and bulk ESS per second for two NUTS fits, by chain method.
 
-Usage: python benchmarks/fit_speed.py [--quick]
+Usage: python -m benchmarks.fit_speed [--quick]
 
 (a) reference game: speaker choices, alpha and one cost weight (240 trials);
 (b) hierarchical: listener guesses with a rationality per item, 100 items x 40 responses on a
@@ -14,18 +14,15 @@ wall time of the cached run. Writes benchmarks/results/fit_speed.csv and .md.
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 import warnings
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import jax  # noqa: E402
 
-import pragmodels as pm  # noqa: E402
-from benchmarks._results import write_results  # noqa: E402
-from pragmodels.rsa_models import hierarchical_listener_model, speaker_model  # noqa: E402
-from pragmodels.simulate import reference_game_speaker, scale_listener_by_item  # noqa: E402
+import pragmodels as pm
+from benchmarks._results import write_results
+from pragmodels.rsa_models import hierarchical_listener_model, speaker_model
+from pragmodels.simulate import reference_game_speaker, scale_listener_by_item
 
 HERE = Path(__file__).resolve().parent
 

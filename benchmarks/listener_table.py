@@ -1,6 +1,6 @@
 """Pragmatic-listener table: pragmodels vs a plain jax.numpy floor vs memo, same lexicon, same run.
 
-Usage: python benchmarks/listener_table.py [--quick] [--no-memo] [--sizes 200 1000 3000]
+Usage: python -m benchmarks.listener_table [--quick] [--no-memo] [--sizes 200 1000 3000]
 
 For random Boolean lexicons (density 0.5) at 200, 1000 and 3000 squared (depth 1) and depths 2-8
 at 200x200, prints milliseconds per call after warm-up (median of repeats, calls of the cases
@@ -29,8 +29,7 @@ import jax.numpy as jnp
 import pandas as pd
 from jax.nn import logsumexp
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks._results import write_results  # noqa: E402
+from benchmarks._results import write_results
 
 HERE = Path(__file__).resolve().parent
 ALPHA = 2.0
@@ -62,7 +61,7 @@ def floor_listener_safe(log_sem, alpha, depth):
 
 
 def run_case(n, depth, reps, seed, memo, grad):
-    cmd = [sys.executable, str(HERE / "_memo_worker.py"), str(n), str(depth), str(reps), str(seed)]
+    cmd = [sys.executable, "-m", "benchmarks._memo_worker", str(n), str(depth), str(reps), str(seed)]
     cmd += ([] if memo else ["--no-memo"]) + (["--grad"] if grad else [])
     t0 = time.perf_counter()
     try:

@@ -1,8 +1,8 @@
 """LM scoring throughput of the in-process llama.cpp backend: naive evaluation vs LlamaCppLM.score vs the cache.
 
-Usage: python benchmarks/lm_scoring.py [--lm smollm2|gemma3] [--prompts N] [--threads T] [--naive-every K] [--quick]
+Usage: python -m benchmarks.lm_scoring [--lm smollm2|gemma3] [--prompts N] [--threads T] [--naive-every K] [--quick]
 
-Wavelength-like prompts (``models/wavelength_prompts.listener_prompt`` on made-up scales and
+Wavelength-like prompts (``models.wavelength.prompts.listener_prompt`` on made-up scales and
 clues, not the upstream data), each with the 21 continuations ``answers()``
 (``<answer>0</answer>`` ... ``<answer>100</answer>``), scored in these configurations, in one run,
 on one model file (SmolLM2-135M-Instruct, chat format; or Gemma 3 270M, plain text):
@@ -49,7 +49,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -57,11 +56,10 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
-from benchmarks._results import write_results  # noqa: E402
-from models.wavelength_prompts import answers, listener_prompt  # noqa: E402
-from pragmodels.lm import CachedLM, LlamaCppLM, ScoreCache, gemma3_path, smollm2_path  # noqa: E402
+from benchmarks._results import write_results
+from models.wavelength.prompts import answers, listener_prompt
+from pragmodels.lm import CachedLM, LlamaCppLM, ScoreCache, gemma3_path, smollm2_path
 
 #: made-up scales and clues (none from the upstream data, none from the prompt's worked examples)
 SCALES = [
@@ -268,7 +266,7 @@ def main() -> None:
                   "speedup_cpu_vs_a": "speed-up vs (a), CPU", "max_abs_diff_vs_b": "max abs diff vs (b)"}
     detail = (f"Model {model_label} (`{path.name}`), llama-cpp-python {llama_cpp.__version__}, llama.cpp "
               f"threads {args.threads}, n_ctx {args.n_ctx}; {args.prompts} Wavelength-like listener prompts "
-              f"(`models/wavelength_prompts.listener_prompt` on made-up scales; {min(prompt_tokens)}-"
+              f"(`models.wavelength.prompts.listener_prompt` on made-up scales; {min(prompt_tokens)}-"
               f"{max(prompt_tokens)} prompt tokens, the few-shot block shared) x the 21 `answers()`; (a) and (a') "
               f"timed on every {args.naive_every}th continuation ({len(subset)} of 21 per prompt), per continuation. "
               f"Configurations interleaved prompt by prompt. Load average (1 min) {load0[0]:.2f} at the start, "
@@ -280,7 +278,7 @@ def main() -> None:
              "previous prompt's, plus each continuation once; (b1) more, since a call with one continuation moves all "
              "but its last token into the prompt, evaluating them twice). Max abs diff: nats, against (b)'s scores of the same "
              "continuations ((d) against (c)).\n\n"
-             "Run: `nice -n 10 python benchmarks/lm_scoring.py` (`--lm gemma3`, `--prompts N`, `--threads T`, "
+             "Run: `nice -n 10 python -m benchmarks.lm_scoring` (`--lm gemma3`, `--prompts N`, `--threads T`, "
              "`--naive-every K`, `--quick`).")
     stem = ("lm_scoring" + ("_gemma3" if args.lm == "gemma3" else "") + (f"_t{args.threads}" if args.threads != 1 else "")
             + ("_quick" if args.quick else ""))

@@ -1,6 +1,6 @@
 """Study 1's LLM fits: one compiled batched run against the study's two-process pool.
 
-Usage: python benchmarks/social_meaning_batching.py [--quick] [--warmup W] [--samples S]
+Usage: python -m benchmarks.social_meaning_batching [--quick] [--warmup W] [--samples S]
        [--conditions gpt:MIN,gpt:ALT,...]
 
 The study (``fits/social_meaning.json``) fits the RSA model to each of 12 LLM x prompt data sets,
@@ -30,7 +30,6 @@ import warnings
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 os.environ.setdefault("PRAGMODELS_DATA_DIR", str(ROOT.parent / "shared" / "data"))
 
 
@@ -63,19 +62,24 @@ def main() -> None:
         conditions, args.warmup, args.samples = conditions[:2], 100, 100
 
     import pragmodels as pm
-    from models import social_meaning_study as st
+    from models.social_meaning import study
     from pragmodels import datasets, metrics
 
+    from pragmodels.runs import read_config
+
     llm = datasets.load_social_llm()
-    sampler = dict(num_warmup=args.warmup, num_samples=args.samples, num_chains=4, target_accept=0.95,
-                   max_tree_depth=8, init="median", dense_mass=True)
+    # the study's full settings for the LLM fits (its config: their only source), shorter chains started
+    # at the prior median
+    full = read_config(ROOT / "fits" / "social_meaning.json")["sampler"]["full"]
+    sampler = {k: v for k, v in full.items() if k not in ("human", "fits")}
+    sampler.update(num_warmup=args.warmup, num_samples=args.samples, init="median")
     specs = []
     for model, prompt in conditions:
         g = llm[(llm.model == model) & (llm.prompt == prompt)]
         if g.empty:
             raise SystemExit(f"no LLM data for {model} {prompt}")
         frame = metrics.valid_ratings(g).frame
-        specs.append(st.fit_spec(f"{model}_{prompt}", "rsa", frame, False, 20261130, sampler, "uniform", None,
+        specs.append(study.fit_spec(f"{model}_{prompt}", "rsa", frame, False, 20261130, sampler, "uniform", None,
                                  label=f"{model} {prompt}"))
     names = [s.name for s in specs]
     rows = []

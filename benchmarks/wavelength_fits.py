@@ -1,6 +1,6 @@
 """Wavelength fits: the hierarchical (per-item rationality) LM-RSA fit against the flat one, same run.
 
-Usage: python benchmarks/wavelength_fits.py [--lm smollm2] [--warmup N] [--samples N] [--chains N] [--quick]
+Usage: python -m benchmarks.wavelength_fits [--lm smollm2] [--warmup N] [--samples N] [--chains N] [--quick]
 
 On the committed LM scores (``fits/wavelength/lm_scores/<lm>.nc``, every item the listener pass
 has finished) and the real human guesses, fits with the study's models:
@@ -23,25 +23,20 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 import warnings
 from pathlib import Path
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "models"))
-
-import pragmodels as pm  # noqa: E402
-import wavelength as wm  # noqa: E402
-import wavelength_lm as wl  # noqa: E402
-from benchmarks._results import write_results  # noqa: E402
-from pragmodels.datasets import load_wavelength  # noqa: E402
+import pragmodels as pm
+from benchmarks._results import write_results
+from models.wavelength import listeners, lm_scores
+from pragmodels.datasets import load_wavelength
 
 
 def _data(lm: str, n_items: int | None) -> dict[str, np.ndarray]:
-    ds = wl.load_scores(ROOT / "fits" / "wavelength" / "lm_scores" / f"{lm}.nc", need=["listener"])
+    ds = lm_scores.load_scores(ROOT / "fits" / "wavelength" / "lm_scores" / f"{lm}.nc", need=["listener"])
     if n_items is not None:
         ds = ds.isel(item=slice(0, n_items))
     ids = ds["item"].to_numpy()
@@ -90,7 +85,7 @@ def main() -> None:
     n_item = data["log_lm"].shape[0]
     print(f"{args.lm}: {n_item} items, {data['guess'].size} guesses; load {os.getloadavg()}", flush=True)
     rows = []
-    for label, model in (("flat LM-RSA", wm.lm_rsa_model), ("LM-RSA, alpha by item", wm.lm_rsa_by_item_model)):
+    for label, model in (("flat LM-RSA", listeners.lm_rsa_model), ("LM-RSA, alpha by item", listeners.lm_rsa_by_item_model)):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             tree = pm.fit(0, model, data, num_warmup=args.warmup, num_samples=args.samples, num_chains=args.chains,

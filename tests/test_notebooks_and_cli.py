@@ -166,8 +166,8 @@ def test_social_meaning_main_job_quick(tmp_path):
     assert tree["posterior"].sizes["draw"] == 50
     assert "psi" not in json.loads(tree.attrs["priors"]) and "alpha" in json.loads(tree.attrs["priors"])
     # every RSA fit, human and LLM, samples the knower's log-odds under the production-data prior
-    # (models/social_meaning.py, "What the ratings cannot identify"), not the model's default N(0, 3)
-    from models import social_meaning as sm
+    # (models/social_meaning/rsa.py, "What the ratings cannot identify"), not the model's default N(0, 3)
+    from models.social_meaning import rsa
     from pragmodels.priors import Prior
 
     def recorded(t):
@@ -175,8 +175,8 @@ def test_social_meaning_main_job_quick(tmp_path):
 
     for name in ("human_rsa.nc", "human_(motives_link)_rsa.nc", "claude_MIN_rsa.nc", "gpt_KMA_rsa.nc"):
         got = recorded(load_netcdf(out / "posteriors" / name))
-        assert got == sm.PRIORS_SPEAKER["precise_logodds_coarse"].to_dict(), (name, got)
-    assert sm.PRIORS_RSA["precise_logodds_coarse"].to_dict() != sm.PRIORS_SPEAKER["precise_logodds_coarse"].to_dict()
+        assert got == rsa.PRIORS_SPEAKER["precise_logodds_coarse"].to_dict(), (name, got)
+    assert rsa.PRIORS_RSA["precise_logodds_coarse"].to_dict() != rsa.PRIORS_SPEAKER["precise_logodds_coarse"].to_dict()
     chains = pd.read_csv(out / "tables" / "chains.csv")  # 15 fits x 2 chains, each with its log likelihood
     assert len(chains) == 30 and chains.fit.nunique() == 15 and np.isfinite(chains.loglik).all()
     assert chains.loc[chains.fit == "human baseline", "alpha"].isna().all() and chains.alpha.notna().sum() == 28
@@ -186,10 +186,10 @@ def test_social_meaning_main_job_quick(tmp_path):
     assert "is ahead of" in report  # the LOO comparison: which model is ahead, by how much (loo_sentence)
     assert "## Posterior contrasts with the human fit" in report and "| claude MIN" in report
     assert "Below the sampling standards" in report and "Chain by chain" in report  # quick chains never converge
-    from models.social_meaning_study import rebuild_report
+    from models.social_meaning.study import rebuild_report
 
     manifest = json.loads((out / "run.json").read_text())
-    assert manifest["entry_point"] == "models/social_meaning_study.py:run" and manifest["mode"] == "quick"
+    assert manifest["entry_point"] == "models/social_meaning/study.py:run" and manifest["mode"] == "quick"
     assert len(manifest["fits"]) == 16 and manifest["data"]["social_human"].startswith("cf016530")
     assert manifest["fits"]["claude MIN"]["file"] == "posteriors/claude_MIN_rsa.nc"
     # every fit kept every group (the human fits' predictive once failed and was only recorded)
@@ -212,7 +212,7 @@ def test_wavelength_study_quick(tmp_path):
     comparison where the production pass does."""
     cfg = json.loads((ROOT / "fits" / "wavelength.json").read_text())
     cfg.pop("$schema")
-    cfg["study"] = str(ROOT / "models" / "wavelength_study.py") + ":run"
+    cfg["study"] = str(ROOT / "models" / "wavelength" / "study.py") + ":run"
     cfg["lms"] = {"smollm2": cfg["lms"]["smollm2"]}
     cfg["quick_items"] = 6
     cfg["sampler"]["quick"] = {"num_warmup": 60, "num_samples": 60, "num_chains": 2}
@@ -250,7 +250,7 @@ def test_implicature_study_quick(tmp_path):
     listener models fitted and compared by LOO."""
     cfg = json.loads((ROOT / "fits" / "implicature.json").read_text())
     cfg.pop("$schema")
-    cfg["study"] = str(ROOT / "models" / "implicature_study.py") + ":run"
+    cfg["study"] = str(ROOT / "models" / "implicature" / "study.py") + ":run"
     cfg["sampler"]["quick"] = {"num_warmup": 60, "num_samples": 60, "num_chains": 2}
     (tmp_path / "fits").mkdir()
     path = tmp_path / "fits" / "implicature.json"

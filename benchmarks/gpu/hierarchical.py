@@ -64,11 +64,7 @@ from pathlib import Path
 
 import numpy as np
 
-try:
-    import pragmodels as pm
-except ImportError:  # a plain checkout (run.sh installs it, or puts the checkout on PYTHONPATH)
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-    import pragmodels as pm
+import pragmodels as pm  # run.sh installs it, or puts the checkout on PYTHONPATH
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402

@@ -81,14 +81,15 @@ def load_entry_point(value: str, config_path: str | os.PathLike, key: str = "stu
     if not file_part.endswith(".py") or not func_name.isidentifier():
         raise ConfigError(f"{where}: expected 'path/to/module.py:function'.")
     rel = Path(file_part)
-    if rel.is_absolute():
+    absolute = rel.is_absolute()
+    if absolute:
         bases = [rel.parent]
         rel = Path(rel.name)
     else:
         bases = search_path(config_path.parent)
     base = next((b for b in bases if (b / rel).is_file()), None)
     if base is None:
-        moved = next((m for b in bases for m in _moved_into_package(b, rel)), None)
+        moved = next(((b / m).as_posix() if absolute else m for b in bases for m in _moved_into_package(b, rel)), None)
         hint = f"; did you mean '{moved}:{func_name}'?" if moved else ""
         raise ConfigError(f"{where}: no file {rel} under {' or '.join(str(b) for b in bases)}{hint}.")
     path = (base / rel).resolve()

@@ -1,25 +1,32 @@
-"""Study runs: a study config validated against its study's schema, then run into its run folder.
+"""Study runs: a study config validated against its study's schema, then run into its run folder;
+:class:`StudyFolder`, the steps every study takes inside that folder (tables/, figures/,
+posteriors/, data hashes, fits through ``fit_many`` saved and recorded, the convergence table,
+``summary.json``, ``report.md``).
 """
 
 
 from __future__ import annotations
 
+import json
 import os
 import sys
-from collections.abc import Callable, Mapping
+import time
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pragmodels.errors import ConfigError
 from pragmodels.runs.entry_points import load_entry_point, read_config
-from pragmodels.runs.folder import MODES, check_writable, open_run, run_folder
+from pragmodels.runs.folder import MODES, Run, check_writable, open_run, run_folder
 
 if TYPE_CHECKING:
     import pandas as pd
+    import xarray as xr
 
+    from pragmodels.inference.fit_many import FitSpec
     from pragmodels.runs.schema import StudyConfig
 
-__all__ = ['study_config_model', 'load_study_config', 'run_study', 'convergence_table']
+__all__ = ['study_config_model', 'load_study_config', 'run_study', 'convergence_table', 'StudyFolder']
 
 def study_config_model(entry: Callable[..., Any]) -> type[StudyConfig]:
     """The config model of a study: ``Config`` in its entry point's module, else ``StudyConfig``.
@@ -156,3 +163,196 @@ def convergence_table(fits: Mapping[str, Any]) -> pd.DataFrame:
                      "min_ess_bulk": d.get("min_ess_bulk"), "min_ess_tail": d.get("min_ess_tail"),
                      "converged": f.get("diagnostics_ok"), "wall_s": f.get("wall_time_s")})
     return pd.DataFrame(rows)
+
+
+class StudyFolder:
+    """The staging folder of a study run, and the steps every study takes in it.
+
+    A study's entry point (``run(config, out_dir, mode, progress, record)``) makes one from the
+    open run it is given, then calls the steps it needs::
+
+        folder = StudyFolder(record)                 # tables/, figures/, posteriors/
+        folder.record_dataset("wavelength")          # the registry's sha256 into run.json
+        trees = folder.fit_and_save(specs, executor=cfg.executor, progress=progress)
+        ...                                          # the study's own tables and figures
+        folder.write_summary(summary)
+        folder.write_convergence()
+        folder.write_report(render_report(folder.path, mode))
+
+    Parameters
+    ----------
+    record : Run
+        The open run (:func:`pragmodels.runs.folder.open_run`); its staging folder is written.
+    log : callable, optional
+        Receives :meth:`log`'s lines (default: print them, flushed).
+
+    Attributes
+    ----------
+    path, tables, figures, posteriors : Path
+        The staging folder and its three subfolders (made here).
+    record : Run
+        The open run.
+    """
+
+    def __init__(self, record: Run, *, log: Callable[[str], None] | None = None):
+        self.record = record
+        self.path = Path(record.path)
+        self.tables, self.figures, self.posteriors = (self.path / d for d in ("tables", "figures", "posteriors"))
+        for d in (self.tables, self.figures, self.posteriors):
+            d.mkdir(parents=True, exist_ok=True)
+        self._t0 = time.perf_counter()
+        self._print = log or (lambda msg: print(msg, flush=True))
+
+    def log(self, message: str) -> None:
+        """Print ``message`` after the seconds since the folder was made: ``[  12.3 s] message``.
+
+        Parameters
+        ----------
+        message : str
+
+        Returns
+        -------
+        None
+        """
+        self._print(f"[{time.perf_counter() - self._t0:7.1f} s] {message}")
+
+    def record_dataset(self, *keys: str) -> None:
+        """Record each data set's sha256 in the manifest, as :mod:`pragmodels.datasets` verified it.
+
+        Parameters
+        ----------
+        *keys : str
+            Keys of :data:`pragmodels.datasets.REGISTRY` (``"wavelength"``, ``"social_human"``).
+
+        Returns
+        -------
+        None
+        """
+        from pragmodels.datasets import REGISTRY
+
+        for key in keys:
+            self.record.data(key, REGISTRY[key].sha256)
+
+    def record_file(self, key: str, path: str | os.PathLike[str]) -> str:
+        """Record an input file's sha256 in the manifest (committed LM scores, say) under ``key``.
+
+        Parameters
+        ----------
+        key : str
+            The name in ``run.json``'s ``data``.
+        path : str or path-like
+            The file.
+
+        Returns
+        -------
+        str
+            The sha256 hex digest.
+        """
+        from pragmodels.io.checksums import sha256_file
+
+        digest = sha256_file(path)
+        self.record.data(key, digest)
+        return digest
+
+    def save_fit(self, label: str, tree: xr.DataTree, file: str) -> Path:
+        """Save a fit as ``posteriors/<file>`` (netCDF with a checksum) and record it as ``label``.
+
+        Parameters
+        ----------
+        label : str
+            The fit's label in ``run.json``'s ``fits``.
+        tree : xarray.DataTree
+            The fit (its provenance attributes are recorded).
+        file : str
+            The file name inside ``posteriors/``.
+
+        Returns
+        -------
+        Path
+            The file written.
+        """
+        from pragmodels.io.netcdf import save_netcdf
+
+        path = save_netcdf(tree, self.posteriors / file)
+        self.record.fit(label, tree, path.relative_to(self.path).as_posix())
+        return path
+
+    def fit_and_save(self, specs: Iterable[FitSpec], *, executor: Any = "sequential", progress: bool = False,
+                     label: Callable[[str], str] = str,
+                     file: Callable[[str], str] = lambda name: f"{name}.nc") -> dict[str, xr.DataTree]:
+        """Run the fits (:func:`pragmodels.fit_many`), raise if any failed, save and record each.
+
+        Parameters
+        ----------
+        specs : list of FitSpec
+            The fits.
+        executor : str or executor
+            Passed to :func:`~pragmodels.inference.fit_many.fit_many`.
+        progress : bool
+            A progress bar over the fits.
+        label, file : callable
+            The fit's label in the manifest and its file name in ``posteriors/``, from the spec's
+            name (default: the name, and ``<name>.nc``).
+
+        Returns
+        -------
+        dict
+            ``{spec name: tree}``, in the order of ``specs``.
+
+        Raises
+        ------
+        FitManyError
+            Some fit failed (every failure named); nothing is saved then.
+        """
+        from pragmodels.inference.fit_many import fit_many
+
+        specs = list(specs)
+        done = fit_many(specs, executor=executor, progress=progress).raise_on_error().trees
+        trees = {s.name: done[s.name] for s in specs}
+        for name, tree in trees.items():
+            self.save_fit(label(name), tree, file(name))
+        return trees
+
+    def write_convergence(self) -> pd.DataFrame:
+        """Write ``tables/convergence.csv`` from the fits recorded so far (:func:`convergence_table`).
+
+        Returns
+        -------
+        pandas.DataFrame
+            The table written.
+        """
+        table = convergence_table(self.record.manifest.get("fits", {}))
+        table.to_csv(self.tables / "convergence.csv", index=False)
+        return table
+
+    def write_summary(self, summary: Mapping[str, Any]) -> Path:
+        """Write ``summary.json``: what the study's report reads beside its tables.
+
+        Parameters
+        ----------
+        summary : dict
+            JSON-serialisable.
+
+        Returns
+        -------
+        Path
+        """
+        path = self.path / "summary.json"
+        path.write_text(json.dumps(summary, indent=1))
+        return path
+
+    def write_report(self, text: str) -> Path:
+        """Write ``report.md``.
+
+        Parameters
+        ----------
+        text : str
+            The report (markdown).
+
+        Returns
+        -------
+        Path
+        """
+        path = self.path / "report.md"
+        path.write_text(text)
+        return path

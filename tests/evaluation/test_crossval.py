@@ -1,7 +1,7 @@
 """pragmodels.evaluation.crossval: folds, item subsets, and the held-out log predictive density against the
 exact value for a conjugate model (a per-item Gaussian effect drawn from its prior).
 
-No fits here (see tests/models/test_wavelength.py for a fold end to end)."""
+No fits here (see tests/models/wavelength/test_listeners.py for a fold end to end)."""
 
 import jax.numpy as jnp
 import numpy as np

@@ -6,8 +6,8 @@ import pandas as pd
 import pytest
 
 from pragmodels import datasets, metrics
-from models import social_meaning_paper as paper
-from models.social_meaning_study import TABLE_COLUMNS, discrepancies, reproduction_table
+from models.social_meaning import paper
+from models.social_meaning.study import TABLE_COLUMNS, discrepancies, reproduction_table
 
 # the only cells that differ from the printed tables by more than 0.001 (see DISCREPANCY_NOTES)
 KNOWN = {("claude", "MIN", "cds_m"), ("gemini", "COM", "spearman"),

@@ -383,7 +383,7 @@ def test_social_meaning_config_is_validated_by_its_study():
     path = ROOT / "fits" / "social_meaning.json"
     cfg = json.loads(path.read_text())
     model = runs.study_config_model(runs.load_entry_point(cfg["study"], path))
-    assert model.__name__ == "Config" and model.__module__ == "models.social_meaning_study"
+    assert model.__name__ == "Config" and model.__module__ == "models.social_meaning.study"
     validate_config(model, cfg, path)
     cfg["motive_prio"] = cfg.pop("motive_prior")
     cfg["conditions"] = [["gpt", "MIM"]]
@@ -414,7 +414,7 @@ def test_the_wheel_installs_the_library_only():
     test environment has no setuptools to build with), because only these patterns are packaged."""
     include = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]["find"]["include"]
     assert include == ["pragmodels", "pragmodels.*"]
-    assert json.loads((ROOT / "fits" / "social_meaning.json").read_text())["study"] == "models/social_meaning_study.py:run"
+    assert json.loads((ROOT / "fits" / "social_meaning.json").read_text())["study"] == "models/social_meaning/study.py:run"
 
 
 # ------------------------------------------------------------------ the single-fit runner

@@ -360,7 +360,7 @@ def test_study_config_values_are_checked_before_any_work(tmp_path, capsys, study
     line naming the key and the nearest valid value, under --quick too, before any data is read."""
     cfg = json.loads((ROOT / "fits" / f"{study}.json").read_text())
     cfg.pop("$schema", None)
-    cfg["study"] = str(ROOT / "models" / f"{study}_study.py") + ":run"
+    cfg["study"] = str(ROOT / "models" / study / "study.py") + ":run"
     change(cfg)
     path = tmp_path / f"{study}.json"
     path.write_text(json.dumps(cfg))

@@ -1,11 +1,11 @@
 """Posterior predictive checks of the human fits in the social-meaning study: the ten significant
 human effects and the 144 condition means, recomputed on replicated data.
 
-Layering: imports :mod:`models.social_meaning_esr` (the effects' weights) and
-:mod:`pragmodels.metrics.calibration`; imported by :mod:`models.social_meaning_study`.
+Layering: imports :mod:`models.social_meaning.esr` (the effects' weights) and
+:mod:`pragmodels.metrics.calibration`; imported by :mod:`models.social_meaning.study`.
 
 A replicated data set is one draw of the fit's posterior with *new raters*
-(:func:`models.social_meaning.replicate_ratings`): the same items, conditions and number of raters
+(:func:`models.social_meaning.rsa.replicate_ratings`): the same items, conditions and number of raters
 per cell, each rater's effect drawn afresh. Each check statistic is computed on it exactly as on
 the observed ratings, so the check asks whether the model reproduces the statistic the paper
 reads. New raters, because every participant rated one condition only: the fitted rater effects
@@ -25,8 +25,7 @@ import numpy as np
 import pandas as pd
 
 from pragmodels import metrics
-from models import social_meaning as sm
-from models import social_meaning_esr as se
+from models.social_meaning import esr, rsa
 
 #: posterior predictive interval of the checks
 PROB = 0.94
@@ -36,15 +35,15 @@ CELL_KEYS = ["scenario", "context", "form", "attribute"]
 
 @functools.partial(jax.jit, static_argnums=(0, 5))
 def _replicate_many(kind, draws, keys, condition, participant, n_participants):
-    return jax.vmap(lambda d, k: sm.replicate_ratings(kind, d, k, condition, participant, n_participants))(draws, keys)
+    return jax.vmap(lambda d, k: rsa.replicate_ratings(kind, d, k, condition, participant, n_participants))(draws, keys)
 
 
 def _replicates(tree, kind: str, data: dict, n_rows: int, n_draws: int, seed: int) -> np.ndarray:
-    """``[draw, response]`` replicated ratings with new raters (:func:`models.social_meaning.replicate_ratings`)
+    """``[draw, response]`` replicated ratings with new raters (:func:`models.social_meaning.rsa.replicate_ratings`)
     for the fit's data ``data`` (``condition``, ``participant``, ``n_participants``)."""
     post = tree["posterior"].to_dataset().stack(sample=("chain", "draw")).transpose("sample", ...)
     idx = np.random.default_rng(seed).choice(post.sizes["sample"], size=min(n_draws, post.sizes["sample"]), replace=False)
-    draws = {v: jnp.asarray(post[v].values[idx]) for v in post.data_vars if v in sm.DRAW_KEYS}
+    draws = {v: jnp.asarray(post[v].values[idx]) for v in post.data_vars if v in rsa.DRAW_KEYS}
     if len(data["condition"]) != n_rows:
         raise ValueError(f"the fit has {len(data['condition'])} ratings; the data have {n_rows}.")
     keys = jax.random.split(jax.random.key(seed), len(idx))
@@ -59,17 +58,17 @@ def _interval(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def effect_check(tree, kind: str, human: pd.DataFrame, data: dict, n_draws: int = 1000, seed: int = 0) -> pd.DataFrame:
-    """The ten significant effects (:data:`models.social_meaning_esr.EFFECTS`) on replicated data:
+    """The ten significant effects (:data:`models.social_meaning.esr.EFFECTS`) on replicated data:
     one row per effect with the observed value, the replicated median and 94% interval,
     ``inside`` and the posterior predictive p-value ``P(rep >= observed)``."""
     frame = metrics.valid_ratings(human).frame
-    c = se.effect_weights(frame)
+    c = esr.effect_weights(frame)
     obs = c @ frame["rating"].to_numpy(float)
     rep = _replicates(tree, kind, data, len(frame), n_draws, seed) @ c.T  # [draw, effect]
     lo, hi = _interval(rep)
     return pd.DataFrame([dict(kind=k, attribute=a, observed=obs[j], median=float(np.median(rep[:, j])), lo=lo[j],
                               hi=hi[j], inside=bool(lo[j] <= obs[j] <= hi[j]), p_rep_ge=float((rep[:, j] >= obs[j]).mean()))
-                         for j, (k, a) in enumerate(se.EFFECTS)])
+                         for j, (k, a) in enumerate(esr.EFFECTS)])
 
 
 def cell_check(tree, kind: str, human: pd.DataFrame, data: dict, n_draws: int = 1000, seed: int = 0) -> pd.DataFrame:

@@ -2,12 +2,12 @@
 
 Everything here talks to a language model (through :mod:`pragmodels.lm`, normally a
 :class:`~pragmodels.lm.CachedLM`, so a re-run scores nothing twice) and turns its answers into
-arrays; nothing here fits. The fits (``models/wavelength.py``) read the saved tables only.
+arrays; nothing here fits. The fits (``models/wavelength/listeners.py``) read the saved tables only.
 
 Per item (one scale, one target, its real clue):
 
 1. **Alternatives** (:func:`generate_alternatives`): for each of the 21 states one clue sampled
-   from the LM speaker (:func:`~wavelength_prompts.speaker_prompt`, temperature 1, no top-k or
+   from the LM speaker (:func:`~models.wavelength.prompts.speaker_prompt`, temperature 1, no top-k or
    top-p), as the paper's Section 4.1 and upstream do. The answer is begun with ``<answer>`` and
    the model writes the clue, which ends at ``</answer>`` or a line break (SmolLM2-135M left to
    itself rarely keeps the format at all). A sample that is empty, longer than :data:`MAX_WORDS`
@@ -25,7 +25,7 @@ Per item (one scale, one target, its real clue):
    counted by distinct clue (S0 from sample frequencies), with their literal listener tables.
 
 The arrays are saved by :func:`score_study` as netCDF, keyed by item id and
-:data:`~wavelength_prompts.PROMPT_VERSION`; the upstream texts (scales, real clues) are not saved,
+:data:`~models.wavelength.prompts.PROMPT_VERSION`; the upstream texts (scales, real clues) are not saved,
 only the LM's own clues (in a CSV beside it).
 """
 
@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import datetime
 import importlib.metadata
-import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,11 +42,10 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import wavelength_prompts as wp  # noqa: E402
+from pragmodels.io.netcdf import save_netcdf
+from pragmodels.lm import LanguageModel, tagged
 
-from pragmodels.lm import LanguageModel, tagged  # noqa: E402
-from pragmodels.io.netcdf import save_netcdf  # noqa: E402
+from models.wavelength import prompts
 
 __all__ = ["generate_alternatives", "utterance_sets", "production_samples", "score_study", "load_scores",
            "normalise_clue", "N_UTTERANCE", "PASSES"]
@@ -115,8 +113,8 @@ def generate_alternatives(lm: LanguageModel, items: pd.DataFrame, *, seed: int, 
     """
     rows = []
     for it in _progress(items.itertuples(), len(items), "alternatives", progress):
-        for s in wp.STATES:
-            text, = lm.sample(wp.speaker_prompt(it.left, it.right, s), 1, temperature=1.0, max_tokens=max_tokens,
+        for s in prompts.STATES:
+            text, = lm.sample(prompts.speaker_prompt(it.left, it.right, s), 1, temperature=1.0, max_tokens=max_tokens,
                               stop=list(STOP), seed=seed + 1000 * int(it.item) + s, answer_prefix="<answer>")
             rows.append({"item": int(it.item), "state": s, "text": text, "clue": _clean(tagged(text))})
     return pd.DataFrame(rows)
@@ -191,7 +189,7 @@ def production_samples(lm: LanguageModel, items: pd.DataFrame, *, n: int = 32, s
     failed: dict[int, int] = {}
     rows = []
     for it in _progress(list(items.itertuples()), len(items), "production", progress):
-        texts = lm.sample(wp.speaker_prompt(it.left, it.right, int(it.target)), n, temperature=1.0,
+        texts = lm.sample(prompts.speaker_prompt(it.left, it.right, int(it.target)), n, temperature=1.0,
                           max_tokens=max_tokens, stop=list(STOP), seed=seed + 100_000 + 1000 * int(it.item),
                           answer_prefix="<answer>")
         order: dict[str, int] = {}
@@ -213,7 +211,7 @@ def production_samples(lm: LanguageModel, items: pd.DataFrame, *, n: int = 32, s
 
 
 #: fixed widths of the padded axes: the real clue + one alternative per state; production samples
-N_UTTERANCE = 1 + len(wp.STATES)
+N_UTTERANCE = 1 + len(prompts.STATES)
 PASSES = ("listener", "speaker", "production")
 
 
@@ -225,7 +223,7 @@ def _tokens(lm: LanguageModel, clue: str) -> int:
 
 
 def _empty(items: np.ndarray, n_production: int, attrs: dict[str, Any]) -> xr.Dataset:
-    n, u, s = len(items), N_UTTERANCE, len(wp.STATES)
+    n, u, s = len(items), N_UTTERANCE, len(prompts.STATES)
     nan3 = np.full((n, u, s), np.nan)
     return xr.Dataset(
         {
@@ -241,14 +239,14 @@ def _empty(items: np.ndarray, n_production: int, attrs: dict[str, Any]) -> xr.Da
             "prod_failed": (("item",), np.full(n, -1, np.int64)),
             **{f"done_{k}": (("item",), np.zeros(n, np.int8)) for k in PASSES},
         },
-        coords={"item": items, "state": np.array(wp.STATES)},
+        coords={"item": items, "state": np.array(prompts.STATES)},
         attrs=attrs,
     )
 
 
 def _attrs(lm: LanguageModel, name: str, seed: int, n_production: int) -> dict[str, Any]:
     return {"lm_name": name, "lm_identity": lm.identity, "prompt_format": lm.prompt_format.key(),
-            "prompt_version": wp.PROMPT_VERSION, "seed": int(seed), "n_production": int(n_production),
+            "prompt_version": prompts.PROMPT_VERSION, "seed": int(seed), "n_production": int(n_production),
             "pragmodels_version": importlib.metadata.version("pragmodels")}
 
 
@@ -335,7 +333,7 @@ def score_study(lm: LanguageModel, items: pd.DataFrame, *, name: str, seed: int,
         tmp.replace(clue_path)
 
     by_id = {int(r.item): r for r in items.itertuples()}
-    conts = wp.answers()
+    conts = prompts.answers()
     prod_set = set(int(i) for i in (production_items if production_items is not None else ids))
     for pas in PASSES:
         if pas not in passes:
@@ -353,9 +351,9 @@ def score_study(lm: LanguageModel, items: pd.DataFrame, *, name: str, seed: int,
                 clues = pd.concat([clues, pd.DataFrame(
                     [{"item": i, "kind": "alternative", "index": u, "clue": c, "count": 1, "state": -1}
                      for u, c in enumerate(utts) if u > 0])], ignore_index=True)
-                row = np.full((N_UTTERANCE, len(wp.STATES)), np.nan)
+                row = np.full((N_UTTERANCE, len(prompts.STATES)), np.nan)
                 for u, c in enumerate(utts):
-                    row[u] = lm.score(wp.listener_prompt(it.left, it.right, c), conts)
+                    row[u] = lm.score(prompts.listener_prompt(it.left, it.right, c), conts)
                 mask = np.zeros(N_UTTERANCE, np.int8)
                 mask[:len(utts)] = 1
                 ntok = np.zeros(N_UTTERANCE, np.int64)
@@ -369,19 +367,19 @@ def score_study(lm: LanguageModel, items: pd.DataFrame, *, name: str, seed: int,
                     raise ValueError(f"item {i}: the speaker pass needs the listener pass's alternatives first.")
                 utts = [str(it.clue)] + list(clues[(clues["item"] == i) & (clues["kind"] == "alternative")]
                                              .sort_values("index")["clue"].astype(str))
-                row = np.full((N_UTTERANCE, len(wp.STATES)), np.nan)
-                cc = [wp.clue_answer(c) for c in utts]
-                for k, st in enumerate(wp.STATES):
-                    row[:len(utts), k] = lm.score(wp.speaker_prompt(it.left, it.right, st), cc, length_normalize=True)
+                row = np.full((N_UTTERANCE, len(prompts.STATES)), np.nan)
+                cc = [prompts.clue_answer(c) for c in utts]
+                for k, st in enumerate(prompts.STATES):
+                    row[:len(utts), k] = lm.score(prompts.speaker_prompt(it.left, it.right, st), cc, length_normalize=True)
                 ds["log_s0"].loc[{"item": i}] = row
             else:
                 prod = production_samples(lm, items[items["item"] == i], n=n_production, seed=seed)
                 pc, pn = prod.clues[i], prod.counts[i]
-                row = np.full((n_production, len(wp.STATES)), np.nan)
+                row = np.full((n_production, len(prompts.STATES)), np.nan)
                 cnt = np.zeros(n_production, np.int64)
                 ntok = np.zeros(n_production, np.int64)
                 for a, (c, k) in enumerate(zip(pc, pn)):
-                    row[a] = lm.score(wp.listener_prompt(it.left, it.right, c), conts)
+                    row[a] = lm.score(prompts.listener_prompt(it.left, it.right, c), conts)
                     cnt[a] = k
                     ntok[a] = _tokens(lm, c)
                 ds["prod_log_lm"].loc[{"item": i}] = row
@@ -421,15 +419,15 @@ def load_scores(path: str | Path, items: Sequence[int] | None = None,
     Raises
     ------
     ValueError
-        The file's ``prompt_version`` differs from :data:`~wavelength_prompts.PROMPT_VERSION`, or a
+        The file's ``prompt_version`` differs from :data:`~models.wavelength.prompts.PROMPT_VERSION`, or a
         wanted item has not been scored by every pass in ``need``.
     """
     from pragmodels.io.netcdf import load_netcdf
 
     ds = load_netcdf(path).to_dataset()
-    if ds.attrs.get("prompt_version") != wp.PROMPT_VERSION:
+    if ds.attrs.get("prompt_version") != prompts.PROMPT_VERSION:
         raise ValueError(f"{path}: scored with prompt version {ds.attrs.get('prompt_version')!r}, but the prompts "
-                         f"are now {wp.PROMPT_VERSION!r}; score again (the cache keeps what is unchanged).")
+                         f"are now {prompts.PROMPT_VERSION!r}; score again (the cache keeps what is unchanged).")
     done = np.ones(ds.sizes["item"], bool)
     for p in need:
         done &= ds[f"done_{p}"].to_numpy().astype(bool)

@@ -1,8 +1,8 @@
 """The social-meaning study's report: parameter table, convergence verdicts, diagnostics lines
 and the markdown report of a run folder.
 
-Layering: imports :mod:`models.social_meaning` and the pragmodels public API; imported by
-:mod:`models.social_meaning_study` (which re-exports ``parameter_table``, ``converged`` and
+Layering: imports :mod:`models.social_meaning.rsa` and the pragmodels public API; imported by
+:mod:`models.social_meaning.study` (which re-exports ``parameter_table``, ``converged`` and
 ``KEY_PARAMETERS``).
 """
 
@@ -16,7 +16,7 @@ import pandas as pd
 import pragmodels as pm
 from pragmodels import datasets
 from pragmodels.evaluation.model_comparison import loo_sentence
-from models import social_meaning as sm
+from models.social_meaning import rsa
 
 KEY_PARAMETERS = ("alpha", "cost_precise", "noise", "lapse", "theta_mu")
 
@@ -34,12 +34,12 @@ def parameter_table(trees: dict) -> pd.DataFrame:
         for v in KEY_PARAMETERS:
             lo, hi = (float(b) for b in eti(post[v], prob=0.94).values)
             row.update({v: float(np.median(post[v].values)), f"{v}_lo": lo, f"{v}_hi": hi})
-        row["noise_at_floor"] = bool(row["noise_lo"] < sm.NOISE_FLOOR + 0.01)
+        row["noise_at_floor"] = bool(row["noise_lo"] < rsa.NOISE_FLOOR + 0.01)
         if "noise_attribute" in post:  # the scale per attribute (model docstring, "Noise per attribute")
             med = post["noise_attribute"].median(("chain", "draw"))
             row.update({f"noise_{a}": float(med.sel(attribute=a)) for a in med["attribute"].values})
             low = post["noise_attribute"].quantile(0.03, ("chain", "draw"))
-            row["noise_at_floor"] = bool((low < sm.NOISE_FLOOR + 0.01).any())  # some attribute at the floor
+            row["noise_at_floor"] = bool((low < rsa.NOISE_FLOOR + 0.01).any())  # some attribute at the floor
         row["converged"] = converged(tree)
         rows.append(row)
     return pd.DataFrame(rows)
@@ -113,7 +113,7 @@ def chain_table(trees: dict) -> pd.DataFrame:
                     row[v] = float(post[v].values[c].mean())
             if "beta" in post:
                 b = post["beta"].values[c].mean(0)  # [feature, attribute]
-                feats = [str(f) for f in post["beta"]["feature"].values] if "feature" in post["beta"].coords else sm.FEATURE_SETS["motives"]
+                feats = [str(f) for f in post["beta"]["feature"].values] if "feature" in post["beta"].coords else rsa.FEATURE_SETS["motives"]
                 row.update({f"beta_{f}": float(x) for f, x in zip(feats, b.mean(-1))})
             rows.append(row)
     return pd.DataFrame(rows)
@@ -243,7 +243,7 @@ def render_report(mode, sampler, table, disc, cmp, trees, baseline, params, wall
         "## Three models of the human ratings", "",
         "- **rsa** (the study's model): the listener's inferences about the speaker, the probability that they know "
         "the exact number and the probability that the QUD they served is the context's own (`link=\"qud_fit\"`), "
-        "load on each attribute (`models/social_meaning.py`, \"Link to ratings\").",
+        "load on each attribute (`models/social_meaning/rsa.py`, \"Link to ratings\").",
         "- **rsa_motives** (the previous model): the same listener with the features P(exact), P(precise-minded), "
         "P(casual); their three contrasts are linearly dependent, so one direction of loadings per attribute is "
         "unidentified.",
@@ -270,7 +270,7 @@ def render_report(mode, sampler, table, disc, cmp, trees, baseline, params, wall
         f"rating points; the typical one of the attributes, each has its own) {q('noise')}; lapse {q('lapse')}; "
         f"prior log-odds that a speaker knows the exact number theta_mu {q('theta_mu')} (median [94% interval]). "
         "The ratings do not say how often a speaker who knows the number uses the precise form: every RSA fit, "
-        "human and LLM, takes that log-odds from production data (N(-0.5, 1); `models/social_meaning.py`, \"What "
+        "human and LLM, takes that log-odds from production data (N(-0.5, 1); `models/social_meaning/rsa.py`, \"What "
         "the ratings cannot identify\"), so the human cost and theta_mu, and the contrasts of these with the LLMs, "
         "carry that prior and are not measurements; so does an LLM's alpha where its ratings pin the cost (Claude "
         "ALT's is 30% lower than under the former N(0, 3); the model's docstring gives the measurement).", "",
@@ -278,7 +278,7 @@ def render_report(mode, sampler, table, disc, cmp, trees, baseline, params, wall
     if cds is not None:
         lines += [
             "## Model-based ESR and CDS", "",
-            "A measurement model beside the RSA model (`models/social_meaning_esr.py`): the ten human effects and "
+            "A measurement model beside the RSA model (`models/social_meaning/esr.py`): the ten human effects and "
             "each LLM x prompt's ten effects are estimated with their sampling covariances (human raters as "
             "clusters, so a rater effect's correlation between attributes is kept; LLM calls stratified by "
             "scenario), and ESR_i = LLM effect_i / human effect_i is a signed posterior quantity. CDS_m, CDS_i and "
@@ -304,7 +304,7 @@ def render_report(mode, sampler, table, disc, cmp, trees, baseline, params, wall
     lines += [
         "## Humans vs LLMs, as RSA posteriors", "",
         "Key parameters, median [94% interval] (`tables/parameters.csv`, `figures/forest_parameters.png`). "
-        f"`*`: the response-noise posterior of at least one attribute sits at its floor ({sm.NOISE_FLOOR} rating "
+        f"`*`: the response-noise posterior of at least one attribute sits at its floor ({rsa.NOISE_FLOOR} rating "
         "points): on it that rater is at least as deterministic as the model can express, and its lapse absorbs the rest. `†`: the fit is below the "
         "sampling standards (see Diagnostics).", "",
         _params_markdown(params), "",
@@ -328,9 +328,9 @@ def render_report(mode, sampler, table, disc, cmp, trees, baseline, params, wall
     return "\n".join(lines)
 
 
-#: how the fits are parametrised for the sampler (models/social_meaning.py explains each and what it fixed)
+#: how the fits are parametrised for the sampler (models/social_meaning/rsa.py explains each and what it fixed)
 PARAMETRISATION = (
-    "Parametrisation (`models/social_meaning.py`, which states the priors that came with it): alpha and "
+    "Parametrisation (`models/social_meaning/rsa.py`, which states the priors that came with it): alpha and "
     "the log-odds of the precise form under a coarse QUD are sampled and the cost derived (\"Why alpha and this "
     "log-odds\"); the LLM fits sample the scenario knowledge theta centred, the human fits non-centred (\"Scenario "
     "knowledge\"), and likewise the scenario effects on the ratings, the LLM fits on their five sum-to-zero "

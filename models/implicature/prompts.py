@@ -28,7 +28,7 @@ reasoning      vanilla + :data:`REASONING` (the paper's scaffold)
 all            vanilla + the three scaffolds
 =============  ============================================================================
 
-Two readings of an LM's choice (see ``models/implicature_lm.py``): **scored** (the letter-only
+Two readings of an LM's choice (see ``models/implicature/lm_outputs.py``): **scored** (the letter-only
 prompt, :func:`prompt` with ``reading="score"``; the five letters scored as continuations, a
 full distribution per item; in the explanation condition the model first writes its
 justification, then the letters are scored after it), and **sampled** (the JSON prompt,
@@ -95,7 +95,7 @@ Answer with the letter of the selected option only (A, B, C, D or E)."""
 LETTER_FORMAT_EXPLAIN_FIRST = """## Output Format
 First write one or two sentences that justify your choice, starting with "Explanation:". Then write "Answer:" followed by the letter of the selected option only (A, B, C, D or E)."""
 
-# OWN: the listener model's two scoring prompts (models/implicature.py: fit and prior)
+# OWN: the listener model's two scoring prompts (models/implicature/listeners.py: fit and prior)
 FIT_TEMPLATE = 'Context: {context}\nSomeone asks: "{question}"\nIn one sentence, what they mean is:'
 PRIOR_TEMPLATE = "Context: {context}\nIn one sentence, what the speaker in this situation wants to get across is:"
 

@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "models"))
-import implicature_prompts as ip  # noqa: E402
+from models.implicature import prompts
 
 ITEM = {"question": "Can you pass the salt?", "context": "At dinner, the speaker's plate is bland.",
-        **{f"option_{L}": f"option text {L}" for L in ip.LETTERS}}
+        **{f"option_{L}": f"option text {L}" for L in prompts.LETTERS}}
 
 
 def test_no_in_context_example_is_an_evaluation_item(mirror):
@@ -21,57 +18,57 @@ def test_no_in_context_example_is_an_evaluation_item(mirror):
     d = load_drinq()
     qs = set(d["question"].str.strip().str.casefold())
     cs = set(d["context"].str.strip().str.casefold())
-    opts = set(d[[f"option_{L}" for L in ip.LETTERS]].stack().str.strip().str.casefold())
-    for e in ip.EXAMPLES:
+    opts = set(d[[f"option_{L}" for L in prompts.LETTERS]].stack().str.strip().str.casefold())
+    for e in prompts.EXAMPLES:
         assert e.question.casefold() not in qs
         assert e.context.casefold() not in cs
         assert not {o.casefold() for o in e.options} & opts
-        assert e.answer in ip.LETTERS and len(e.options) == 5
+        assert e.answer in prompts.LETTERS and len(e.options) == 5
 
 
 def test_draws_are_seeded_distinct_and_balanced_in_answers():
-    draws = [ip.draw_examples(d, 20261201) for d in range(3)]
-    assert draws == [ip.draw_examples(d, 20261201) for d in range(3)]
+    draws = [prompts.draw_examples(d, 20261201) for d in range(3)]
+    assert draws == [prompts.draw_examples(d, 20261201) for d in range(3)]
     assert all(len(set(d)) == 3 for d in draws) and len(set(draws)) == 3
     # the pool's answers cover every letter, so no draw is forced onto one letter
-    assert {e.answer for e in ip.EXAMPLES} == set(ip.LETTERS)
+    assert {e.answer for e in prompts.EXAMPLES} == set(prompts.LETTERS)
     with pytest.raises(ValueError, match="draw = -1"):
-        ip.draw_examples(-1, 0)
+        prompts.draw_examples(-1, 0)
 
 
-@pytest.mark.parametrize("condition", ip.CONDITIONS)
+@pytest.mark.parametrize("condition", prompts.CONDITIONS)
 def test_each_condition_holds_its_scaffolds_and_format(condition):
-    ex = ip.draw_examples(0, 1)
-    for reading in ip.READINGS:
-        p = ip.prompt(ITEM, condition, reading, ex)
-        assert p.startswith(ip.CORE_INSTRUCTION)
-        assert (ip.CONSERVATIVE in p) == (condition in ("conservative", "all"))
-        assert (ip.CHARITABLE in p) == (condition in ("charitable", "all"))
-        assert (ip.REASONING in p) == (condition in ("reasoning", "all"))
+    ex = prompts.draw_examples(0, 1)
+    for reading in prompts.READINGS:
+        p = prompts.prompt(ITEM, condition, reading, ex)
+        assert p.startswith(prompts.CORE_INSTRUCTION)
+        assert (prompts.CONSERVATIVE in p) == (condition in ("conservative", "all"))
+        assert (prompts.CHARITABLE in p) == (condition in ("charitable", "all"))
+        assert (prompts.REASONING in p) == (condition in ("reasoning", "all"))
         assert p.count("Example ") == 3 and p.rstrip().endswith("E. option text E")
         assert "Question: Can you pass the salt?" in p
-    sample = ip.prompt(ITEM, condition, "sample", ex)
+    sample = prompts.prompt(ITEM, condition, "sample", ex)
     first = json.loads(sample.split("Response: ")[1].split("\n")[0])
     keys = list(first)
     assert keys == (["explanation", "selected_option"] if condition == "explanation" else
                     ["selected_option", "explanation"])
-    score = ip.prompt(ITEM, condition, "score", ex)
+    score = prompts.prompt(ITEM, condition, "score", ex)
     answer = score.split("Response: ")[1].split("\n\n")[0]
     if condition == "explanation":
         assert answer.startswith("Explanation: ") and "\nAnswer: " in answer
     else:
-        assert answer in ip.LETTERS
+        assert answer in prompts.LETTERS
 
 
 def test_prompt_rejects_bad_arguments():
     with pytest.raises(ValueError, match="condition = 'cot'"):
-        ip.prompt(ITEM, "cot", "score", (0, 1, 2))
+        prompts.prompt(ITEM, "cot", "score", (0, 1, 2))
     with pytest.raises(ValueError, match="reading = 'both'"):
-        ip.prompt(ITEM, "vanilla", "both", (0, 1, 2))
+        prompts.prompt(ITEM, "vanilla", "both", (0, 1, 2))
     with pytest.raises(ValueError, match="index 9"):
-        ip.prompt(ITEM, "vanilla", "score", (0, 1, 9))
+        prompts.prompt(ITEM, "vanilla", "score", (0, 1, 9))
     with pytest.raises(ValueError, match="'option_C'"):
-        ip.prompt({k: v for k, v in ITEM.items() if k != "option_C"}, "vanilla", "score", (0, 1, 2))
+        prompts.prompt({k: v for k, v in ITEM.items() if k != "option_C"}, "vanilla", "score", (0, 1, 2))
 
 
 OPTIONS = ["Please lend me a pencil.", "Why?", "No.", "Yes.", "Maybe."]
@@ -92,9 +89,9 @@ OPTIONS = ["Please lend me a pencil.", "Why?", "No.", "Yes.", "Maybe."]
     ("", None, False),
 ])
 def test_parse_answer(text, letter, ok):
-    assert ip.parse_answer(text, OPTIONS) == (letter, ok)
+    assert prompts.parse_answer(text, OPTIONS) == (letter, ok)
 
 
 def test_prompt_version_is_a_hash_of_the_texts():
-    assert len(ip.PROMPT_VERSION) == 16 and int(ip.PROMPT_VERSION, 16) >= 0
-    assert ip.prompt_hash("a") != ip.prompt_hash("b")
+    assert len(prompts.PROMPT_VERSION) == 16 and int(prompts.PROMPT_VERSION, 16) >= 0
+    assert prompts.prompt_hash("a") != prompts.prompt_hash("b")

@@ -2,20 +2,15 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "models"))
-import implicature_lm as il  # noqa: E402
-import implicature_prompts as ip  # noqa: E402
-import implicature_study as ist  # noqa: E402
+from models.implicature import lm_outputs, prompts, study
 
-from pragmodels.lm import PromptFormat  # noqa: E402
+from pragmodels.lm import PromptFormat
 
 
 class FakeLM:
@@ -38,75 +33,75 @@ class FakeLM:
 
 
 ITEMS = pd.DataFrame({"question": ["Q1?", "Q2?", "Q1?"], "context": ["c1", "c2", "c1"],
-                      **{f"option_{L}": [f"{L}1", f"{L}2", f"{L}3"] for L in ip.LETTERS},
+                      **{f"option_{L}": [f"{L}1", f"{L}2", f"{L}3"] for L in prompts.LETTERS},
                       "consensus": ["B", "C", "A"], "implied_letter": ["B", None, "D"]})
 
 
 def test_item_ids_are_stable_and_tell_apart_items_with_one_question_and_context():
-    ids = il.item_ids(ITEMS)
-    assert len(set(ids)) == 3 and ids == il.item_ids(ITEMS.copy())
+    ids = lm_outputs.item_ids(ITEMS)
+    assert len(set(ids)) == 3 and ids == lm_outputs.item_ids(ITEMS.copy())
     with pytest.raises(ValueError, match=r"positions \[0, 1\]"):
-        il.item_ids(pd.concat([ITEMS.iloc[:1]] * 2))
+        lm_outputs.item_ids(pd.concat([ITEMS.iloc[:1]] * 2))
 
 
 def test_real_item_ids_are_unique(mirror):
     from pragmodels.datasets import load_drinq
 
-    assert len(set(il.item_ids(load_drinq()))) == 231
+    assert len(set(lm_outputs.item_ids(load_drinq()))) == 231
 
 
 def test_score_letters_rows_and_the_explanation_path():
     lm = FakeLM()
-    rows = il.score_letters(lm, ITEMS, lm_name="fake", conditions=["vanilla", "explanation"], n_draws=2, seed=0)
+    rows = lm_outputs.score_letters(lm, ITEMS, lm_name="fake", conditions=["vanilla", "explanation"], n_draws=2, seed=0)
     assert len(rows) == 2 * 2 * 3
     assert {r["choice"] for r in rows} == {"B"}
-    assert all(r["prompt_version"] == ip.PROMPT_VERSION and len(r["prompt_sha"]) == 16 for r in rows)
+    assert all(r["prompt_version"] == prompts.PROMPT_VERSION and len(r["prompt_sha"]) == 16 for r in rows)
     expl = [r for r in rows if r["condition"] == "explanation"]
     assert all(r["explanation_chars"] > 0 for r in expl)
     assert len(lm.samples) == len(expl) and all(s["prefix"] == "Explanation:" for s in lm.samples)
-    assert all(s["stop"] == ip.EXPLANATION_STOP for s in lm.samples)
+    assert all(s["stop"] == prompts.EXPLANATION_STOP for s in lm.samples)
     # no item text in any row
-    texts = set(ITEMS[["question", "context", *(f"option_{L}" for L in ip.LETTERS)]].stack())
+    texts = set(ITEMS[["question", "context", *(f"option_{L}" for L in prompts.LETTERS)]].stack())
     assert not any(str(v) in texts for r in rows for v in r.values())
 
 
 def test_samples_are_parsed_and_malformed_ones_kept(tmp_path):
-    rows = il.sample_answers(FakeLM(), ITEMS, lm_name="fake", conditions=["vanilla"], n_draws=3, seed=0)
+    rows = lm_outputs.sample_answers(FakeLM(), ITEMS, lm_name="fake", conditions=["vanilla"], n_draws=3, seed=0)
     assert len(rows) == 9
     df = pd.DataFrame(rows)
     assert set(df["letter"]) <= {"", "A", "C"} and (df["letter"] == "").sum() >= 1
-    path = il.save_rows(rows, tmp_path / "fake_sample.csv")
-    back = il.load_outputs(path, kind="sample")
+    path = lm_outputs.save_rows(rows, tmp_path / "fake_sample.csv")
+    back = lm_outputs.load_outputs(path, kind="sample")
     assert len(back) == 9 and (back["letter"] == "").sum() == (df["letter"] == "").sum()
 
 
 def test_load_outputs_refuses_other_prompts_duplicates_and_bad_letters(tmp_path):
-    rows = il.score_letters(FakeLM(), ITEMS, lm_name="fake", conditions=["vanilla"], n_draws=1, seed=0)
+    rows = lm_outputs.score_letters(FakeLM(), ITEMS, lm_name="fake", conditions=["vanilla"], n_draws=1, seed=0)
     p = tmp_path / "s.csv"
-    il.save_rows([dict(rows[0], prompt_version="0000")] + rows[1:], p)
+    lm_outputs.save_rows([dict(rows[0], prompt_version="0000")] + rows[1:], p)
     with pytest.raises(ValueError, match="prompt version '0000'"):
-        il.load_outputs(p, kind="score")
-    il.save_rows(rows + rows[:1], p)
+        lm_outputs.load_outputs(p, kind="score")
+    lm_outputs.save_rows(rows + rows[:1], p)
     with pytest.raises(ValueError, match="repeats the key"):
-        il.load_outputs(p, kind="score")
-    il.save_rows([dict(rows[0], choice="F")] + rows[1:], p)
+        lm_outputs.load_outputs(p, kind="score")
+    lm_outputs.save_rows([dict(rows[0], choice="F")] + rows[1:], p)
     with pytest.raises(ValueError, match="column 'choice', row 0: value 'F'"):
-        il.load_outputs(p, kind="score")
-    il.save_rows([{k: v for k, v in r.items() if k != "logp_C"} for r in rows], p)
+        lm_outputs.load_outputs(p, kind="score")
+    lm_outputs.save_rows([{k: v for k, v in r.items() if k != "logp_C"} for r in rows], p)
     with pytest.raises(ValueError, match="'logp_C' is missing"):
-        il.load_outputs(p, kind="score")
-    with pytest.raises(FileNotFoundError, match="implicature_score.py"):
-        il.load_outputs(tmp_path / "none.csv", kind="score")
+        lm_outputs.load_outputs(p, kind="score")
+    with pytest.raises(FileNotFoundError, match=r"python -m models\.implicature\.score"):
+        lm_outputs.load_outputs(tmp_path / "none.csv", kind="score")
 
 
 def test_accuracy_tables_score_malformed_answers_as_wrong():
-    items = ITEMS.assign(item_id=il.item_ids(ITEMS))
+    items = ITEMS.assign(item_id=lm_outputs.item_ids(ITEMS))
     lm = FakeLM()
-    scores = pd.DataFrame(il.score_letters(lm, ITEMS, lm_name="fake", conditions=["vanilla", "reasoning"],
+    scores = pd.DataFrame(lm_outputs.score_letters(lm, ITEMS, lm_name="fake", conditions=["vanilla", "reasoning"],
                                            n_draws=3, seed=0))
-    samples = pd.DataFrame(il.sample_answers(lm, ITEMS, lm_name="fake", conditions=["vanilla", "reasoning"],
+    samples = pd.DataFrame(lm_outputs.sample_answers(lm, ITEMS, lm_name="fake", conditions=["vanilla", "reasoning"],
                                              n_draws=3, seed=0))
-    acc, pair = ist.accuracy_tables("fake", scores, samples, items, n_boot=200, seed=0)
+    acc, pair = study.accuracy_tables("fake", scores, samples, items, n_boot=200, seed=0)
     cons = acc[acc["label"] == "consensus"].set_index(["reading", "condition"])
     # always B: right on item 0 only
     assert cons.loc[("scored letters", "vanilla"), "mean"] == pytest.approx(1 / 3)

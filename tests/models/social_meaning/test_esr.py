@@ -2,13 +2,18 @@
 bootstrap, its NUTS posterior against the exact Gaussian posterior, the paper's claims on its own
 numbers, and (slow) calibration by simulation with a negative control."""
 
+import json
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
 
 from pragmodels import datasets, metrics
-from models import social_meaning_claims as cl
-from models import social_meaning_esr as se
+from models.social_meaning import claims, esr
+
+#: the study's config: the only place its NUTS settings are written
+CONFIG = json.loads((Path(__file__).parents[3] / "fits" / "social_meaning.json").read_text())
 
 
 @pytest.fixture(scope="module")
@@ -22,9 +27,9 @@ def test_effect_estimates_are_the_papers_effects(real):
     human, sets = real
     for df in (human, sets["claude MIN"]):  # Claude MIN has 98 invalid ratings, dropped first
         frame = metrics.valid_ratings(df).frame
-        d = se.effect_weights(frame) @ frame.rating.to_numpy(float)
+        d = esr.effect_weights(frame) @ frame.rating.to_numpy(float)
         e = metrics.effects(frame)
-        np.testing.assert_allclose(d, [e.loc[a, k] for k, a in se.EFFECTS], atol=1e-12)
+        np.testing.assert_allclose(d, [e.loc[a, k] for k, a in esr.EFFECTS], atol=1e-12)
 
 
 def test_human_standard_errors_agree_with_a_bootstrap_over_raters(real):
@@ -33,7 +38,7 @@ def test_human_standard_errors_agree_with_a_bootstrap_over_raters(real):
     resamples estimate an SE to about ±3.5% (1/sqrt(2 * 400)); 15% leaves room for that and for the
     bootstrap's own small-sample bias."""
     human, _ = real
-    _, cov = se.human_statistics(human)
+    _, cov = esr.human_statistics(human)
     frame = metrics.valid_ratings(human).frame
     wide = frame.pivot_table(index=["participant_id", "scenario", "context", "form"], columns="attribute",
                              values="rating").reset_index()
@@ -45,7 +50,7 @@ def test_human_standard_errors_agree_with_a_bootstrap_over_raters(real):
         sample["participant_id"] = np.arange(len(sample))
         long = sample.melt(id_vars=["participant_id", "scenario", "context", "form"], var_name="attribute",
                            value_name="rating")
-        reps.append(se.effect_weights(long) @ long.rating.to_numpy(float))
+        reps.append(esr.effect_weights(long) @ long.rating.to_numpy(float))
     boot = np.std(reps, axis=0, ddof=1)
     np.testing.assert_allclose(np.sqrt(np.diag(cov)), boot, rtol=0.15)
     # a rater's six ratings move together: the four competence-like main effects correlate
@@ -58,10 +63,10 @@ def test_llm_statistics_floor_a_constant_rating_at_the_rounding_variance():
     rows = [dict(scenario=s, context=c, form=f, attribute=a, rating=4 + (f == "precise") + (c == "high"), valid=True)
             for s in ("house", "cinema") for c in ("low", "high") for f in ("precise", "approx")
             for a in datasets.ATTRIBUTES for _ in range(10)]
-    d, cov = se.llm_statistics(pd.DataFrame(rows))
+    d, cov = esr.llm_statistics(pd.DataFrame(rows))
     n_cell = 20  # 2 scenarios x 10 samples per context x form x attribute
-    assert d[0] == pytest.approx(1.0) and d[se.N_MAIN] == pytest.approx(0.0)
-    assert cov[0, 0] == pytest.approx(se.ROUNDING_VARIANCE * 2 / (2 * n_cell))  # two pooled means of 40
+    assert d[0] == pytest.approx(1.0) and d[esr.N_MAIN] == pytest.approx(0.0)
+    assert cov[0, 0] == pytest.approx(esr.ROUNDING_VARIANCE * 2 / (2 * n_cell))  # two pooled means of 40
     assert np.all(np.linalg.eigvalsh(cov) > 0)
 
 
@@ -69,9 +74,9 @@ def test_bad_input_is_named():
     frame = pd.DataFrame(dict(attribute=["competent"] * 2, context=["low", "high"], form=["precise"] * 2,
                               rating=[3.0, 4.0]))
     with pytest.raises(ValueError, match="no valid approx ratings of 'competent'"):
-        se.effect_weights(frame)
+        esr.effect_weights(frame)
     with pytest.raises(ValueError, match="drop invalid ratings first"):
-        se.effect_statistics(frame.assign(rating=[np.nan, 4.0]), None, ())
+        esr.effect_statistics(frame.assign(rating=[np.nan, 4.0]), None, ())
 
 
 def test_nuts_matches_the_exact_gaussian_posterior():
@@ -83,8 +88,8 @@ def test_nuts_matches_the_exact_gaussian_posterior():
     cov_h = a @ a.T + 0.02 * np.eye(10)
     cov_m = np.stack([0.005 * np.eye(10), 0.01 * np.eye(10)])
     data = dict(d_h=rng.normal(1.0, 0.2, 10), cov_h=cov_h, d_m=rng.normal(1.0, 0.5, (2, 10)), cov_m=cov_m)
-    tree = se.fit(data, ["gpt MIN", "gpt ALT"], seed=2)
-    prior_prec = np.eye(10) / se.PRIOR_EFFECT_SD ** 2
+    tree = esr.fit(data, ["gpt MIN", "gpt ALT"], seed=2, **CONFIG["measurement_sampler"]["full"])
+    prior_prec = np.eye(10) / esr.PRIOR_EFFECT_SD ** 2
     for name, d, cov in (("delta_h", data["d_h"], cov_h), ("delta_m", data["d_m"][1], cov_m[1])):
         prec = np.linalg.inv(cov) + prior_prec
         mean = np.linalg.solve(prec, np.linalg.solve(cov, d))
@@ -101,11 +106,11 @@ def test_claims_on_the_papers_own_numbers_give_its_verdicts(real):
     """The point estimates reproduce the paper's Table 3 readings, including where its text
     overreaches its table (Gemini under KMA breaks "interactions worse"; KMA does not help GPT)."""
     human, sets = real
-    data, labels = se.model_data(human, sets)
-    R = cl.Ratios((data["d_m"] / data["d_h"])[None], labels)
+    data, labels = esr.model_data(human, sets)
+    R = claims.Ratios((data["d_m"] / data["d_h"])[None], labels)
     np.testing.assert_allclose(R.cds("claude", "KMA"), 0.310, atol=0.001)
     np.testing.assert_allclose(R.cds("gemini", "MIN"), 1.480, atol=0.001)
-    verdict = {c.id: bool(c.test(R)[0]) for c in cl.CLAIMS}
+    verdict = {c.id: bool(c.test(R)[0]) for c in claims.CLAIMS}
     assert verdict["kma_reduces_claude_gemini"] and verdict["alt_gemini_worst"] and verdict["gpt_com_best"]
     assert verdict["com_improves_all"] and verdict["gemini_kma_com_min"] and verdict["no_sign_flip"]
     assert not verdict["kma_reduces_gpt"] and not verdict["gemini_interactions_worse"]
@@ -119,9 +124,9 @@ def test_intervals_are_calibrated_and_the_negative_control_is_not(real):
     within 80-97% (its 1,200 intervals pooled over the 12 conditions). Taking the human estimates
     as the truth must undercover: below 80%."""
     human, sets = real
-    data, _ = se.model_data(human, sets)
-    sampler = dict(num_warmup=300, num_samples=500, num_chains=2)
-    both = se.calibration(data, 100, seed=5, **sampler)
+    data, _ = esr.model_data(human, sets)
+    assert CONFIG["calibration_replicates"]["full"] == 100
+    both = esr.calibration(data, 100, seed=5, **CONFIG["calibration_sampler"])
     cal, neg = both[both.control == "model"], both[both.control == "ignore human SE"]
     assert cal.replicate.nunique() == 100 and len(cal) == len(neg) == 100 * 12 * 10
     per_effect = cal.groupby(["kind", "attribute"]).covered.mean()

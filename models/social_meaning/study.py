@@ -4,10 +4,10 @@ to each LLM x prompt, model-implied ESR/CDS with credible intervals, figures and
 The config's schema is :class:`Config` (validated before the run; ``schemas/social_meaning.schema.json``).
 Entry points named by ``fits/social_meaning.json``: :func:`run` (``"study"``; called by
 ``pragmodels run`` through :func:`pragmodels.runs.study.run_study`) and :func:`write_tables`
-(``"tables"``; ``pragmodels tables social_meaning``). :func:`run_study` runs it from Python,
-:func:`rebuild_report` re-renders a finished run's report from its ``run.json``.
+(``"tables"``; ``pragmodels tables social_meaning``). :func:`rebuild_report` re-renders a finished
+run's report from its ``run.json``.
 
-Layering: imports :mod:`models.social_meaning`, :mod:`models.social_meaning_paper` and the
+Layering: imports :mod:`models.social_meaning.rsa`, :mod:`models.social_meaning.paper` and the
 pragmodels public API (datasets, metrics, fit, plots, results_io, runs).
 """
 
@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import functools
 import json
-import time
 import warnings
 from pathlib import Path
 from typing import Annotated, Literal
@@ -29,54 +28,23 @@ from pydantic import Field
 
 import pragmodels as pm
 from pragmodels import datasets, metrics
-from pragmodels.runs.schema import ModeSamplers, SamplerSettings, StudyConfig, validate_config
+from pragmodels.runs.folder import MODES, Run, lock_folder, read_manifest
+from pragmodels.runs.schema import ModeSamplers, SamplerSettings, Strict, StudyConfig, validate_config
+from pragmodels.runs.study import StudyFolder
 from pragmodels.likelihoods.rater import rater_slots
 from pragmodels.io.atomic import atomic_write
-from pragmodels.io.netcdf import save_netcdf
-from pragmodels.runs.folder import Run, lock_folder, open_run, read_manifest
-from models import social_meaning as sm
-from models import social_meaning_checks as checks
-from models import social_meaning_claims as claims_mod
-from models import social_meaning_esr as se
-from models import social_meaning_paper as paper
-from models.social_meaning_report import (KEY_PARAMETERS, _diag_short, chain_table, converged,  # noqa: F401
+from models.social_meaning import checks, claims, esr, paper, rsa
+from models.social_meaning.report import (KEY_PARAMETERS, _diag_short, chain_table, converged,  # noqa: F401
                                           parameter_table, render_report)
 
 TABLE_COLUMNS = ["model", "prompt", "spearman", "ccc", "rmse", "cds_m", "cds_i", "cds", "das", "iss"]
 SCENARIOS = ("bicycle", "cinema", "conference", "house", "office", "pasta")
-#: simulated data sets of the ESR calibration check per mode (0: skipped)
-CALIBRATION = {"quick": 0, "full": 100}
-#: NUTS settings of the calibration refits (a 90% interval from 1,000 draws)
-CALIBRATION_SAMPLER = dict(num_warmup=300, num_samples=500, num_chains=2)
-#: NUTS settings of the ESR measurement model per mode (its posterior is near Gaussian)
-MEASUREMENT = {"quick": dict(num_warmup=200, num_samples=200, num_chains=2), "full": dict(se.SAMPLER)}
 #: labels of the three human fits (as in the report)
 HUMAN_LABELS = ("human", "human (motives link)", "human baseline")
 #: the human RSA fits' dense mass block: the speaker and listener parameters and the loadings, which
 #: the ratings pin only jointly (a long ridge of the cost against the knowledge prior:
-#: models/social_meaning.py, "Features that vanish"); the rest stays diagonal
+#: models/social_meaning/rsa.py, "Features that vanish"); the rest stays diagonal
 RSA_BLOCK = ("alpha", "precise_logodds_coarse", "theta_mu", "theta_sigma", "theta_z", "beta")
-SAMPLER = {
-    # quick: a smoke run for tests and CI (not for inference: short chains, capped trees)
-    "quick": dict(num_warmup=50, num_samples=50, num_chains=2, max_tree_depth=5, human=dict(num_samples=60)),
-    # full: chains start spread over the best of 16 optimised starts (pragmodels.inference.multistart); the LLM
-    # fits adapt a dense mass matrix (on Gemini MIN: 0.2% of trajectories at the depth cap against 12%
-    # with a diagonal one), the human fits a diagonal one except for the RSA block below (their rater
-    # scores are integrated out, 115 parameters; the human RSA fit, 2026-12-03: r_hat 1.003, bulk
-    # and tail ESS >= 1,757, 0.05% at the cap in 16 min; a probe with a dense matrix over all 115
-    # parameters sent every trajectory to the cap after 300 warm-up draws);
-    # 2,000 draws per LLM chain because GPT ALT's posterior has two modes of the cost (bulk ESS 194 at
-    # 750, 325 at 1,500, 1,092 at 2,000); Claude MIN, near-deterministic, has cliff-edged posteriors
-    # (its latents pinned between cutpoints at the noise floor: tail ESS 155 at 1,500), hence 4,000;
-    # the human fits 1,000 (at 1,500 with the rater scores integrated out, single fits 2026-12-03:
-    # bulk ESS 1,757 RSA, 1,477 motives link, 1,583 baseline); target_accept 0.95 removes the last
-    # divergences in the tails of alpha (Claude ALT: 2 -> 0); Gemini COM 3,000 (under the speaker
-    # prior, single fit 2026-12-04: r_hat 1.010 at 2,000, 1.006 and bulk ESS 1,914 at 3,000)
-    "full": dict(num_warmup=800, num_samples=2000, num_chains=4, target_accept=0.95, max_tree_depth=8, init="optimize",
-                 dense_mass=True, human=dict(dense_mass=False, num_samples=1000),
-                 fits={**{h: dict(dense_mass=[list(RSA_BLOCK)]) for h in HUMAN_LABELS[:2]},  # the RSA ones
-                       "claude MIN": dict(num_samples=4000), "gemini COM": dict(num_samples=3000)}),
-}
 
 
 # ------------------------------------------------------------------ the config's schema
@@ -89,10 +57,10 @@ FIT_LABELS = HUMAN_LABELS + LLM_LABELS
 class FitSettings(SamplerSettings):
     """NUTS settings of one fit, and the parametrisation its sampler meets (the posterior is the same)."""
 
-    effect_scale: Literal[sm.EFFECT_SCALES] = Field(
+    effect_scale: Literal[rsa.EFFECT_SCALES] = Field(
         "rating", description="sample the loadings and the scenario effects' scale in rating points ('rating') "
                               "or in units of each attribute's noise ('noise'); the same posterior, another "
-                              "geometry (models/social_meaning.py, 'Effects in units of the noise')")
+                              "geometry (models/social_meaning/rsa.py, 'Effects in units of the noise')")
 
 
 class StudySampler(SamplerSettings):
@@ -106,13 +74,29 @@ class StudySampler(SamplerSettings):
                           "near-deterministic rater); recorded in each fit's provenance")
 
 
+class ModeReplicates(Strict):
+    """Simulated data sets of the ESR calibration check per mode (0: the check is skipped)."""
+
+    quick: int = Field(ge=0, description="replicates of a --quick run")
+    full: int = Field(ge=0, description="replicates of a full run")
+
+
 class Config(StudyConfig):
     """``fits/social_meaning.json``: the generic study keys (:class:`pragmodels.runs.schema.StudyConfig`)
-    and this study's own. Validated by :func:`pragmodels.runs.study.load_study_config` before the run."""
+    and this study's own. Validated by :func:`pragmodels.runs.study.load_study_config` before the run.
+    Every NUTS setting of the study is here (``docs/studies/social_meaning.md`` says why each is
+    what it is)."""
 
-    sampler: ModeSamplers[StudySampler] = Field(description="NUTS settings per mode")
-    motive_prior: Literal[sm.MOTIVE_PRIORS] = Field("uniform", description="the RSA fits' motive prior "
-                                                                           "(models/social_meaning.py)")
+    sampler: ModeSamplers[StudySampler] = Field(description="NUTS settings per mode of the RSA and baseline fits")
+    measurement_sampler: ModeSamplers[SamplerSettings] = Field(
+        description="NUTS settings per mode of the ESR measurement model (models/social_meaning/esr.py; its "
+                    "posterior is near Gaussian: short trees)")
+    calibration_replicates: ModeReplicates = Field(
+        description="simulated data sets of the measurement model's calibration check per mode (0: skipped)")
+    calibration_sampler: SamplerSettings = Field(
+        description="NUTS settings of the calibration refits (one batched run over all replicates)")
+    motive_prior: Literal[rsa.MOTIVE_PRIORS] = Field("uniform", description="the RSA fits' motive prior "
+                                                                           "(models/social_meaning/rsa.py)")
     n_draws: int = Field(400, ge=1, description="posterior draws for the model-implied ESR and CDS")
     conditions: list[Annotated[tuple[Literal[datasets.LLMS], Literal[datasets.PROMPTS]], pydantic.Strict(False)]] | None = (
         Field(None, description="restrict the LLM fits to some [model, prompt] pairs (default: all 12)"))
@@ -185,7 +169,7 @@ def encode(df: pd.DataFrame, participants: bool) -> dict:
     bad = sorted(set(df.scenario) - set(scen))
     if bad:
         raise ValueError(f"unknown scenario(s) {bad}; expected {SCENARIOS}.")
-    cond = sm.condition_index(df.scenario.map(scen).to_numpy(), (df.context == "high").to_numpy(int),
+    cond = rsa.condition_index(df.scenario.map(scen).to_numpy(), (df.context == "high").to_numpy(int),
                               (df.form == "approx").to_numpy(int), df.attribute.map(att).to_numpy())
     data = dict(condition=cond.astype(np.int32), rating=df.rating.to_numpy(np.int32))
     if participants:
@@ -198,8 +182,8 @@ def encode(df: pd.DataFrame, participants: bool) -> dict:
 
 
 COORDS = {"attribute": list(datasets.ATTRIBUTES), "scenario": list(SCENARIOS),
-          "effect": ["form", "context", "form_x_context"], "free_motive": list(sm.MOTIVES[1:]),
-          "cutpoint": list(range(1, sm.N_RATING)), "gap": list(range(1, sm.N_RATING - 1)),
+          "effect": ["form", "context", "form_x_context"], "free_motive": list(rsa.MOTIVES[1:]),
+          "cutpoint": list(range(1, rsa.N_RATING)), "gap": list(range(1, rsa.N_RATING - 1)),
           "scenario_contrast": list(range(1, len(SCENARIOS)))}
 
 
@@ -212,36 +196,36 @@ def fit_spec(name: str, kind: str, df: pd.DataFrame, participants: bool, seed: i
     ``"fits"`` entry of its ``label``, ``"<model> <prompt>"``, or of a human fit's, :data:`HUMAN_LABELS`). ``priors`` overrides the
     model's default priors by parameter name (names the fitted model does not declare are left out,
     so one mapping serves the RSA and baseline fits, with and without raters); the fit records the
-    priors it sampled. ``effect_scale`` (:func:`models.social_meaning.rsa_model`) is the default
+    priors it sampled. ``effect_scale`` (:func:`models.social_meaning.rsa.rsa_model`) is the default
     parametrisation; a ``"fits"`` entry's ``effect_scale`` replaces it for that fit."""
     data = encode(df, participants)
     settings = split_sampler(sampler, label)[0 if participants else 1]  # "human" / "fits" entries apply
     effect_scale = settings.pop("effect_scale", effect_scale)  # a "fits" entry's parametrisation
     if kind == "rsa":
-        model = sm.rsa_model
-        data["motive_prior"] = sm.check_motive_prior(motive_prior)  # static: in the data hash and the cache key
-        data["link"] = sm.check_link(link)
+        model = rsa.rsa_model
+        data["motive_prior"] = rsa.check_motive_prior(motive_prior)  # static: in the data hash and the cache key
+        data["link"] = rsa.check_link(link)
         # centred where the data pin each scenario's knowledge (the LLMs), non-centred for the humans
         data["theta_param"] = "non-centred" if participants else "centred"
     elif kind == "baseline":
-        model = sm.baseline_model
+        model = rsa.baseline_model
     else:
         raise ValueError(f"kind must be 'rsa' or 'baseline'; got {kind!r}.")
-    if not participants:  # the LLM ratings pin each scenario effect: centred (models/social_meaning.py, "Scenario effects")
+    if not participants:  # the LLM ratings pin each scenario effect: centred (models/social_meaning/rsa.py, "Scenario effects")
         data["zeta_param"] = "centred"
-    if sm.check_effect_scale(effect_scale) != "rating":  # the default stays out of the data (and its hash)
+    if rsa.check_effect_scale(effect_scale) != "rating":  # the default stays out of the data (and its hash)
         data["effect_scale"] = effect_scale
     declared = pm.inspect_model(model, data)
     names = set(declared.priors) | set(declared.fixed) | {how["parameter"] for how in declared.scaled.values()}
     own = {k: v for k, v in (priors or {}).items() if k in names}
-    coords = dict(COORDS, feature=list(sm.FEATURE_SETS[link])) if kind == "rsa" else dict(COORDS)
+    coords = dict(COORDS, feature=list(rsa.FEATURE_SETS[link])) if kind == "rsa" else dict(COORDS)
     settings = {"chain_method": None, **settings, "coords": coords}
     return pm.FitSpec(name, model, data, priors=own or None, sampler=settings, seed=seed)
 
 
 def _annotate(tree, kind: str, motive_prior: str, warned: list[str]):
     tree.attrs["motive_prior"] = motive_prior if kind.startswith("rsa") else "n/a"
-    tree.attrs["model_kind"] = kind  # models.social_meaning.IMPLIED_KINDS
+    tree.attrs["model_kind"] = kind  # models.social_meaning.rsa.IMPLIED_KINDS
     tree.attrs["warnings"] = json.dumps(list(warned))
     return tree
 
@@ -273,13 +257,13 @@ def _draws(tree, n: int, seed: int) -> list[dict]:
     return out
 
 
-_IMPLIED = {kind: jax.jit(jax.vmap(functools.partial(sm.implied_cell_means, kind))) for kind in sm.IMPLIED_KINDS}
+_IMPLIED = {kind: jax.jit(jax.vmap(functools.partial(rsa.implied_cell_means, kind))) for kind in rsa.IMPLIED_KINDS}
 
 
 def implied_means(tree, kind: str, n_draws: int, seed: int = 0) -> np.ndarray:
     """Model-implied cell means, shape ``[draw, attribute, scenario, context, form]``."""
     draws = _draws(tree, n_draws, seed)
-    stacked = {k: jnp.stack([d[k] for d in draws]) for k in draws[0] if k in sm.DRAW_KEYS}
+    stacked = {k: jnp.stack([d[k] for d in draws]) for k in draws[0] if k in rsa.DRAW_KEYS}
     return np.asarray(_IMPLIED[kind](stacked))
 
 
@@ -314,16 +298,16 @@ def _cell_label(a, c, f):
 
 def observed_comparisons(human: pd.DataFrame, llm: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Observed ESR per LLM x prompt (Figure 2) and human vs LLM condition means (Figure 1)."""
-    esr, fig1_rows = [], []
+    esr_rows, fig1_rows = [], []
     hcells = _cells_frame(human)
     for (m, p), g in llm.groupby(["model", "prompt"], sort=False):
         e = metrics.esr_table(human, metrics.valid_ratings(g).frame).reset_index()
         e.insert(0, "prompt", p)
         e.insert(0, "model", m)
-        esr.append(e)
+        esr_rows.append(e)
         mc = _cells_frame(g)
         fig1_rows += [dict(model=m, prompt=p, cell=_cell_label(*k), human=hcells[k], llm=mc[k]) for k in hcells.index]
-    return pd.concat(esr, ignore_index=True), pd.DataFrame(fig1_rows)
+    return pd.concat(esr_rows, ignore_index=True), pd.DataFrame(fig1_rows)
 
 
 def split_sampler(sampler: dict, label: str | None = None) -> tuple[dict, dict]:
@@ -352,12 +336,12 @@ def fit_all(human, llm, seed: int, sampler: dict, progress: bool, motive_prior: 
     ``"sequential"``, ``"process"`` or a Dask ``Client``). Returns ``(trees, baseline,
     loo_compare)``; ``trees["human"]`` first, then ``trees["<model> <prompt>"]``. A failed fit
     does not stop the others; the study raises at the end, naming every failure."""
-    rsa, motives, base = HUMAN_LABELS
-    speaker = sm.PRIORS_SPEAKER  # what no ratings identify, humans' or LLMs' (models/social_meaning.py)
-    specs = [fit_spec("human_rsa", "rsa", human, True, seed, sampler, motive_prior, speaker, label=rsa),
+    rsa_label, motives_label, base_label = HUMAN_LABELS
+    speaker = rsa.PRIORS_SPEAKER  # what no ratings identify, humans' or LLMs' (models/social_meaning/rsa.py)
+    specs = [fit_spec("human_rsa", "rsa", human, True, seed, sampler, motive_prior, speaker, label=rsa_label),
              fit_spec("human_rsa_motives", "rsa", human, True, seed + 2, sampler, motive_prior, speaker,
-                      link="motives", label=motives),
-             fit_spec("human_baseline", "baseline", human, True, seed + 1, sampler, label=base)]
+                      link="motives", label=motives_label),
+             fit_spec("human_baseline", "baseline", human, True, seed + 1, sampler, label=base_label)]
     labels, invalid = {"human_rsa": "human", "human_rsa_motives": "motives", "human_baseline": "baseline"}, {}
     kinds = dict(human_rsa="rsa", human_rsa_motives="rsa_motives", human_baseline="baseline")
     wanted = None if conditions is None else set(map(tuple, conditions))
@@ -443,34 +427,35 @@ def llm_sets(llm: pd.DataFrame, conditions=None) -> dict:
 
 
 def measurement(human: pd.DataFrame, llm: pd.DataFrame, table: pd.DataFrame, conditions, seed: int, sampler: dict):
-    """The ESR measurement model (:mod:`models.social_meaning_esr`) fitted to the human and LLM
+    """The ESR measurement model (:mod:`models.social_meaning.esr`) fitted to the human and LLM
     effects, and what the report reads from it. Returns ``(tree, esr, cds, claims)``: signed ESR
     per effect, CDS per condition beside the observed (paper's) CDS, and the paper's claims as
-    posterior probabilities (:mod:`models.social_meaning_claims`; all 12 conditions needed)."""
-    data, labels = se.model_data(human, llm_sets(llm, conditions))
+    posterior probabilities (:mod:`models.social_meaning.claims`; all 12 conditions needed)."""
+    data, labels = esr.model_data(human, llm_sets(llm, conditions))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", pm.diagnostics.FitWarning)
-        tree = se.fit(data, labels, seed=seed, **sampler)
+        tree = esr.fit(data, labels, seed=seed, **sampler)
     tree.attrs["warnings"] = json.dumps([str(w.message) for w in caught if issubclass(w.category, pm.diagnostics.FitWarning)])
-    esr, cds = se.esr_summary(tree), se.cds_summary(tree)
+    esr_table, cds = esr.esr_summary(tree), esr.cds_summary(tree)
     observed = table[["model", "prompt", "cds_m", "cds_i", "cds"]].rename(
         columns=lambda c: f"observed_{c}" if c.startswith("cds") else c)
     cds = cds.merge(observed, on=["model", "prompt"])
-    claims = (claims_mod.claims_table(tree, data["d_m"] / data["d_h"]) if len(labels) == 12
-              else pd.DataFrame(columns=["id", "claim", "paper", "probability", "reading"]))
-    return tree, esr, cds, claims
+    claim_table = (claims.claims_table(tree, data["d_m"] / data["d_h"]) if len(labels) == 12
+                   else pd.DataFrame(columns=["id", "claim", "paper", "probability", "reading"]))
+    return tree, esr_table, cds, claim_table
 
 
-def calibration_table(human, llm, conditions, seed: int, n_replicates: int) -> pd.DataFrame:
+def calibration_table(human, llm, conditions, seed: int, n_replicates: int, sampler: dict) -> pd.DataFrame:
     """The measurement model's calibration check and its negative control
-    (:func:`models.social_meaning_esr.calibration`)."""
-    data, _ = se.model_data(human, llm_sets(llm, conditions))
-    return se.calibration(data, n_replicates, seed=seed, **CALIBRATION_SAMPLER)
+    (:func:`models.social_meaning.esr.calibration`), refitted with the NUTS settings ``sampler``
+    (the config's ``calibration_sampler``)."""
+    data, _ = esr.model_data(human, llm_sets(llm, conditions))
+    return esr.calibration(data, n_replicates, seed=seed, **sampler)
 
 
 def human_checks(trees: dict, baseline, human: pd.DataFrame, n_draws: int, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Posterior predictive checks of the three human fits with new raters
-    (:mod:`models.social_meaning_checks`): the ten effects and the 144 condition means, one block
+    (:mod:`models.social_meaning.checks`): the ten effects and the 144 condition means, one block
     of rows per model (column ``model``)."""
     data = encode(human, True)
     eff, cells = [], []
@@ -491,8 +476,8 @@ def predictive_check(h_eff: dict, human: pd.DataFrame, fig1: pd.DataFrame):
     cells = h_eff["cells"]  # [draw, attribute, context, form]
     rows = []
     for ai, a in enumerate(datasets.ATTRIBUTES):
-        for ci, c in enumerate(sm.CONTEXTS):
-            for fi, f in enumerate(sm.FORMS):
+        for ci, c in enumerate(rsa.CONTEXTS):
+            for fi, f in enumerate(rsa.FORMS):
                 med, lo, hi = _summ(cells[:, ai, ci, fi])
                 rows.append(dict(cell=_cell_label(a, c, f), median=med, lo=lo, hi=hi, human_observed=hcells[(a, c, f)]))
     predicted = pd.DataFrame(rows)
@@ -504,7 +489,7 @@ def predictive_check(h_eff: dict, human: pd.DataFrame, fig1: pd.DataFrame):
 
 def _posterior_summaries(folder: Path, trees: dict, baseline):
     """What is derived from the posteriors alone, written into a run folder: the parameter and
-    chain tables and the forest plot (by :func:`run_study` and again by :func:`rebuild_report`).
+    chain tables and the forest plot (by :func:`run` and again by :func:`rebuild_report`).
     Returns ``(params, chains)``."""
     from pragmodels import plots
 
@@ -614,60 +599,31 @@ def write_tables(config: dict, out: str | Path) -> None:
 
 
 def run(config: dict, out_dir: Path, mode: str, progress: bool, record: Run) -> None:
-    """The study's entry point (``"study": "models/social_meaning_study.py:run"``), called by
+    """The study's entry point (``"study": "models/social_meaning/study.py:run"``), called by
     :func:`pragmodels.runs.study.run_study` with the config, the staging folder to write into, the mode
-    (``quick``/``full``: picks ``config["sampler"][mode]``), whether to show progress bars, and the
-    open run to record fits and inputs in. The config's keys are those of :class:`Config`: the
-    generic ones (``name``, ``study``, ``tables``, ``sampler`` per mode, ``seed``) and ``n_draws``,
+    (``quick``/``full``: picks ``config["sampler"][mode]``, ``config["measurement_sampler"][mode]``
+    and ``config["calibration_replicates"][mode]``), whether to show progress bars, and the open run
+    to record fits and inputs in. The config's keys are those of :class:`Config`: the generic ones
+    (``name``, ``study``, ``tables``, ``sampler`` per mode, ``seed``) and ``n_draws``,
     ``motive_prior``, ``conditions`` (a list of ``[model, prompt]`` pairs), ``executor``
-    (``"sequential"``, the default, or ``"process"``: :func:`pragmodels.inference.fit_many`)."""
-    if mode not in SAMPLER:
-        raise ValueError(f"mode must be one of {sorted(SAMPLER)}; got {mode!r}.")
+    (``"sequential"``, the default, or ``"process"``: :func:`pragmodels.inference.fit_many`), the
+    measurement model's and its calibration's settings."""
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}; got {mode!r}.")
     cfg = validate_config(Config, config, what="study config")  # as the CLI did (a direct caller too)
-    _run_into(Path(out_dir), record, mode=mode, seed=cfg.seed, n_draws=cfg.n_draws, progress=progress, log=None,
-              sampler=config["sampler"][mode], conditions=cfg.conditions, motive_prior=cfg.motive_prior,
-              executor=cfg.executor)
-
-
-def run_study(out_dir: str | Path, mode: str = "full", seed: int = 20261130, n_draws: int = 400,
-              progress: bool = False, log=None, sampler: dict | None = None, conditions=None,
-              motive_prior: str = "uniform") -> Path:
-    """Run the whole study into the run folder ``out_dir`` (a :mod:`pragmodels.runs` folder:
-    written aside, swapped in only when finished, with its ``run.json``).
-
-    ``sampler`` overrides the mode's NUTS settings; ``conditions`` restricts the LLM fits to
-    some ``(model, prompt)`` pairs (default: all 12); ``motive_prior`` is passed to every RSA
-    fit (:func:`models.social_meaning.rsa_model`)."""
-    if mode not in SAMPLER:
-        raise ValueError(f"mode must be one of {sorted(SAMPLER)}; got {mode!r}.")
-    sampler = dict(sampler or SAMPLER[mode])
-    config = dict(name="social_meaning", seed=seed, n_draws=n_draws, sampler={mode: sampler},
-                  motive_prior=motive_prior, conditions=None if conditions is None else [list(c) for c in conditions])
-    with open_run(out_dir, mode=mode, entry_point=f"{__name__}.run_study", config=config, sampler=sampler,
-                  seed=seed, log=log) as record:
-        _run_into(record.path, record, mode=mode, seed=seed, n_draws=n_draws, progress=progress, log=log,
-                  sampler=sampler, conditions=conditions, motive_prior=motive_prior)
-    return Path(out_dir)
-
-
-def _run_into(folder: Path, record: Run, *, mode, seed, n_draws, progress, log, sampler, conditions,
-              motive_prior, executor="sequential") -> None:
-    """The study's steps, writing into ``folder`` (the staging folder of ``record``)."""
-    sm.check_motive_prior(motive_prior)
-    t_start = time.perf_counter()
-    log = log or (lambda msg: print(msg, flush=True))
-    stamp = lambda msg: log(f"[{time.perf_counter() - t_start:7.1f} s] {msg}")
-    sampler = dict(sampler)
-    n_draws = min(n_draws, *(h["num_samples"] * h["num_chains"] for h in split_sampler(sampler)))
+    seed, motive_prior, conditions, executor = cfg.seed, cfg.motive_prior, cfg.conditions, cfg.executor
+    sampler = dict(config["sampler"][mode])
+    measurement_sampler = dict(config["measurement_sampler"][mode])
+    n_replicates = getattr(cfg.calibration_replicates, mode)
+    folder = StudyFolder(record)
+    stamp, tables, figures = folder.log, folder.tables, folder.figures
+    log = lambda msg: print(msg, flush=True)  # noqa: E731 (tables printed as they are)
+    n_draws = min(cfg.n_draws, *(h["num_samples"] * h["num_chains"] for h in split_sampler(sampler)))
     record.note("n_draws", n_draws)
     record.note("motive_prior", motive_prior)
-    tables, figures = folder / "tables", folder / "figures"
-    for d in (folder / "posteriors", figures, tables):
-        d.mkdir(parents=True)
     stamp("loading data (verified against the registry's sha256)")
     human, llm = datasets.load_social_human(), datasets.load_social_llm()
-    for key in ("social_human", *(f"social_llm_{p}" for p in datasets.PROMPTS)):
-        record.data(key, datasets.REGISTRY[key].sha256)
+    folder.record_dataset("social_human", *(f"social_llm_{p}" for p in datasets.PROMPTS))
 
     stamp("reproducing Tables 2-4")
     table = reproduction_table(human, llm)
@@ -689,16 +645,15 @@ def _run_into(folder: Path, record: Run, *, mode, seed, n_draws, progress, log, 
     ppc_cells.to_csv(tables / "human_ppc_cells.csv", index=False)
 
     stamp("ESR measurement model: signed ESR, CDS and the paper's claims")
-    esr_tree, esr_model, cds_model, claims = measurement(human, llm, table, conditions, seed, MEASUREMENT[mode])
+    esr_tree, esr_model, cds_model, claim_table = measurement(human, llm, table, conditions, seed, measurement_sampler)
     esr_model.to_csv(tables / "esr_model.csv", index=False)
     cds_model.to_csv(tables / "cds_model.csv", index=False)
-    claims.to_csv(tables / "claims.csv", index=False)
-    save_netcdf(esr_tree, folder / "posteriors" / "esr_measurement.nc")
-    if CALIBRATION[mode]:
-        stamp(f"ESR calibration: {CALIBRATION[mode]} simulated data sets, and the negative control")
-        calibration_table(human, llm, conditions, seed, CALIBRATION[mode]).to_csv(
+    claim_table.to_csv(tables / "claims.csv", index=False)
+    folder.save_fit("esr measurement", esr_tree, "esr_measurement.nc")
+    if n_replicates:
+        stamp(f"ESR calibration: {n_replicates} simulated data sets, and the negative control")
+        calibration_table(human, llm, conditions, seed, n_replicates, config["calibration_sampler"]).to_csv(
             tables / "esr_calibration.csv", index=False)
-    record.fit("esr measurement", esr_tree, "posteriors/esr_measurement.nc")
 
     stamp("posterior predictive check: human-fitted model vs each LLM's observed means")
     predicted, observed, ppc = predictive_check(human_implied_effects(trees, n_draws, seed), human, fig1)
@@ -707,19 +662,16 @@ def _run_into(folder: Path, record: Run, *, mode, seed, n_draws, progress, log, 
 
     stamp("figures")
     _write_figures(figures, fig1, observed_esr, esr_model, predicted, observed)
-    if len(claims):
+    if len(claim_table):
         _save(contrast_figure(esr_tree, trees), figures / "contrasts.png", dpi=110)
 
     stamp("writing posteriors (netCDF)")
-    save_netcdf(baseline, folder / "posteriors" / "human_baseline.nc")
-    record.fit("human baseline", baseline, "posteriors/human_baseline.nc")
+    folder.save_fit("human baseline", baseline, "human_baseline.nc")
     for label, tree in trees.items():
-        name = f"posteriors/{label.replace(' ', '_')}_rsa.nc"
-        save_netcdf(tree, folder / name)
-        record.fit(label, tree, name)
+        folder.save_fit(label, tree, f"{label.replace(' ', '_')}_rsa.nc")
 
     manifest = record.finish()  # run.json: the report below is rendered from it
-    write_report(folder, trees=trees, baseline=baseline)
+    write_report(folder.path, trees=trees, baseline=baseline)
     stamp(f"done (wall time {manifest['wall_time_s']:.0f} s); swapping the run folder into place")
 
 

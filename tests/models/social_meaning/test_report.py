@@ -5,7 +5,7 @@ from types import SimpleNamespace
 
 import pandas as pd
 
-from models.social_meaning_report import _init_paragraph, converged, depth_share
+from models.social_meaning.report import _init_paragraph, converged, depth_share
 from pragmodels.evaluation.model_comparison import loo_sentence
 
 
@@ -79,29 +79,42 @@ def test_sampler_overrides_apply_to_the_human_fits_and_to_single_llm_fits():
 
     import pytest
 
-    from models import social_meaning_study as st
+    from models.social_meaning import study
 
-    cfg = json.loads((Path(__file__).parents[2] / "fits" / "social_meaning.json").read_text())
-    assert cfg["sampler"]["full"] == st.SAMPLER["full"]
-    human, llm = st.split_sampler(st.SAMPLER["full"], "claude MIN")
+    from pragmodels.runs import read_manifest
+
+    root = Path(__file__).parents[3]
+    cfg = json.loads((root / "fits" / "social_meaning.json").read_text())
+    full = cfg["sampler"]["full"]  # the config is the only source of the study's settings
+    # the committed full run was sampled with exactly these settings (its numbers stay valid)
+    assert read_manifest(root / "fits" / "social_meaning" / "full")["sampler"] == full
+    human, llm = study.split_sampler(full, "claude MIN")
     assert human["num_samples"] == 1000 and human["dense_mass"] is False and "fits" not in human
     assert llm["num_samples"] == 4000 and llm["dense_mass"] is True and "human" not in llm
-    assert st.split_sampler(st.SAMPLER["full"], "gpt MIN")[1]["num_samples"] == 2000
+    assert study.split_sampler(full, "gpt MIN")[1]["num_samples"] == 2000
     # the human RSA fits adapt a dense block over the RSA parameters; the baseline, which has none, does not
-    rsa = st.split_sampler(st.SAMPLER["full"], "human")[0]
-    assert rsa["dense_mass"] == [list(st.RSA_BLOCK)] and rsa["num_samples"] == 1000
-    assert st.split_sampler(st.SAMPLER["full"], "human baseline")[0]["dense_mass"] is False
+    rsa = study.split_sampler(full, "human")[0]
+    assert rsa["dense_mass"] == [list(study.RSA_BLOCK)] and rsa["num_samples"] == 1000
+    assert study.split_sampler(full, "human baseline")[0]["dense_mass"] is False
+    # the measurement model and its calibration: the settings the committed run used
+    assert cfg["measurement_sampler"] == {"quick": dict(num_warmup=200, num_samples=200, num_chains=2),
+                                          "full": dict(num_warmup=500, num_samples=1000, num_chains=4)}
+    assert cfg["calibration_sampler"] == dict(num_warmup=300, num_samples=500, num_chains=2)
+    assert cfg["calibration_replicates"] == {"quick": 0, "full": 100}
+    from pragmodels.runs.schema import validate_config
+
+    validate_config(study.Config, cfg)
     # every site of the block exists in both human RSA models (a missing one is a KeyError in numpyro mid-run)
     from numpyro import handlers
 
-    import models.social_meaning as sm
-    from tests.models.test_social_meaning import _data
+    from models.social_meaning import rsa
+    from tests.models.social_meaning.test_rsa import _data
     data = _data(72)
-    for link in sm.LINKS:
-        tr = handlers.trace(handlers.seed(sm.rsa_model, 0)).get_trace(**data, link=link, theta_param="non-centred")
-        assert set(st.RSA_BLOCK) <= {k for k, v in tr.items() if v["type"] == "sample"}
+    for link in rsa.LINKS:
+        tr = handlers.trace(handlers.seed(rsa.rsa_model, 0)).get_trace(**data, link=link, theta_param="non-centred")
+        assert set(study.RSA_BLOCK) <= {k for k, v in tr.items() if v["type"] == "sample"}
     with pytest.raises(ValueError, match=r"unknown: \['claude MINI'\]"):
-        st.split_sampler({"fits": {"claude MINI": {"num_samples": 10}}}, "claude MIN")
+        study.split_sampler({"fits": {"claude MINI": {"num_samples": 10}}}, "claude MIN")
 
 
 def test_a_fits_entry_chooses_its_fits_parametrisation_and_nothing_else():
@@ -111,26 +124,26 @@ def test_a_fits_entry_chooses_its_fits_parametrisation_and_nothing_else():
     import pydantic
     import pytest
 
-    from models import social_meaning_study as st
+    from models.social_meaning import study
     from pragmodels import datasets
 
     frame = datasets.load_social_llm()
     frame = frame[(frame.model == "gpt") & (frame.prompt == "KMA")].dropna(subset=["rating"]).head(300)
     sampler = {"num_samples": 10, "fits": {"gpt KMA": {"effect_scale": "noise", "num_samples": 20}}}
-    spec = st.fit_spec("x", "rsa", frame, False, 0, sampler, label="gpt KMA")
+    spec = study.fit_spec("x", "rsa", frame, False, 0, sampler, label="gpt KMA")
     assert spec.data["effect_scale"] == "noise" and "effect_scale" not in spec.sampler
     assert spec.sampler["num_samples"] == 20
-    other = st.fit_spec("x", "rsa", frame, False, 0, sampler, label="gpt ALT")
+    other = study.fit_spec("x", "rsa", frame, False, 0, sampler, label="gpt ALT")
     assert "effect_scale" not in other.data and other.sampler["num_samples"] == 10
-    plain = st.fit_spec("x", "rsa", frame, False, 0, {"num_samples": 10}, label="gpt KMA")
+    plain = study.fit_spec("x", "rsa", frame, False, 0, {"num_samples": 10}, label="gpt KMA")
     assert plain.data.keys() == other.data.keys()
     import pragmodels as pm
     info = pm.inspect_model(spec.model, spec.data)
     assert info.scaled["beta_noise_units"]["parameter"] == "beta"
     assert "beta_noise_units" not in pm.inspect_model(other.model, other.data).priors
     # a prior given for "beta" still reaches the fit sampled in noise units
-    spec = st.fit_spec("x", "rsa", frame, False, 0, sampler, label="gpt KMA",
+    spec = study.fit_spec("x", "rsa", frame, False, 0, sampler, label="gpt KMA",
                        priors={"beta": pm.Prior("Normal", loc=0.0, scale=0.5)})
     assert spec.priors == {"beta": pm.Prior("Normal", loc=0.0, scale=0.5)}
     with pytest.raises(pydantic.ValidationError, match="effect_scale"):
-        st.StudySampler.model_validate({"fits": {"gpt KMA": {"effect_scale": "noise units"}}})
+        study.StudySampler.model_validate({"fits": {"gpt KMA": {"effect_scale": "noise units"}}})

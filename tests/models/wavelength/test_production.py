@@ -1,4 +1,4 @@
-"""models/wavelength_production: direct vs Inverse-RSA clues under two judges, against loops
+"""models/wavelength/production: direct vs Inverse-RSA clues under two judges, against loops
 written from the paper's equations (S0 = sample frequencies, S1 ∝ S0 · L0(t | u), L0 = the LM's
 answer distribution; the fitted judge an RSA listener over [produced clue, alternatives, null]).
 
@@ -6,15 +6,12 @@ Tolerance: float32 JAX against float64 loops, 1e-5 on probabilities."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import xarray as xr
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "models"))
-import wavelength_production as wprod  # noqa: E402
+from models.wavelength import production
 
 S = 21
 STATES = np.linspace(0, 100, S)
@@ -63,7 +60,7 @@ def naive_fitted(sem_rows, alpha, beta):
 def test_judges_and_speakers_match_loops():
     ds, clues, target = make()
     alpha, beta = 1.7, 0.6
-    scores = wprod.production_scores(ds, clues, target, alpha, beta)
+    scores = production.production_scores(ds, clues, target, alpha, beta)
     assert set(scores["speaker"]) == {"direct (S0 sample)", "direct (most frequent)", "Inverse-RSA (S1 sample)",
                                       "Inverse-RSA (argmax, the paper's)"}
     for k, i in enumerate([7, 11, 42]):
@@ -102,12 +99,12 @@ def test_inverse_rsa_never_loses_under_the_circular_judge_and_summary_pairs_spea
     """S1 ∝ S0 · L0(t | u) reweights S0 towards clues with a higher L0(t | u), so its expected
     L0(t | u) is at least S0's (covariance of L0(t | ·) with itself under S0 is >= 0)."""
     ds, clues, target = make(1)
-    scores = wprod.production_scores(ds, clues, target, 1.0, 1.0)
+    scores = production.production_scores(ds, clues, target, 1.0, 1.0)
     circ = scores[scores["judge"].str.startswith("LM literal")].pivot(index="item", columns="speaker",
                                                                         values="p_target")
     assert np.all(circ["Inverse-RSA (S1 sample)"] >= circ["direct (S0 sample)"] - 1e-7)
     assert np.all(circ["Inverse-RSA (argmax, the paper's)"] >= circ["direct (S0 sample)"] - 1e-7)
-    summ = wprod.summarise(scores, n_boot=200)
+    summ = production.summarise(scores, n_boot=200)
     assert len(summ) == 8
     irsa = summ[summ["speaker"] == "Inverse-RSA (S1 sample)"]
     assert irsa["d_p_target"].notna().all()

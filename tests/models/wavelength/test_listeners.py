@@ -1,4 +1,4 @@
-"""Wavelength models (models/wavelength.py): the agents against direct NumPy transcriptions of the
+"""Wavelength models (models/wavelength/listeners.py): the agents against direct NumPy transcriptions of the
 paper's equations and of upstream's ``get_l1_dist`` (linlu-qiu/wavelength-eval, utils.py and
 game.py), padding, gradients, the NumPyro models, cross-validation by item, and recovery.
 
@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import pragmodels as pm
-from models import wavelength as wl
+from models.wavelength import listeners
 from pragmodels.evaluation import crossval
 from pragmodels.metrics import distributions as distribution_metrics
 from pragmodels.semantics import lm_literal_semantics
@@ -87,7 +87,7 @@ def paper_lm_rsa(log_lm_item, n_valid, use_null=True):
 
 def test_literal_listener_is_the_lm_distribution_at_beta_1():
     log_lm, _, mask = random_scores(1)
-    got = np.exp(np.asarray(wl.lm_literal_listener(log_lm, 1.0, None, mask), float))
+    got = np.exp(np.asarray(listeners.lm_literal_listener(log_lm, 1.0, None, mask), float))
     for i in range(N_ITEM):
         n = mask[i].sum()
         np.testing.assert_allclose(got[i, :n], softmax(log_lm[i, :n]), atol=ATOL)
@@ -97,7 +97,7 @@ def test_literal_listener_is_the_lm_distribution_at_beta_1():
 def test_literal_listener_temperature_and_prior():
     log_lm, _, mask = random_scores(2)
     prior = np.random.default_rng(0).dirichlet(np.ones(N_STATE))
-    got = np.exp(np.asarray(wl.lm_literal_listener(log_lm, 0.4, np.log(prior), mask), float))
+    got = np.exp(np.asarray(listeners.lm_literal_listener(log_lm, 0.4, np.log(prior), mask), float))
     p_lm = softmax(log_lm)
     ref = p_lm ** 0.4 * prior
     ref /= ref.sum(-1, keepdims=True)
@@ -107,8 +107,8 @@ def test_literal_listener_temperature_and_prior():
 @pytest.mark.parametrize("use_null", [True, False])
 def test_lm_rsa_listener_reproduces_the_paper_and_upstream_exactly(use_null):
     log_lm, _, mask = random_scores(3, garbage=1e3)
-    full = np.exp(np.asarray(wl.lm_rsa_listener(log_lm, mask, 1.0, 1.0, null=use_null), float))
-    clue = np.exp(np.asarray(wl.rsa_clue_listener(lm_literal_semantics(log_lm, 1.0, mask), 1.0, mask,
+    full = np.exp(np.asarray(listeners.lm_rsa_listener(log_lm, mask, 1.0, 1.0, null=use_null), float))
+    clue = np.exp(np.asarray(listeners.rsa_clue_listener(lm_literal_semantics(log_lm, 1.0, mask), 1.0, mask,
                                                   null=use_null), float))
     for i in range(N_ITEM):
         n = int(mask[i].sum())
@@ -124,13 +124,13 @@ def test_lm_rsa_listener_reproduces_the_paper_and_upstream_exactly(use_null):
 
 def test_appendix_c_listener_reproduces_the_paper_exactly():
     log_lm, log_s0, mask = random_scores(4)
-    got = np.exp(np.asarray(wl.appendix_c_listener(log_lm, log_s0, 1.0, 1.0), float))
+    got = np.exp(np.asarray(listeners.appendix_c_listener(log_lm, log_s0, 1.0, 1.0), float))
     l0 = softmax(log_lm)
     s0 = np.exp(log_s0)
     ref = l0 * s0 / (l0 * s0).sum(-1, keepdims=True)
     np.testing.assert_allclose(got, ref, atol=ATOL)
     # alpha weights the speaker term, beta the LM
-    got2 = np.exp(np.asarray(wl.appendix_c_listener(log_lm, log_s0, 2.5, 0.5), float))
+    got2 = np.exp(np.asarray(listeners.appendix_c_listener(log_lm, log_s0, 2.5, 0.5), float))
     ref2 = softmax(0.5 * log_lm + 2.5 * log_s0)
     np.testing.assert_allclose(got2, ref2, atol=ATOL)
 
@@ -144,8 +144,8 @@ def test_inverse_rsa_speaker_reproduces_the_paper_and_upstream_exactly():
     count = np.where(prod_mask, count, 0)
     log_lm_prod = np.where(prod_mask[..., None], log_lm_prod, -7.0)  # padded rows: anything
     target = rng.integers(0, N_STATE, N_ITEM)
-    s1 = np.exp(np.asarray(wl.inverse_rsa_speaker(log_lm_prod, count, 1.0, 1.0, None, prod_mask), float))
-    got = np.exp(np.asarray(wl.at_target(wl.inverse_rsa_speaker(log_lm_prod, count, 1.0, 1.0, None, prod_mask), target), float))
+    s1 = np.exp(np.asarray(listeners.inverse_rsa_speaker(log_lm_prod, count, 1.0, 1.0, None, prod_mask), float))
+    got = np.exp(np.asarray(listeners.at_target(listeners.inverse_rsa_speaker(log_lm_prod, count, 1.0, 1.0, None, prod_mask), target), float))
     states = [str(v) for v in range(0, 101, 5)]
     for i in range(N_ITEM):
         valid = np.flatnonzero(prod_mask[i])
@@ -166,7 +166,7 @@ def test_inverse_rsa_speaker_alpha_and_beta():
     rng = np.random.default_rng(6)
     log_lm_prod = rng.normal(-3, 2, (2, 4, N_STATE))
     count = np.array([[3, 1, 2, 5], [1, 1, 0, 4]], float)  # a count of 0 excludes the clue
-    got = np.exp(np.asarray(wl.inverse_rsa_speaker(log_lm_prod, count, 2.0, 0.5), float))
+    got = np.exp(np.asarray(listeners.inverse_rsa_speaker(log_lm_prod, count, 2.0, 0.5), float))
     l0 = softmax(0.5 * log_lm_prod)  # [item, alt, state]
     w = count[:, :, None] * l0 ** 2.0
     ref = np.swapaxes(w / w.sum(1, keepdims=True), 1, 2)
@@ -179,9 +179,9 @@ def test_lm_rsa_with_alpha_beta_and_cost_matches_numpy():
     length = rng.integers(1, 6, (N_ITEM, N_UTT)).astype(float)
     alpha, beta, w_cost = 2.3, 0.6, 0.4
     prior = rng.dirichlet(np.ones(N_STATE))
-    cost = wl.length_cost(w_cost, length)
-    got = np.exp(np.asarray(wl.lm_rsa_listener(log_lm, mask, alpha, beta, cost, np.log(prior)), float))
-    clue = np.exp(np.asarray(wl.rsa_clue_listener(lm_literal_semantics(log_lm, beta, mask), alpha, mask, cost,
+    cost = listeners.length_cost(w_cost, length)
+    got = np.exp(np.asarray(listeners.lm_rsa_listener(log_lm, mask, alpha, beta, cost, np.log(prior)), float))
+    clue = np.exp(np.asarray(listeners.rsa_clue_listener(lm_literal_semantics(log_lm, beta, mask), alpha, mask, cost,
                                                   np.log(prior)), float))
     for i in range(N_ITEM):
         n = int(mask[i].sum())
@@ -200,10 +200,10 @@ def test_per_item_alpha_equals_a_loop_over_items():
     log_lm, _, mask = random_scores(8)
     alpha = np.array([0.3, 1.0, 2.0, 4.0, 9.0], np.float32)
     beta = np.array([0.5, 1.0, 1.5, 0.8, 2.0], np.float32)
-    got = np.asarray(wl.lm_rsa_listener(log_lm, mask, alpha, beta))
-    fast = np.asarray(wl.rsa_clue_listener(lm_literal_semantics(log_lm, beta, mask), alpha, mask))
+    got = np.asarray(listeners.lm_rsa_listener(log_lm, mask, alpha, beta))
+    fast = np.asarray(listeners.rsa_clue_listener(lm_literal_semantics(log_lm, beta, mask), alpha, mask))
     for i in range(N_ITEM):
-        one = np.asarray(wl.lm_rsa_listener(log_lm[i:i + 1], mask[i:i + 1], float(alpha[i]), float(beta[i])))
+        one = np.asarray(listeners.lm_rsa_listener(log_lm[i:i + 1], mask[i:i + 1], float(alpha[i]), float(beta[i])))
         np.testing.assert_allclose(np.exp(got[i]), np.exp(one[0]), atol=ATOL)
         np.testing.assert_allclose(np.exp(fast[i]), np.exp(one[0, 0]), atol=ATOL)
 
@@ -212,20 +212,20 @@ def test_padding_is_ignored_exactly_with_finite_gradients():
     clean, _, mask = random_scores(9, garbage=0.0)
     dirty = np.where(mask[..., None], clean, np.nan)  # padded rows hold NaN: still ignored
     length = np.where(mask, 3.0, np.nan)
-    a = np.asarray(wl.lm_rsa_listener(clean, mask, 1.7, 0.8, wl.length_cost(0.2, np.where(mask, 3.0, 0.0))))
-    b = np.asarray(wl.lm_rsa_listener(dirty, mask, 1.7, 0.8, wl.length_cost(0.2, length, mask)))
+    a = np.asarray(listeners.lm_rsa_listener(clean, mask, 1.7, 0.8, listeners.length_cost(0.2, np.where(mask, 3.0, 0.0))))
+    b = np.asarray(listeners.lm_rsa_listener(dirty, mask, 1.7, 0.8, listeners.length_cost(0.2, length, mask)))
     np.testing.assert_array_equal(a[mask], b[mask])
     # removing the padding altogether gives the same listener, item by item
     for i in range(N_ITEM):
         n = int(mask[i].sum())
-        c = np.asarray(wl.lm_rsa_listener(clean[i:i + 1, :n], None, 1.7, 0.8, wl.length_cost(0.2, np.full((1, n), 3.0))))
+        c = np.asarray(listeners.lm_rsa_listener(clean[i:i + 1, :n], None, 1.7, 0.8, listeners.length_cost(0.2, np.full((1, n), 3.0))))
         np.testing.assert_allclose(np.exp(a[i, :n]), np.exp(c[0]), atol=ATOL)
     w = jnp.asarray(np.random.default_rng(0).normal(size=(N_ITEM, N_STATE)), jnp.float32)
 
     def loss(theta):
         alpha, beta, cw = theta
         sem = lm_literal_semantics(dirty, beta, mask)
-        return jnp.sum(w * wl.rsa_clue_listener(sem, alpha, mask, wl.length_cost(cw, length, mask)))
+        return jnp.sum(w * listeners.rsa_clue_listener(sem, alpha, mask, listeners.length_cost(cw, length, mask)))
 
     g = np.asarray(jax.grad(loss)(jnp.array([1.7, 0.8, 0.2])))
     assert np.all(np.isfinite(g)), g
@@ -235,7 +235,7 @@ def test_listener_rows_normalise_and_alpha_sharpens():
     log_lm, _, mask = random_scores(10)
     h = []
     for alpha in (0.5, 1.0, 4.0):
-        p = np.exp(np.asarray(wl.lm_rsa_listener(log_lm, mask, alpha, 1.0), float))
+        p = np.exp(np.asarray(listeners.lm_rsa_listener(log_lm, mask, alpha, 1.0), float))
         np.testing.assert_allclose(p[mask].sum(-1), 1.0, atol=1e-5)
         h.append(distribution_metrics.entropy(p[1, 0] / p[1, 0].sum()))
     assert h[0] > h[1] > h[2]
@@ -244,15 +244,15 @@ def test_listener_rows_normalise_and_alpha_sharpens():
 def test_agent_input_errors_name_the_problem():
     log_lm, _, mask = random_scores(11)
     with pytest.raises(ValueError, match=r"utt_mask must have shape \[item, utterance\]"):
-        wl.lm_rsa_listener(log_lm, mask[:, :3], 1.0, 1.0)
+        listeners.lm_rsa_listener(log_lm, mask[:, :3], 1.0, 1.0)
     with pytest.raises(ValueError, match=r"log_lm must have shape \[item, utterance, state\]"):
-        wl.lm_literal_listener(log_lm[0], 1.0)
+        listeners.lm_literal_listener(log_lm[0], 1.0)
     with pytest.raises(ValueError, match=r"cost must have shape \[item, utterance\]"):
-        wl.rsa_clue_listener(log_lm, 1.0, mask, np.ones(N_UTT))
+        listeners.rsa_clue_listener(log_lm, 1.0, mask, np.ones(N_UTT))
     with pytest.raises(ValueError, match="log_s0 must have the shape of log_lm"):
-        wl.appendix_c_listener(log_lm, log_lm[:, :2], 1.0)
+        listeners.appendix_c_listener(log_lm, log_lm[:, :2], 1.0)
     with pytest.raises(ValueError, match="beta = .*expected a temperature >= 0"):
-        wl.lm_literal_listener(log_lm, -1.0)
+        listeners.lm_literal_listener(log_lm, -1.0)
 
 
 # ------------------------------------------------------------------------------- models
@@ -260,12 +260,12 @@ def test_agent_input_errors_name_the_problem():
 
 def small_data(n_item=6, n_guess=10, seed=0, params=None, model=None):
     rng = np.random.default_rng(seed)
-    target = rng.choice(wl.STATE_VALUES, n_item)
-    scores = wl.simulate_lm_scores(rng, target, n_alt_max=6, n_alt_min=2)
+    target = rng.choice(listeners.STATE_VALUES, n_item)
+    scores = listeners.simulate_lm_scores(rng, target, n_alt_max=6, n_alt_min=2)
     data = dict(log_lm=scores["log_lm"], item=np.repeat(np.arange(n_item), n_guess).astype(np.int32),
                 utt_mask=scores["utt_mask"], log_s0=scores["log_s0"])
     params = params or dict(alpha=2.0, beta=0.7, width=5.0, lapse=0.05, rounding=0.1)
-    data["guess"] = wl.simulate_guesses(seed, model or wl.lm_rsa_model, data, params)
+    data["guess"] = listeners.simulate_guesses(seed, model or listeners.lm_rsa_model, data, params)
     return data, scores
 
 
@@ -279,16 +279,16 @@ def test_every_model_traces_with_its_parameters_and_the_guess_site():
         "lm_rsa_by_item": ["alpha_mu", "alpha_sigma", "alpha_z", "beta", "width", "lapse", "rounding"],
         "lm_prior": ["alpha", "beta", "tau", "z", "width", "lapse", "rounding"],
     }
-    for name, model in wl.MODELS.items():
+    for name, model in listeners.MODELS.items():
         info = pm.inspect_model(model, data)
         assert list(info.priors) == expected[name], name
         assert info.observed == ["guess"]
         assert info.dims["guess"] == ["trial"]
-    info = pm.inspect_model(wl.lm_prior_model, data)
+    info = pm.inspect_model(listeners.lm_prior_model, data)
     assert info.dims["z"] == ["item", "state"]
-    info = pm.inspect_model(wl.lm_rsa_model, {**data, "clue_length": scores["clue_length"]})
+    info = pm.inspect_model(listeners.lm_rsa_model, {**data, "clue_length": scores["clue_length"]})
     assert "cost_weight" in info.priors
-    info = pm.inspect_model(wl.lm_rsa_by_item_model, {**data, "beta_by_item": True})
+    info = pm.inspect_model(listeners.lm_rsa_by_item_model, {**data, "beta_by_item": True})
     assert {"beta_mu", "beta_sigma", "beta_z"} <= set(info.priors)
 
 
@@ -300,12 +300,12 @@ def test_model_log_likelihood_is_the_slider_mixture_of_the_listener():
 
     data, _ = small_data(seed=3)
     params = dict(alpha=1.8, beta=0.6, width=4.0, lapse=0.1, rounding=0.2)
-    tr = handlers.trace(handlers.condition(wl.lm_rsa_model, data={k: jnp.asarray(v) for k, v in params.items()})
+    tr = handlers.trace(handlers.condition(listeners.lm_rsa_model, data={k: jnp.asarray(v) for k, v in params.items()})
                         ).get_trace(**data)
     ll = np.asarray(tr["guess"]["fn"].log_prob(tr["guess"]["value"]), float)
-    l1 = np.exp(np.asarray(wl.lm_rsa_listener(data["log_lm"], data["utt_mask"], 1.8, 0.6)[:, 0], float))
+    l1 = np.exp(np.asarray(listeners.lm_rsa_listener(data["log_lm"], data["utt_mask"], 1.8, 0.6)[:, 0], float))
     g = np.arange(101)
-    k = np.exp(-((g[None] - wl.STATE_VALUES[:, None]) ** 2) / (2 * 4.0 ** 2))
+    k = np.exp(-((g[None] - listeners.STATE_VALUES[:, None]) ** 2) / (2 * 4.0 ** 2))
     k /= k.sum(1, keepdims=True)
     meant = l1 @ k
     rounded = np.zeros_like(meant)
@@ -324,27 +324,27 @@ def test_model_log_likelihood_is_the_slider_mixture_of_the_listener():
 def test_models_reject_bad_guesses_and_items():
     data, _ = small_data()
     with pytest.raises(ValueError, match=r"guess\[3\] = 101; expected an integer slider value in 0..100"):
-        pm.inspect_model(wl.lm_rsa_model, {**data, "guess": np.where(np.arange(data["guess"].size) == 3, 101,
+        pm.inspect_model(listeners.lm_rsa_model, {**data, "guess": np.where(np.arange(data["guess"].size) == 3, 101,
                                                                       data["guess"])})
     with pytest.raises(ValueError, match=r"guess\[0\] = 4.5"):
-        pm.inspect_model(wl.literal_model, {**data, "guess": np.r_[4.5, data["guess"][1:]]})
+        pm.inspect_model(listeners.literal_model, {**data, "guess": np.r_[4.5, data["guess"][1:]]})
     with pytest.raises(ValueError, match=r"item\[0\] = 6; expected an integer item index in 0..5"):
-        pm.inspect_model(wl.uniform_model, {**data, "item": np.r_[6, data["item"][1:]]})
+        pm.inspect_model(listeners.uniform_model, {**data, "item": np.r_[6, data["item"][1:]]})
     with pytest.raises(ValueError, match="appendix_c_model needs log_s0"):
-        pm.inspect_model(wl.appendix_c_model, {**data, "log_s0": None})
+        pm.inspect_model(listeners.appendix_c_model, {**data, "log_s0": None})
 
 
 def test_listener_for_matches_the_agents():
     data, _ = small_data()
     p = dict(alpha=1.5, beta=0.8, tau=0.5, z=np.zeros((6, N_STATE)))
-    a = wl.listener_for("lm_prior", p, data)
-    b = wl.listener_for("lm_rsa", p, data)
+    a = listeners.listener_for("lm_prior", p, data)
+    b = listeners.listener_for("lm_rsa", p, data)
     np.testing.assert_allclose(np.asarray(a), np.asarray(b), atol=1e-6)  # z = 0: the LM's semantics
-    for name in wl.MODELS:
-        out = np.exp(np.asarray(wl.listener_for(name, p, data)))
+    for name in listeners.MODELS:
+        out = np.exp(np.asarray(listeners.listener_for(name, p, data)))
         np.testing.assert_allclose(out.sum(-1), 1.0, atol=1e-5)
     with pytest.raises(ValueError, match="unknown model 'nope'"):
-        wl.listener_for("nope", p, data)
+        listeners.listener_for("nope", p, data)
 
 
 def test_cross_validate_uses_the_same_folds_for_every_model(monkeypatch):
@@ -354,14 +354,14 @@ def test_cross_validate_uses_the_same_folds_for_every_model(monkeypatch):
 
     def fake_fold(rng_key, model, data, test, **kwargs):
         seen.append((model, tuple(test)))
-        base = -1.0 if model is wl.literal_model else -2.0
+        base = -1.0 if model is listeners.literal_model else -2.0
         return crossval.FoldResult(items=np.asarray(test), elpd=base - 0.1 * np.asarray(test),
                                    mc_se=np.zeros(len(test)))
 
-    monkeypatch.setattr(wl, "cv_fold", fake_fold)
-    out = wl.cross_validate(0, {"literal": wl.literal_model, "uniform": wl.uniform_model}, data, k=3)
-    folds_by_model = {m: sorted(t for mm, t in seen if mm is m) for m in (wl.literal_model, wl.uniform_model)}
-    assert folds_by_model[wl.literal_model] == folds_by_model[wl.uniform_model]
+    monkeypatch.setattr(listeners, "cv_fold", fake_fold)
+    out = listeners.cross_validate(0, {"literal": listeners.literal_model, "uniform": listeners.uniform_model}, data, k=3)
+    folds_by_model = {m: sorted(t for mm, t in seen if mm is m) for m in (listeners.literal_model, listeners.uniform_model)}
+    assert folds_by_model[listeners.literal_model] == folds_by_model[listeners.uniform_model]
     np.testing.assert_allclose(out["elpd"]["literal"], -1.0 - 0.1 * np.arange(6))
     assert out["best"] == "literal" and out["total"]["uniform"] == pytest.approx(out["total"]["literal"] - 6)
     assert out["diff_se"]["literal"] == 0.0
@@ -374,7 +374,7 @@ def test_cv_fold_scores_heldout_items_with_prior_draws_of_their_z():
     only because compiling NUTS and the held-out scorer takes ~30-45 s cold on 2 busy cores)."""
     data, _ = small_data(n_item=8, n_guess=8, seed=4)
     folds = crossval.item_folds(8, 4, seed=0)
-    res = wl.cv_fold(0, wl.lm_prior_model, data, folds[0], n_mc=20, max_draws=50,
+    res = listeners.cv_fold(0, listeners.lm_prior_model, data, folds[0], n_mc=20, max_draws=50,
                      fit_kwargs=dict(num_warmup=100, num_samples=50, num_chains=1))
     assert res.local == ["z"]
     assert res.elpd.shape == (2,) and np.all(np.isfinite(res.elpd))
@@ -395,13 +395,13 @@ def test_flat_lm_rsa_fit_recovers_known_parameters_at_the_real_data_size():
     through alpha * beta, measured 1.14 +- 0.06 against 1.2), so their product is checked at 10%."""
     rng = np.random.default_rng(0)
     n_item, n_guess = 100, 40
-    target = rng.choice(wl.STATE_VALUES, n_item)
-    scores = wl.simulate_lm_scores(rng, target)
+    target = rng.choice(listeners.STATE_VALUES, n_item)
+    scores = listeners.simulate_lm_scores(rng, target)
     data = dict(log_lm=scores["log_lm"], utt_mask=scores["utt_mask"],
                 item=np.repeat(np.arange(n_item), n_guess).astype(np.int32))
     true = dict(alpha=2.0, beta=0.6, width=6.0, lapse=0.05, rounding=0.1)
-    data["guess"] = wl.simulate_guesses(0, wl.lm_rsa_model, data, true)
-    tree = pm.fit(1, wl.lm_rsa_model, data, num_warmup=500, num_samples=500, num_chains=2, progress_bar=False,
+    data["guess"] = listeners.simulate_guesses(0, listeners.lm_rsa_model, data, true)
+    tree = pm.fit(1, listeners.lm_rsa_model, data, num_warmup=500, num_samples=500, num_chains=2, progress_bar=False,
                   posterior_predictive=False)
     post = tree["posterior"]
     for k, v in true.items():
@@ -419,10 +419,10 @@ def test_count_modes_counts_separated_maxima_and_ignores_plateau_noise():
     two = np.logaddexp(-8 * (g - 1.5) ** 2, -8 * (g + 1.5) ** 2)
     far = np.logaddexp(-8 * (g - 1.5) ** 2, -8 * (g + 1.5) ** 2 - 5.0)  # second peak 5 nats down
     noisy = np.where(g > 0, 0.0, -g ** 2) + 1e-3 * np.sin(40 * g)  # a plateau with jitter
-    assert wl.count_modes(one) == 1
-    assert wl.count_modes(two) == 2
-    assert wl.count_modes(far) == 1 and wl.count_modes(far, within=6.0) == 2
-    assert wl.count_modes(noisy) == 1
+    assert listeners.count_modes(one) == 1
+    assert listeners.count_modes(two) == 2
+    assert listeners.count_modes(far) == 1 and listeners.count_modes(far, within=6.0) == 2
+    assert listeners.count_modes(noisy) == 1
 
 
 def test_alpha_profile_is_the_models_log_likelihood_summed_per_item():
@@ -431,9 +431,9 @@ def test_alpha_profile_is_the_models_log_likelihood_summed_per_item():
     data, _ = small_data(seed=4)
     params = dict(beta=0.7, width=5.0, lapse=0.05, rounding=0.1)
     grid = np.array([0.5, 2.0])
-    prof = wl.alpha_profile(data, grid, params)
+    prof = listeners.alpha_profile(data, grid, params)
     for g, a in enumerate(grid):
-        tr = handlers.trace(handlers.condition(wl.lm_rsa_model, data={k: jnp.asarray(v) for k, v in
+        tr = handlers.trace(handlers.condition(listeners.lm_rsa_model, data={k: jnp.asarray(v) for k, v in
                                                                       {**params, "alpha": a}.items()})).get_trace(**data)
         ll = np.asarray(tr["guess"]["fn"].log_prob(tr["guess"]["value"]), float)
         np.testing.assert_allclose(prof[g], np.bincount(data["item"], weights=ll), rtol=1e-5)

@@ -2,8 +2,8 @@ r"""Model-based effect size ratios (ESR) and calibration deviation scores (CDS) 
 meaning study: a measurement model of the human and the LLM effects, with its calibration check.
 
 Layering: imports :mod:`pragmodels` (``fit``, ``fit_batched``, ``metrics``) and ``numpyro``;
-imported by :mod:`models.social_meaning_study` and its tests. It is a measurement model *beside*
-the RSA model (:mod:`models.social_meaning`), not part of it: it needs no theory of why an
+imported by :mod:`models.social_meaning.study` and its tests. It is a measurement model *beside*
+the RSA model (:mod:`models.social_meaning.rsa`), not part of it: it needs no theory of why an
 effect exists, only how precisely each effect was measured.
 
 Why a model
@@ -179,8 +179,6 @@ def model_data(human: pd.DataFrame, llm_sets: dict) -> tuple[dict, list]:
     return data, list(llm_sets)
 
 
-#: NUTS settings of the measurement model (its posterior is close to Gaussian: short trees)
-SAMPLER = dict(num_warmup=500, num_samples=1000, num_chains=4)
 
 
 def _coords(labels: Sequence[str]) -> dict:
@@ -191,11 +189,12 @@ def _coords(labels: Sequence[str]) -> dict:
 
 
 def fit(data: dict, labels: Sequence[str], seed: int = 0, **sampler):
-    """NUTS fit of :func:`esr_model` (``pragmodels.fit``): a DataTree with ``esr [condition,
-    effect]``, ``delta_h``, ``log_abs_esr`` and ``cds_m``/``cds_i``/``cds [condition]``."""
+    """NUTS fit of :func:`esr_model` (``pragmodels.fit``, with the NUTS settings ``sampler``: the
+    study passes its config's ``measurement_sampler``): a DataTree with ``esr [condition, effect]``,
+    ``delta_h``, ``log_abs_esr`` and ``cds_m``/``cds_i``/``cds [condition]``."""
     import pragmodels as pm
 
-    return pm.fit(seed, esr_model, data, progress_bar=False, **{**SAMPLER, **sampler}, **_coords(labels))
+    return pm.fit(seed, esr_model, data, progress_bar=False, **sampler, **_coords(labels))
 
 
 def esr_summary(tree, prob: float = 0.94) -> pd.DataFrame:
@@ -266,7 +265,7 @@ def calibration(data: dict, n_replicates: int = 100, seed: int = 0, prob: float 
         sets.append(simulate(rng, data, r, data["d_h"]))
     with warnings.catch_warnings(record=True) as caught:  # counted, not printed: ``n_fit_warnings``
         warnings.simplefilter("always", pm.diagnostics.FitWarning)
-        trees = pm.fit_batched(seed, esr_model, sets, **{**SAMPLER, **sampler}, posterior_predictive=False)
+        trees = pm.fit_batched(seed, esr_model, sets, **sampler, posterior_predictive=False)
     n_warned = sum(issubclass(w.category, pm.diagnostics.FitWarning) for w in caught)
     lo_q, hi_q = (1 - prob) / 2, 1 - (1 - prob) / 2
     rows = []

@@ -2,7 +2,7 @@
 
 Everything here talks to a language model (through :mod:`pragmodels.lm`, normally a
 :class:`~pragmodels.lm.CachedLM`, so a re-run computes nothing twice) and writes tables; nothing
-here fits. The study (``models/implicature_study.py``) reads the saved tables only.
+here fits. The study (``models/implicature/study.py``) reads the saved tables only.
 
 Three passes, each a CSV in ``fits/implicature/lm_outputs/`` keyed by item id, condition, draw
 and the prompt's hash, **without the item texts** (the upstream data has no licence) and without
@@ -15,11 +15,11 @@ the LM's raw texts (they may quote the items; they stay in the score cache):
   (sampled, temperature 1, ended at ``Answer:``), and the letters are scored after it and
   ``"\\nAnswer: "``.
 - ``sample`` (:func:`sample_answers`): one JSON answer per item, condition and draw (temperature
-  1, as the paper's API defaults), parsed by :func:`implicature_prompts.parse_answer`:
+  1, as the paper's API defaults), parsed by :func:`models.implicature.prompts.parse_answer`:
   ``letter`` (empty when malformed), ``json_ok``.
 - ``interpretations`` (:func:`score_interpretations`): per item, the mean per-token
   log-probability of each option's text given ``Q`` in ``C`` (``fit``) and given ``C`` alone
-  (``prior``): the listener model's semantics and context prior (``models/implicature.py``).
+  (``prior``): the listener model's semantics and context prior (``models/implicature/listeners.py``).
 
 Items are taken in a fixed random order (:func:`item_order`), so a pass stopped early, or run on
 ``limit`` items, covers a random subset, which the report names.
@@ -28,7 +28,6 @@ Items are taken in a fixed random order (:func:`item_order`), so a pass stopped 
 from __future__ import annotations
 
 import hashlib
-import sys
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -36,11 +35,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import implicature_prompts as ip  # noqa: E402
+from pragmodels.io.atomic import atomic_write
+from pragmodels.lm import LanguageModel
 
-from pragmodels.lm import LanguageModel  # noqa: E402
-from pragmodels.io.atomic import atomic_write  # noqa: E402
+from models.implicature import prompts
 
 __all__ = ["item_ids", "item_order", "score_letters", "sample_answers", "score_interpretations", "save_rows",
            "load_outputs", "PASSES", "FIT_TEMPLATE", "PRIOR_TEMPLATE", "ORDER_SEED", "SAMPLE_MAX_TOKENS",
@@ -52,8 +50,8 @@ SAMPLE_MAX_TOKENS = 160
 EXPLANATION_MAX_TOKENS = 80
 
 #: the listener model's two scoring prompts (in implicature_prompts, so PROMPT_VERSION covers them)
-FIT_TEMPLATE = ip.FIT_TEMPLATE
-PRIOR_TEMPLATE = ip.PRIOR_TEMPLATE
+FIT_TEMPLATE = prompts.FIT_TEMPLATE
+PRIOR_TEMPLATE = prompts.PRIOR_TEMPLATE
 
 
 def item_ids(items: pd.DataFrame) -> list[str]:
@@ -71,7 +69,7 @@ def item_ids(items: pd.DataFrame) -> list[str]:
     -------
     list of str
     """
-    cols = ["question", "context", *(f"option_{L}" for L in ip.LETTERS)]
+    cols = ["question", "context", *(f"option_{L}" for L in prompts.LETTERS)]
     ids = [hashlib.sha256("\n".join(map(str, r)).encode()).hexdigest()[:12] for r in items[cols].itertuples(index=False)]
     if len(set(ids)) != len(ids):
         dup = pd.Series(ids).duplicated(keep=False)
@@ -109,8 +107,8 @@ def _sample_seed(seed: int, condition: str, draw: int, item_id: str) -> int:
 
 
 def _base(lm_name: str, condition: str, draw: int, item_id: str, text: str) -> dict[str, Any]:
-    return {"lm": lm_name, "prompt_version": ip.PROMPT_VERSION, "condition": condition, "draw": draw,
-            "item_id": item_id, "prompt_sha": ip.prompt_hash(text)}
+    return {"lm": lm_name, "prompt_version": prompts.PROMPT_VERSION, "condition": condition, "draw": draw,
+            "item_id": item_id, "prompt_sha": prompts.prompt_hash(text)}
 
 
 def score_letters(lm: LanguageModel, items: pd.DataFrame, *, lm_name: str, conditions: Sequence[str],
@@ -130,7 +128,7 @@ def score_letters(lm: LanguageModel, items: pd.DataFrame, *, lm_name: str, condi
     lm_name : str
         The label in the rows.
     conditions : sequence of str
-        Conditions of :data:`implicature_prompts.CONDITIONS`.
+        Conditions of :data:`models.implicature.prompts.CONDITIONS`.
     n_draws : int
         Draws of the in-context examples.
     seed : int
@@ -149,19 +147,19 @@ def score_letters(lm: LanguageModel, items: pd.DataFrame, *, lm_name: str, condi
     work = [(c, d, i) for c in conditions for d in range(n_draws) for i in range(len(items))]
     for cond, draw, i in _progress(work, len(work), f"{lm_name} letters", progress):
         item = items.iloc[i]
-        text = ip.prompt(item, cond, "score", ip.draw_examples(draw, seed))
+        text = prompts.prompt(item, cond, "score", prompts.draw_examples(draw, seed))
         row = _base(lm_name, cond, draw, ids[i], text)
         if cond == "explanation":
-            expl = lm.sample(text, 1, temperature=1.0, max_tokens=EXPLANATION_MAX_TOKENS, stop=ip.EXPLANATION_STOP,
+            expl = lm.sample(text, 1, temperature=1.0, max_tokens=EXPLANATION_MAX_TOKENS, stop=prompts.EXPLANATION_STOP,
                              seed=_sample_seed(seed, cond, draw, ids[i]), answer_prefix="Explanation:")[0]
             expl = expl.rstrip()
-            conts = [expl + ip.ANSWER_CUE + L for L in ip.LETTERS]
+            conts = [expl + prompts.ANSWER_CUE + L for L in prompts.LETTERS]
             row["explanation_chars"] = len(expl)
         else:
-            conts = list(ip.LETTERS)
+            conts = list(prompts.LETTERS)
         lp = np.asarray(lm.score(text, conts), dtype=np.float64)
-        row.update({f"logp_{L}": float(v) for L, v in zip(ip.LETTERS, lp, strict=True)})
-        row["choice"] = ip.LETTERS[int(np.argmax(lp))]
+        row.update({f"logp_{L}": float(v) for L, v in zip(prompts.LETTERS, lp, strict=True)})
+        row["choice"] = prompts.LETTERS[int(np.argmax(lp))]
         rows.append(row)
         if on_row is not None:
             on_row(row)
@@ -208,10 +206,10 @@ def sample_answers(lm: LanguageModel, items: pd.DataFrame, *, lm_name: str, cond
     work = [(c, d, i) for c in conditions for d in range(n_draws) for i in range(len(items))]
     for cond, draw, i in _progress(work, len(work), f"{lm_name} samples", progress):
         item = items.iloc[i]
-        text = ip.prompt(item, cond, "sample", ip.draw_examples(draw, seed))
+        text = prompts.prompt(item, cond, "sample", prompts.draw_examples(draw, seed))
         out = lm.sample(text, 1, temperature=temperature, max_tokens=max_tokens,
                         seed=_sample_seed(seed, cond, draw, ids[i]))[0]
-        letter, ok = ip.parse_answer(out, [str(item[f"option_{L}"]) for L in ip.LETTERS])
+        letter, ok = prompts.parse_answer(out, [str(item[f"option_{L}"]) for L in prompts.LETTERS])
         row = _base(lm_name, cond, draw, ids[i], text)
         row.update({"letter": letter or "", "json_ok": bool(ok), "answer_chars": len(out),
                     "temperature": float(temperature), "max_tokens": int(max_tokens)})
@@ -249,12 +247,12 @@ def score_interpretations(lm: LanguageModel, items: pd.DataFrame, *, lm_name: st
     rows = []
     for i in _progress(range(len(items)), len(items), f"{lm_name} interpretations", progress):
         item = items.iloc[i]
-        options = [str(item[f"option_{L}"]).strip() for L in ip.LETTERS]
+        options = [str(item[f"option_{L}"]).strip() for L in prompts.LETTERS]
         for kind, template in (("fit", FIT_TEMPLATE), ("prior", PRIOR_TEMPLATE)):
             text = template.format(question=item["question"], context=item["context"])
             lp = np.asarray(lm.score(text, options, length_normalize=True), dtype=np.float64)
-            row = {"lm": lm_name, "prompt_version": ip.PROMPT_VERSION, "kind": kind, "item_id": ids[i],
-                   "prompt_sha": ip.prompt_hash(text), **{f"logp_{L}": float(v) for L, v in zip(ip.LETTERS, lp)}}
+            row = {"lm": lm_name, "prompt_version": prompts.PROMPT_VERSION, "kind": kind, "item_id": ids[i],
+                   "prompt_sha": prompts.prompt_hash(text), **{f"logp_{L}": float(v) for L, v in zip(prompts.LETTERS, lp)}}
             rows.append(row)
             if on_row is not None:
                 on_row(row)
@@ -304,18 +302,18 @@ def load_outputs(path: str | Path, *, kind: str) -> pd.DataFrame:
         raise ValueError(f"kind = {kind!r}; expected one of {list(PASSES)}.")
     p = Path(path)
     if not p.is_file():
-        raise FileNotFoundError(f"{p}: no LM outputs; make them with models/implicature_score.py.")
+        raise FileNotFoundError(f"{p}: no LM outputs; make them with `python -m models.implicature.score`.")
     df = pd.read_csv(p, keep_default_na=False, dtype={"item_id": str, "letter": str, "choice": str})
-    need = {"score": ["condition", "draw", "item_id", "prompt_sha", *(f"logp_{L}" for L in ip.LETTERS), "choice"],
+    need = {"score": ["condition", "draw", "item_id", "prompt_sha", *(f"logp_{L}" for L in prompts.LETTERS), "choice"],
             "sample": ["condition", "draw", "item_id", "prompt_sha", "letter", "json_ok"],
-            "interpretations": ["kind", "item_id", *(f"logp_{L}" for L in ip.LETTERS)]}[kind]
+            "interpretations": ["kind", "item_id", *(f"logp_{L}" for L in prompts.LETTERS)]}[kind]
     missing = [c for c in ["lm", "prompt_version", *need] if c not in df.columns]
     if missing:
         raise ValueError(f"{p}: column {missing[0]!r} is missing; expected {need}.")
-    other = sorted(set(df["prompt_version"].astype(str)) - {ip.PROMPT_VERSION})
+    other = sorted(set(df["prompt_version"].astype(str)) - {prompts.PROMPT_VERSION})
     if other:
-        raise ValueError(f"{p}: rows of prompt version {other[0]!r}; the prompts are now {ip.PROMPT_VERSION!r}. "
-                         "Re-run models/implicature_score.py (it rescores through the cache).")
+        raise ValueError(f"{p}: rows of prompt version {other[0]!r}; the prompts are now {prompts.PROMPT_VERSION!r}. "
+                         "Re-run `python -m models.implicature.score` (it rescores through the cache).")
     key = ["kind", "item_id"] if kind == "interpretations" else ["condition", "draw", "item_id"]
     dup = df.duplicated(key)
     if dup.any():
@@ -323,7 +321,7 @@ def load_outputs(path: str | Path, *, kind: str) -> pd.DataFrame:
                          f"{tuple(df.loc[dup, key].iloc[0])}.")
     col = {"score": "choice", "sample": "letter"}.get(kind)
     if col is not None:
-        allowed = set(ip.LETTERS) | ({""} if kind == "sample" else set())
+        allowed = set(prompts.LETTERS) | ({""} if kind == "sample" else set())
         bad = ~df[col].isin(allowed)
         if bad.any():
             raise ValueError(f"{p}: column {col!r}, row {int(np.argmax(bad.to_numpy()))}: value "

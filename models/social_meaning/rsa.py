@@ -3,7 +3,7 @@ Solt, Mühlenbernd & Burbelko 2025, Exp. 1).
 
 Layering: imports :mod:`pragmodels.agents`, :mod:`pragmodels.likelihoods.categorical`,
 :mod:`pragmodels.params` and :mod:`pragmodels.priors`; nothing imports this module except
-the study runner (:mod:`models.social_meaning_study`) and notebooks.
+the study runner (:mod:`models.social_meaning.study`) and notebooks.
 
 Speaker types and forms
 -----------------------
@@ -276,7 +276,7 @@ on which chains wandered and settled in different explanations (the committed fu
 COM split 2 : 2 with equal likelihoods; the human fit found a second mode). Under ``qud_fit`` the
 two features' contrasts have singular values 0.4-0.9 (alpha 1-8, cost -0.5 to 0.5): ``p_exact``
 carries the form effect, ``p_qud_fit`` the interaction, and two loadings per attribute are
-determined by three contrasts. Simulation (``tests/models/test_social_meaning.py``, slow) fits
+determined by three contrasts. Simulation (``tests/models/social_meaning/test_rsa.py``, slow) fits
 data generated from known parameters at the real data's size and recovers them.
 
 The motive prior

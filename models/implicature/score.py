@@ -1,8 +1,8 @@
 """Run the DRInQ benchmark with one language model (the study's LM step, resumable).
 
-    python models/implicature_score.py --lm smollm2 [--passes score sample interpretations] [--limit N]
+    python -m models.implicature.score --lm smollm2 [--passes score sample interpretations] [--limit N]
         [--sample-limit N] [--conditions vanilla reasoning ...]
-    python models/implicature_score.py --lm qwen --base-url http://gpu-host:8000/v1 --server-model Qwen/Qwen3-32B \
+    python -m models.implicature.score --lm qwen --base-url http://gpu-host:8000/v1 --server-model Qwen/Qwen3-32B \
         [--chat-template-gguf FILE.gguf]     # any OpenAI-compatible server (vLLM, llama.cpp)
 
 Items are taken in a fixed random order (seeded), so ``--limit`` (or a run stopped early) covers a
@@ -14,34 +14,28 @@ continues where the last run stopped.
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+from pragmodels.datasets import load_drinq
+from pragmodels.lm import CachedLM
+from pragmodels.lm.entry import BUNDLED_PROMPT_FORMATS, LMEntry
 
-import implicature_lm as il  # noqa: E402
-import implicature_prompts as ip  # noqa: E402
+from models.implicature import lm_outputs, prompts
 
-from pragmodels.datasets import load_drinq  # noqa: E402
-from pragmodels.lm import CachedLM, LlamaCppLM, PromptFormat, gemma3_path, smollm2_path  # noqa: E402
-
-#: the bundled models and how they are prompted (SmolLM2 is instruction-tuned: its chat template;
-#: Gemma-3-270M is the base model: plain text)
-LMS = {"smollm2": (smollm2_path, "chat"), "gemma3": (gemma3_path, "plain")}
 SEED = 20261201
 N_DRAWS = 3
-OUTPUTS = HERE.parent / "fits" / "implicature" / "lm_outputs"
+OUTPUTS = Path(__file__).resolve().parents[2] / "fits" / "implicature" / "lm_outputs"
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--lm", required=True, help=f"a name: {sorted(LMS)} (bundled) or any label with --base-url")
+    ap.add_argument("--lm", required=True,
+                    help=f"a name: {sorted(BUNDLED_PROMPT_FORMATS)} (bundled) or any label with --base-url")
     ap.add_argument("--base-url", help="an OpenAI-compatible server (vLLM, llama.cpp server) instead of a bundled GGUF")
-    ap.add_argument("--server-model", help="the server's model name")
+    ap.add_argument("--server-model", help="the server's model name (with --base-url)")
     ap.add_argument("--chat-template-gguf", help="score in that GGUF's chat format (default: plain text)")
-    ap.add_argument("--passes", nargs="+", default=["interpretations", "score"], choices=list(il.PASSES))
-    ap.add_argument("--conditions", nargs="+", default=list(ip.CONDITIONS), choices=list(ip.CONDITIONS))
+    ap.add_argument("--passes", nargs="+", default=["interpretations", "score"], choices=list(lm_outputs.PASSES))
+    ap.add_argument("--conditions", nargs="+", default=list(prompts.CONDITIONS), choices=list(prompts.CONDITIONS))
     ap.add_argument("--limit", type=int, default=None, help="only the first N items of the fixed order (all passes)")
     ap.add_argument("--sample-limit", type=int, default=None,
                     help="the sampled-answer pass on only the first N items of the fixed order")
@@ -55,18 +49,18 @@ def main(argv: list[str] | None = None) -> int:
         if v is not None and v < 1:
             ap.error(f"--{name.replace('_', '-')} {v}: expected a positive number of items.")
     items = load_drinq()
-    order = il.item_order(len(items))[: args.limit]
+    order = lm_outputs.item_order(len(items))[: args.limit]
     items = items.iloc[order].reset_index(drop=True)
     if args.base_url:
-        from pragmodels.lm.openai_http import OpenAICompatibleLM, gguf_prompt_format
-
-        fmt = gguf_prompt_format(args.chat_template_gguf) if args.chat_template_gguf else PromptFormat.plain()
-        lm = CachedLM(OpenAICompatibleLM(args.base_url, args.server_model, prompt_format=fmt))
-    elif args.lm in LMS:
-        path_fn, fmt_name = LMS[args.lm]
-        lm = CachedLM(LlamaCppLM(path_fn(), prompt_format=fmt_name, n_ctx=2048, n_threads=args.threads))
+        if not args.server_model:
+            ap.error("--base-url needs --server-model (the model name the server serves).")
+        entry = LMEntry(backend="openai", model=args.server_model, base_url=args.base_url)
+        lm = CachedLM(entry.open(chat_template_gguf=args.chat_template_gguf))
+    elif args.lm in BUNDLED_PROMPT_FORMATS:
+        lm = CachedLM(LMEntry(model=args.lm).open(n_ctx=2048, threads=args.threads))
     else:
-        ap.error(f"--lm {args.lm!r}: not a bundled model ({sorted(LMS)}); pass --base-url for a server.")
+        ap.error(f"--lm {args.lm!r}: not a bundled model ({sorted(BUNDLED_PROMPT_FORMATS)}); pass --base-url for a "
+                 "server.")
     out = Path(args.out)
     for pass_ in args.passes:
         path = out / f"{args.lm}_{pass_}.csv"
@@ -75,23 +69,23 @@ def main(argv: list[str] | None = None) -> int:
         def keep(row: dict, rows: list[dict] = rows, path: Path = path) -> None:
             rows.append(row)
             if len(rows) % 25 == 0:
-                il.save_rows(rows, path)
+                lm_outputs.save_rows(rows, path)
                 print(f"{path.name}: {len(rows)} rows", flush=True)
 
         if pass_ == "interpretations":
-            il.score_interpretations(lm, items, lm_name=args.lm, on_row=keep)
+            lm_outputs.score_interpretations(lm, items, lm_name=args.lm, on_row=keep)
         elif pass_ == "score":
             plain = [c for c in args.conditions if c != "explanation"]
-            il.score_letters(lm, items, lm_name=args.lm, conditions=plain, n_draws=N_DRAWS, seed=SEED, on_row=keep)
+            lm_outputs.score_letters(lm, items, lm_name=args.lm, conditions=plain, n_draws=N_DRAWS, seed=SEED, on_row=keep)
             if "explanation" in args.conditions:
                 sub = items.iloc[: args.explanation_limit]
-                il.score_letters(lm, sub, lm_name=args.lm, conditions=["explanation"], n_draws=N_DRAWS, seed=SEED,
+                lm_outputs.score_letters(lm, sub, lm_name=args.lm, conditions=["explanation"], n_draws=N_DRAWS, seed=SEED,
                                  on_row=keep)
         else:
             sub = items.iloc[: args.sample_limit]
-            il.sample_answers(lm, sub, lm_name=args.lm, conditions=args.conditions, n_draws=N_DRAWS, seed=SEED,
+            lm_outputs.sample_answers(lm, sub, lm_name=args.lm, conditions=args.conditions, n_draws=N_DRAWS, seed=SEED,
                               on_row=keep)
-        il.save_rows(rows, path)
+        lm_outputs.save_rows(rows, path)
         print(f"{path}: {len(rows)} rows (done)", flush=True)
     return 0
 
@@ -100,7 +94,7 @@ def _cli() -> int:
     """``main`` with one-line errors (``--debug`` anywhere in the arguments keeps the traceback)."""
     from pragmodels.errors import one_line_cli
 
-    return one_line_cli(main, "implicature_score")
+    return one_line_cli(main, "models.implicature.score")
 
 
 if __name__ == "__main__":

@@ -1,19 +1,19 @@
 """Study 3: DRInQ conversational implicature (Arai & Ren 2026): an LM on the benchmark, and a pragmatic listener.
 
-Entry point ``"study": "models/implicature_study.py:run"`` (``fits/implicature.json``), run by
+Entry point ``"study": "models/implicature/study.py:run"`` (``fits/implicature.json``), run by
 ``pragmodels run fits/implicature.json``. The LM outputs are data: they are made beforehand by
-``models/implicature_score.py`` (through the score cache) and committed in
+``python -m models.implicature.score`` (through the score cache) and committed in
 ``fits/implicature/lm_outputs/``; this study never calls a language model.
 
 For each LM the study
 
-1. scores the benchmark under each prompting condition (``models/implicature_prompts.py``) and
+1. scores the benchmark under each prompting condition (``models/implicature/prompts.py``) and
    both readings of the LM's choice (the five letters scored; a JSON answer sampled and parsed,
    malformed answers counted and scored as wrong): accuracy against the human consensus, mean
    and SD over the 3 draws of in-context examples, a 95% item-level bootstrap interval, and each
    condition against vanilla by a paired item bootstrap (and McNemar's exact test per draw);
 2. fits, with NUTS through :func:`pragmodels.inference.fit_many`, four listener models
-   (``models/implicature.py``) to the consensus letters: the pragmatic listener (RSA over "ask
+   (``models/implicature/listeners.py``) to the consensus letters: the pragmatic listener (RSA over "ask
    the question" against "say it outright"), the literal listener, the context prior alone, and
    the LM's own multiple-choice answer (the baseline); compares them by PSIS-LOO over items;
 3. puts each fitted model's posterior predictive accuracy beside the LM's accuracies, in a
@@ -23,8 +23,6 @@ For each LM the study
 from __future__ import annotations
 
 import json
-import sys
-import time
 from pathlib import Path
 from typing import Any, Literal
 
@@ -35,49 +33,34 @@ from scipy import stats
 import xarray as xr
 from pydantic import Field
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+import pragmodels as pm
+from pragmodels.datasets import load_drinq
+from pragmodels.evaluation.model_comparison import loo_sentence
+from pragmodels.metrics.accuracy import accuracy_summary, mcnemar, paired_bootstrap
+from pragmodels.runs.folder import Run
+from pragmodels.lm.entry import LMEntry
+from pragmodels.runs.schema import StudyConfig, validate_config
+from pragmodels.runs.study import StudyFolder
 
-import implicature as im  # noqa: E402
-import implicature_lm as il  # noqa: E402
-import implicature_prompts as ip  # noqa: E402
+from models.implicature import listeners, lm_outputs, prompts
 
-import pragmodels as pm  # noqa: E402
-from pragmodels.metrics.accuracy import accuracy_summary, mcnemar, paired_bootstrap  # noqa: E402
-from pragmodels.runs.schema import Strict, StudyConfig, validate_config  # noqa: E402
-from pragmodels.datasets import REGISTRY, load_drinq  # noqa: E402
-from pragmodels.evaluation.model_comparison import loo_sentence  # noqa: E402
-from pragmodels.io.netcdf import save_netcdf  # noqa: E402
-from pragmodels.runs.folder import Run  # noqa: E402
-from pragmodels.runs.study import convergence_table
-
-OUTPUTS = HERE.parent / "fits" / "implicature" / "lm_outputs"
+#: the repository root (the committed LM outputs and relative paths in the config are under it)
+ROOT = Path(__file__).resolve().parents[2]
+OUTPUTS = ROOT / "fits" / "implicature" / "lm_outputs"
 #: the paper's numbers quoted in the report (its Section 3.7 and Table 2)
 PAPER = {"validated": 819, "hard": 400, "human_average_hard": 0.89}
-
-
-class LMEntry(Strict):
-    """One LM whose committed outputs the study reads (``models/implicature_score.py`` makes them)."""
-
-    backend: Literal["llamacpp", "openai"] = Field("llamacpp", description="'llamacpp' (a GGUF file) or 'openai' "
-                                                                         "(a server)")
-    model: str = Field(description="'smollm2', 'gemma3', a .gguf path, or the server's model name")
-    base_url: str | None = Field(None, description="the server's base URL (backend 'openai')")
-    outputs: str | None = Field(None, description="the folder of its output tables (default fits/implicature/lm_outputs)")
 
 
 class Config(StudyConfig):
     """``fits/implicature.json``: the generic study keys and this study's own."""
 
-    lms: dict[str, LMEntry] = Field(description="the LMs to evaluate and model, by name")
+    lms: dict[str, LMEntry] = Field(description="the LMs to evaluate and model, by name (outputs: the folder of "
+                                                "its output tables, default fits/implicature/lm_outputs; made by "
+                                                "python -m models.implicature.score)")
     n_boot: int = Field(10_000, ge=100, description="bootstrap resamples of the items")
     n_draws: int = Field(400, ge=10, description="posterior draws for the predictive accuracy")
     executor: Literal["sequential", "process"] = Field("sequential", description="pragmodels.inference.fit_many executor: "
                                                                               "'sequential' or 'process'")
-
-
-def _log(t0: float) -> Any:
-    return lambda msg: print(f"[{time.perf_counter() - t0:7.1f} s] {msg}", flush=True)
 
 
 def _correct_matrix(df: pd.DataFrame, col: str, gold: pd.Series, ids: list[str]) -> np.ndarray:
@@ -98,7 +81,7 @@ def accuracy_tables(lm_name: str, scores: pd.DataFrame, samples: pd.DataFrame | 
     lm_name : str
         The LM's label.
     scores, samples : pandas.DataFrame
-        The score and sample passes (:func:`implicature_lm.load_outputs`); ``samples`` may be None.
+        The score and sample passes (:func:`models.implicature.lm_outputs.load_outputs`); ``samples`` may be None.
     items : pandas.DataFrame
         ``load_drinq()`` with an ``item_id`` column.
     n_boot : int
@@ -121,7 +104,7 @@ def accuracy_tables(lm_name: str, scores: pd.DataFrame, samples: pd.DataFrame | 
         if df is None or df.empty:
             continue
         mats: dict[str, tuple[list[str], np.ndarray]] = {}
-        for cond in [c for c in ip.CONDITIONS if c in set(df["condition"])]:
+        for cond in [c for c in prompts.CONDITIONS if c in set(df["condition"])]:
             sub = df[df["condition"] == cond]
             ids = sorted(set(sub["item_id"]))
             unknown = sorted(set(ids) - set(by_id.index))
@@ -138,10 +121,10 @@ def accuracy_tables(lm_name: str, scores: pd.DataFrame, samples: pd.DataFrame | 
                     row["malformed"] = int((sub["letter"] == "").sum())
                     row["json_invalid"] = int((~sub["json_ok"].astype(str).isin(["True", "true", "1"])).sum())
                 else:
-                    lp = sub[[f"logp_{L}" for L in ip.LETTERS]].to_numpy(float)
+                    lp = sub[[f"logp_{L}" for L in prompts.LETTERS]].to_numpy(float)
                     norm = lp - np.logaddexp.reduce(lp, axis=1, keepdims=True)
                     g = sub["item_id"].map(gold).to_numpy()
-                    k = np.array([ip.LETTERS.index(x) if x in ip.LETTERS else -1 for x in g])
+                    k = np.array([prompts.LETTERS.index(x) if x in prompts.LETTERS else -1 for x in g])
                     pc = np.where(k >= 0, np.exp(norm[np.arange(len(k)), np.maximum(k, 0)]), 0.0)
                     # after a justification, the scores include its own probability (shared by the five
                     # continuations), so their sum is no longer the mass on the letters: not reported
@@ -197,7 +180,7 @@ def interpretation_table(lm_name: str, interp: pd.DataFrame, items: pd.DataFrame
     rows = []
     for kind in ("fit", "prior"):
         sub = interp[interp["kind"] == kind]
-        pick = np.array(ip.LETTERS)[sub[[f"logp_{L}" for L in ip.LETTERS]].to_numpy(float).argmax(1)]
+        pick = np.array(prompts.LETTERS)[sub[[f"logp_{L}" for L in prompts.LETTERS]].to_numpy(float).argmax(1)]
         hits = {}
         for label, col in (("consensus", "consensus"), ("generated label", "implied_letter")):
             gold = by_id.loc[sub["item_id"], col].fillna("").to_numpy()
@@ -233,7 +216,7 @@ def model_data(items: pd.DataFrame, interp: pd.DataFrame, scores: pd.DataFrame) 
     ids : list of str
         The items, in the arrays' order.
     """
-    cols = [f"logp_{L}" for L in ip.LETTERS]
+    cols = [f"logp_{L}" for L in prompts.LETTERS]
     fit = interp[interp["kind"] == "fit"].set_index("item_id")[cols]
     prior = interp[interp["kind"] == "prior"].set_index("item_id")[cols]
     van = scores[scores["condition"] == "vanilla"].copy()
@@ -243,7 +226,7 @@ def model_data(items: pd.DataFrame, interp: pd.DataFrame, scores: pd.DataFrame) 
     ids = [i for i in items["item_id"] if i in fit.index and i in prior.index and i in letter.index]
     if not ids:
         raise ValueError("no item has both interpretation scores and vanilla letter scores.")
-    cons = items.set_index("item_id").loc[ids, "consensus"].map(ip.LETTERS.index).to_numpy(np.int32)
+    cons = items.set_index("item_id").loc[ids, "consensus"].map(prompts.LETTERS.index).to_numpy(np.int32)
     data = {"fit": fit.loc[ids].to_numpy(np.float32), "prior": prior.loc[ids].to_numpy(np.float32),
             "letter": letter.loc[ids].to_numpy(np.float32), "consensus": cons}
     return data, ids
@@ -275,13 +258,13 @@ def predictive_accuracy(name: str, tree: xr.DataTree, data: dict[str, np.ndarray
     take = np.linspace(0, post.sizes["sample"] - 1, min(n, post.sizes["sample"])).astype(int)
     names = [v for v in ("alpha", "w", "cost", "beta", "lapse") if v in post]
     draws = {v: post[v].to_numpy()[take] for v in names}
-    f = jax.vmap(lambda p: im.listener_log_probs(name, p, data["fit"], data["prior"], data["letter"]))
+    f = jax.vmap(lambda p: listeners.listener_log_probs(name, p, data["fit"], data["prior"], data["letter"]))
     lp = np.asarray(f(draws))  # [draw, item, option]
     c = data["consensus"]
     argmax = (lp.argmax(-1) == c[None, :]).mean(1)
     annot = np.exp(lp[:, np.arange(len(c)), c]).mean(1)
     p = np.exp(lp)
-    retained = (p ** im.THRESHOLD * (im.N_ANNOTATORS - (im.N_ANNOTATORS - 1) * p)).sum(-1).mean(1)  # sum_j P(E_j)
+    retained = (p ** listeners.THRESHOLD * (listeners.N_ANNOTATORS - (listeners.N_ANNOTATORS - 1) * p)).sum(-1).mean(1)  # sum_j P(E_j)
     q = lambda x: (float(x.mean()), float(np.quantile(x, 0.03)), float(np.quantile(x, 0.97)))  # noqa: E731
     (am, alo, ahi), (pm_, plo, phi), (rm, rlo, rhi) = q(argmax), q(annot), q(retained)
     return {"argmax_mean": am, "argmax_lo": alo, "argmax_hi": ahi, "annotator_mean": pm_, "annotator_lo": plo,
@@ -305,48 +288,42 @@ def run(config: dict, out_dir: Path, mode: str, progress: bool, record: Run) -> 
         The open run.
     """
     cfg = validate_config(Config, config, what="study config")
-    log = _log(time.perf_counter())
-    out_dir = Path(out_dir)
-    tables, figures, posts = out_dir / "tables", out_dir / "figures", out_dir / "posteriors"
-    for d in (tables, figures, posts):
-        d.mkdir(parents=True, exist_ok=True)
+    folder = StudyFolder(record)
+    log, tables = folder.log, folder.tables
     items = load_drinq()
-    items["item_id"] = il.item_ids(items)
-    record.data("drinq", REGISTRY["drinq"].sha256)
+    items["item_id"] = lm_outputs.item_ids(items)
+    folder.record_dataset("drinq")
     sampler = dict(config["sampler"][mode])
     seed = int(cfg.seed)
     n_boot = cfg.n_boot if mode == "full" else min(cfg.n_boot, 1000)
-    summary: dict[str, Any] = {"mode": mode, "prompt_version": ip.PROMPT_VERSION, "lms": {},
+    summary: dict[str, Any] = {"mode": mode, "prompt_version": prompts.PROMPT_VERSION, "lms": {},
                                "n_items": int(len(items)),
                                "labels_agree": int((items["consensus"] == items["implied_letter"]).sum()),
                                "labels_comparable": int(items["implied_letter"].notna().sum())}
     acc_all, pair_all, loo_rows, pp_rows, par_rows, interp_rows = [], [], [], [], [], []
     for lm_name, entry in cfg.lms.items():
-        folder = Path(entry.outputs) if entry.outputs else OUTPUTS
-        if not folder.is_absolute():
-            folder = HERE.parent / folder
-        paths = {k: folder / f"{lm_name}_{k}.csv" for k in il.PASSES}
-        scores = il.load_outputs(paths["score"], kind="score")
-        interp = il.load_outputs(paths["interpretations"], kind="interpretations")
-        samples = il.load_outputs(paths["sample"], kind="sample") if paths["sample"].is_file() else None
+        outputs = Path(entry.outputs) if entry.outputs else OUTPUTS
+        if not outputs.is_absolute():
+            outputs = ROOT / outputs
+        paths = {k: outputs / f"{lm_name}_{k}.csv" for k in lm_outputs.PASSES}
+        scores = lm_outputs.load_outputs(paths["score"], kind="score")
+        interp = lm_outputs.load_outputs(paths["interpretations"], kind="interpretations")
+        samples = lm_outputs.load_outputs(paths["sample"], kind="sample") if paths["sample"].is_file() else None
         for k, p in paths.items():
             if p.is_file():
-                record.data(f"{lm_name}_{k}", _sha256(p))
+                folder.record_file(f"{lm_name}_{k}", p)
         acc, pair = accuracy_tables(lm_name, scores, samples, items, n_boot=n_boot, seed=seed)
         acc_all.append(acc)
         pair_all.append(pair)
         interp_rows.append(interpretation_table(lm_name, interp, items, n_boot=n_boot, seed=seed))
         data, ids = model_data(items, interp, scores)
-        log(f"{lm_name}: {len(ids)} items modelled; fitting {len(im.MODELS)} listener models")
+        log(f"{lm_name}: {len(ids)} items modelled; fitting {len(listeners.MODELS)} listener models")
         specs = [pm.FitSpec(f"{lm_name}-{name}", model, data, sampler=sampler, seed=seed + k)
-                 for k, (name, model) in enumerate(im.MODELS.items())]
-        result = pm.fit_many(specs, executor=cfg.executor, progress=progress)
-        result.raise_on_error()
-        trees = {sp.name.split("-", 1)[1]: result[sp.name].tree for sp in specs}
+                 for k, (name, model) in enumerate(listeners.MODELS.items())]
+        fitted = folder.fit_and_save(specs, executor=cfg.executor, progress=progress,
+                                     label=lambda n: n.replace("-", "/", 1), file=lambda n: n.replace("-", "_", 1) + ".nc")
+        trees = {name.split("-", 1)[1]: tree for name, tree in fitted.items()}
         for name, tree in trees.items():
-            f = posts / f"{lm_name}_{name}.nc"
-            save_netcdf(tree, f)
-            record.fit(f"{lm_name}/{name}", tree, f.relative_to(out_dir))
             pp_rows.append({"lm": lm_name, "model": name, "n_item": len(ids),
                             **predictive_accuracy(name, tree, data, cfg.n_draws)})
             post = tree["posterior"].to_dataset()
@@ -361,9 +338,9 @@ def run(config: dict, out_dir: Path, mode: str, progress: bool, record: Run) -> 
         summary["lms"][lm_name] = {
             "backend": entry.backend, "model": entry.model, "n_modelled": len(ids),
             "score_items": {c: int(scores.loc[scores["condition"] == c, "item_id"].nunique())
-                            for c in ip.CONDITIONS if c in set(scores["condition"])},
+                            for c in prompts.CONDITIONS if c in set(scores["condition"])},
             "sample_items": ({c: int(samples.loc[samples["condition"] == c, "item_id"].nunique())
-                              for c in ip.CONDITIONS if c in set(samples["condition"])} if samples is not None else {}),
+                              for c in prompts.CONDITIONS if c in set(samples["condition"])} if samples is not None else {}),
             "loo": loo_sentence(cmp.drop(columns="lm")),
         }
     acc_df, pair_df = pd.concat(acc_all), pd.concat(pair_all)
@@ -374,17 +351,11 @@ def run(config: dict, out_dir: Path, mode: str, progress: bool, record: Run) -> 
     pp_df.to_csv(tables / "predictive_accuracy.csv", index=False)
     par_df.to_csv(tables / "parameters.csv", index=False)
     pd.concat(interp_rows).to_csv(tables / "interpretation_scores.csv", index=False)
-    (out_dir / "summary.json").write_text(json.dumps(summary, indent=1))
-    convergence_table(record.manifest.get("fits", {})).to_csv(tables / "convergence.csv", index=False)
-    _figure(acc_df, pp_df, figures)
-    (out_dir / "report.md").write_text(render_report(out_dir, mode))
+    folder.write_summary(summary)
+    folder.write_convergence()
+    _figure(acc_df, pp_df, folder.figures)
+    folder.write_report(render_report(folder.path, mode))
     log("done")
-
-
-def _sha256(path: Path) -> str:
-    import hashlib
-
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def exact_where_flat(acc: pd.DataFrame) -> tuple[pd.DataFrame, pd.Series]:
@@ -445,7 +416,7 @@ def _figure(acc: pd.DataFrame, pp: pd.DataFrame, figures: Path) -> None:
 
     for lm_name in dict.fromkeys(acc["lm"]):
         t = figure_table(acc, pp, lm_name)
-        order = [c for c in ip.CONDITIONS if c in set(t["condition"])] + [f"model: {m}" for m in im.MODELS
+        order = [c for c in prompts.CONDITIONS if c in set(t["condition"])] + [f"model: {m}" for m in listeners.MODELS
                                                                           if f"model: {m}" in set(t["condition"])]
         fig = accuracy_by_condition(
             t, order=order, figsize=(10.5, 4.4),
@@ -567,7 +538,7 @@ def render_report(run_dir: str | Path, mode: str) -> str:
         f"at least 80% of the time on these items; the paper's human average on its hard subset is "
         f"{PAPER['human_average_hard']:.0%}.", "",
         "## Prompts", "",
-        f"Version `{s['prompt_version']}` (`models/implicature_prompts.py`). From the paper (Appendix 8.4): the core "
+        f"Version `{s['prompt_version']}` (`models/implicature/prompts.py`). From the paper (Appendix 8.4): the core "
         "instruction, the JSON output format and the pragmatic-reasoning scaffold. **This project's own** (the paper "
         "does not publish them): the six in-context examples (none is a DRInQ item), the conservative and charitable "
         "texts, the explanation condition's output order, and the letter-only format of the scored reading. Each "
@@ -606,7 +577,7 @@ def render_report(run_dir: str | Path, mode: str) -> str:
                     "paired bootstrap over items; McNemar's exact test per draw (p-values in draw order).", "",
                     _md(pr[["reading", "condition", "n_item", "diff", "lo", "hi", "p_bootstrap", "mcnemar_p"]]), ""]
         out += ["### The pragmatic listener and its rivals", "",
-                f"Fitted by NUTS to the consensus letters of the {info['n_modelled']} items (`models/implicature.py`: the "
+                f"Fitted by NUTS to the consensus letters of the {info['n_modelled']} items (`models/implicature/listeners.py`: the "
                 "likelihood is the event that at least 4 of 5 annotators chose the consensus). LOO over items: "
                 + info["loo"], "",
                 _md(loo[loo["lm"] == lm].drop(columns=["lm"]), ".3g"), "",
@@ -623,7 +594,7 @@ def render_report(run_dir: str | Path, mode: str) -> str:
             "## Running the same study against a large model", "",
             "Serve the model behind any OpenAI-compatible server (vLLM, llama.cpp's server) and run",
             "",
-            "    python models/implicature_score.py --lm big --base-url http://gpu-host:8000/v1 --server-model NAME \\",
+            "    python -m models.implicature.score --lm big --base-url http://gpu-host:8000/v1 --server-model NAME \\",
             "        --passes interpretations score sample",
             "",
             "then add `\"big\": {\"backend\": \"openai\", \"model\": \"NAME\", \"base_url\": ...}` under `lms` in "

@@ -1,6 +1,6 @@
 r"""Wavelength production (the paper's Section 5.1): direct LM clues against Inverse-RSA clues.
 
-For each item the production pass (``models/wavelength_lm.py``) sampled 32 clues from the LM
+For each item the production pass (``models/wavelength/lm_scores.py``) sampled 32 clues from the LM
 speaker for the item's own target ``t`` and kept the distinct ones with their counts; the
 listener pass scored each of them. From those:
 
@@ -18,7 +18,7 @@ Each produced clue is judged by two listeners, on the item's target:
 - **the human-fitted listener**: LM-RSA with alpha and beta at their posterior means from the fit
   to the human guesses (``wavelength.rsa_clue_listener``), the produced clue heard against the
   item's LM-generated alternatives (an alternative spelled like the produced clue, after
-  :func:`wavelength_lm.normalise_clue`, is dropped so that a clue does not compete with itself).
+  :func:`models.wavelength.lm_scores.normalise_clue`, is dropped so that a clue does not compete with itself).
   It is the best stand-in for people that the study has; no person judged these clues. It can only
   tell clues apart as far as its semantics (the LM's) do: the table reports that resolution, the
   standard deviation over an item's produced clues of the judge's mean, averaged over items.
@@ -30,9 +30,7 @@ bootstrap interval over items (2,000 resamples, percentile).
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import jax.numpy as jnp
@@ -40,12 +38,10 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import wavelength as wm  # noqa: E402
-import wavelength_lm as wl  # noqa: E402
+from pragmodels.logmath import log_normalize
+from pragmodels.semantics import lm_literal_semantics
 
-from pragmodels.logmath import log_normalize  # noqa: E402
-from pragmodels.semantics import lm_literal_semantics  # noqa: E402
+from models.wavelength import listeners, lm_scores
 
 __all__ = ["judge_tables", "production_scores", "summarise"]
 
@@ -56,7 +52,7 @@ def judge_tables(ds: xr.Dataset, clues: pd.DataFrame, alpha: float, beta: float)
     Parameters
     ----------
     ds : xarray.Dataset
-        :func:`wavelength_lm.load_scores` output for the items to judge (production finished):
+        :func:`models.wavelength.lm_scores.load_scores` output for the items to judge (production finished):
         ``log_lm``, ``utt_mask``, ``prod_log_lm``, ``prod_mask``.
     clues : pandas.DataFrame
         The ``<lm>_clues.csv`` rows (``item, kind, index, clue``).
@@ -79,9 +75,9 @@ def judge_tables(ds: xr.Dataset, clues: pd.DataFrame, alpha: float, beta: float)
     fitted = np.full(prod.shape, np.nan)
     for k, i in enumerate(ds["item"].to_numpy()):
         alts = clues[(clues["item"] == i) & (clues["kind"] == "alternative")].sort_values("index")
-        alt_keys = {int(r.index): wl.normalise_clue(str(r.clue)) for r in alts.itertuples()}
+        alt_keys = {int(r.index): lm_scores.normalise_clue(str(r.clue)) for r in alts.itertuples()}
         prods = clues[(clues["item"] == i) & (clues["kind"] == "production")].sort_values("index")
-        prod_keys = {int(r.index): wl.normalise_clue(str(r.clue)) for r in prods.itertuples()}
+        prod_keys = {int(r.index): lm_scores.normalise_clue(str(r.clue)) for r in prods.itertuples()}
         rows = np.nonzero(pm_[k])[0]
         if rows.size == 0:
             continue
@@ -94,7 +90,7 @@ def judge_tables(ds: xr.Dataset, clues: pd.DataFrame, alpha: float, beta: float)
                 if key == prod_keys.get(int(a)):
                     mask[r, u] = False
         s = lm_literal_semantics(jnp.asarray(sem), beta, jnp.asarray(mask))
-        fitted[k, rows] = np.exp(np.asarray(wm.rsa_clue_listener(s, alpha, jnp.asarray(mask))))
+        fitted[k, rows] = np.exp(np.asarray(listeners.rsa_clue_listener(s, alpha, jnp.asarray(mask))))
     lm_l0[~pm_] = np.nan
     return {"lm_l0": lm_l0, "fitted": fitted}
 
@@ -105,7 +101,7 @@ def _speakers(ds: xr.Dataset, target_index: np.ndarray) -> dict[str, np.ndarray]
     pm_ = ds["prod_mask"].to_numpy().astype(bool) & (count > 0)
     prod = np.where(pm_[..., None], np.nan_to_num(ds["prod_log_lm"].to_numpy(), nan=0.0), 0.0)
     s0 = np.where(pm_, count, 0) / np.maximum(np.where(pm_, count, 0).sum(1, keepdims=True), 1)
-    s1 = np.exp(np.asarray(wm.at_target(wm.inverse_rsa_speaker(prod, count, 1.0, 1.0, prod_mask=pm_),
+    s1 = np.exp(np.asarray(listeners.at_target(listeners.inverse_rsa_speaker(prod, count, 1.0, 1.0, prod_mask=pm_),
                                         target_index)))
     s1 = np.where(pm_, s1, 0.0)
 
@@ -140,7 +136,7 @@ def production_scores(ds: xr.Dataset, clues: pd.DataFrame, target: np.ndarray, a
         speaker and judge; ``judge_resolution``: SD over the item's produced clues of the
         judge's mean).
     """
-    states = wm.STATE_VALUES
+    states = listeners.STATE_VALUES
     t_idx = np.rint(np.asarray(target, float) / 5.0).astype(int)
     judges = judge_tables(ds, clues, alpha, beta)
     speakers = _speakers(ds, t_idx)

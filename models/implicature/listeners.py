@@ -7,7 +7,7 @@ The task
 --------
 An item is a question ``Q`` asked in a context ``C`` and five candidate interpretations
 ``a = A..E`` ("implied comments"); annotators pick the one the speaker means. The LM scores
-arrive as arrays (``models/implicature_lm.py``; each the *mean* log-probability per token of the
+arrive as arrays (``models/implicature/lm_outputs.py``; each the *mean* log-probability per token of the
 interpretation's text, so long options are not penalised for their length):
 
 - ``fit [item, option]``: how well ``a`` fits ``Q`` in ``C``: the LM's score of ``a`` as the
@@ -79,7 +79,7 @@ slope ``alpha`` and threshold ``-c``; where ``c + log L0 < 0`` for every option,
 when it is large: simulated at ``c = 1``, its 94% interval was -3.8 to 1.0, with the tail ESS
 of ``alpha`` at 30. Free it with ``priors={"cost": Prior("Normal", loc=0, scale=2)}`` to see
 that for yourself. With ``c`` fixed, ``alpha``, ``w`` and the lapse are recovered from data
-simulated at the real data's size (tests/models/test_implicature.py, slow).
+simulated at the real data's size (tests/models/implicature/test_listeners.py, slow).
 """
 
 from __future__ import annotations

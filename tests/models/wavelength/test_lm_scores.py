@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "models"))
-import wavelength_lm as wl  # noqa: E402
-import wavelength_prompts as wp  # noqa: E402
+from models.wavelength import lm_scores, prompts
 
-from pragmodels.lm import PromptFormat  # noqa: E402
+from pragmodels.lm import PromptFormat
 
 
 class FakeLM:
@@ -45,20 +41,20 @@ ITEMS = pd.DataFrame({"item": [3, 7], "left": ["Cold", "Quiet"], "right": ["Hot"
 
 
 def test_alternatives_are_deduplicated_and_failures_counted():
-    alts = wl.generate_alternatives(FakeLM(), ITEMS.iloc[:1], seed=0)
-    assert len(alts) == len(wp.STATES)
-    utts = wl.utterance_sets(ITEMS.iloc[:1], alts)[3]
+    alts = lm_scores.generate_alternatives(FakeLM(), ITEMS.iloc[:1], seed=0)
+    assert len(alts) == len(prompts.STATES)
+    utts = lm_scores.utterance_sets(ITEMS.iloc[:1], alts)[3]
     assert utts[0] == "snow"                             # the real clue first
     assert "Snow" not in utts and "snow" not in utts[1:]  # same clue after case-folding
     assert sorted(utts[1:]) == ["a warm bath", "sauna"]
     # the empty and the six-word samples are failures: 2 of every 6 seeds
-    assert alts["clue"].isna().sum() == sum(1 for s in wp.STATES if (3000 + s) % 6 in (3, 4))
+    assert alts["clue"].isna().sum() == sum(1 for s in prompts.STATES if (3000 + s) % 6 in (3, 4))
 
 
 def test_score_study_stores_resumes_and_refuses_other_settings(tmp_path):
     lm = FakeLM()
-    path = wl.score_study(lm, ITEMS.iloc[:1], name="fake", seed=0, folder=tmp_path, n_production=4)
-    ds = wl.load_scores(path, need=wl.PASSES)
+    path = lm_scores.score_study(lm, ITEMS.iloc[:1], name="fake", seed=0, folder=tmp_path, n_production=4)
+    ds = lm_scores.load_scores(path, need=lm_scores.PASSES)
     assert ds.sizes["item"] == 1 and ds["utt_mask"].sum().item() == 3
     np.testing.assert_array_equal(np.isnan(ds["log_lm"].isel(item=0).values).any(1), ~ds["utt_mask"].values[0])
     assert int(ds["prod_count"].sum()) + int(ds["prod_failed"].sum()) == 4
@@ -67,19 +63,19 @@ def test_score_study_stores_resumes_and_refuses_other_settings(tmp_path):
     assert 0 not in set(alts["index"]) and "snow" not in set(alts["clue"])  # the upstream clue is not republished
     first = lm.scored
     # a second run with both items scores only the new one
-    wl.score_study(lm, ITEMS, name="fake", seed=0, folder=tmp_path, n_production=4)
+    lm_scores.score_study(lm, ITEMS, name="fake", seed=0, folder=tmp_path, n_production=4)
     per_item = first
     assert lm.scored - first == pytest.approx(per_item, rel=0.6)
-    ds = wl.load_scores(path, need=wl.PASSES)
+    ds = lm_scores.load_scores(path, need=lm_scores.PASSES)
     assert ds["item"].values.tolist() == [3, 7]
     with pytest.raises(ValueError, match="other settings"):
-        wl.score_study(lm, ITEMS, name="fake", seed=1, folder=tmp_path)
+        lm_scores.score_study(lm, ITEMS, name="fake", seed=1, folder=tmp_path)
     with pytest.raises(ValueError, match=r"items \[9\]"):
-        wl.load_scores(path, items=[3, 9])
+        lm_scores.load_scores(path, items=[3, 9])
 
 
 def test_scores_of_other_prompts_are_refused(tmp_path, monkeypatch):
-    path = wl.score_study(FakeLM(), ITEMS.iloc[:1], name="fake", seed=0, folder=tmp_path, passes=["listener"])
-    monkeypatch.setattr(wp, "PROMPT_VERSION", "0" * 16)
+    path = lm_scores.score_study(FakeLM(), ITEMS.iloc[:1], name="fake", seed=0, folder=tmp_path, passes=["listener"])
+    monkeypatch.setattr(prompts, "PROMPT_VERSION", "0" * 16)
     with pytest.raises(ValueError, match="prompt version"):
-        wl.load_scores(path)
+        lm_scores.load_scores(path)

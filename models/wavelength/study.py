@@ -1,8 +1,8 @@
 """Study 2: the Wavelength game (Qiu et al. 2025), LM-RSA listeners fitted to 4,000 human guesses.
 
-Entry point ``"study": "models/wavelength_study.py:run"`` (``fits/wavelength.json``), run by
+Entry point ``"study": "models/wavelength/study.py:run"`` (``fits/wavelength.json``), run by
 ``pragmodels run fits/wavelength.json``. The LM scores are data: they are made beforehand by
-``models/wavelength_score.py`` (through the score cache) and committed in
+``python -m models.wavelength.score`` (through the score cache) and committed in
 ``fits/wavelength/lm_scores/``; this study never calls a language model.
 
 For each LM the study
@@ -28,8 +28,6 @@ from __future__ import annotations
 
 import difflib
 import json
-import sys
-import time
 from pathlib import Path
 from typing import Any, Literal
 
@@ -40,45 +38,30 @@ import pandas as pd
 import xarray as xr
 from pydantic import Field, model_validator
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+import pragmodels as pm
+from pragmodels.datasets import load_wavelength
+from pragmodels.metrics import distributions
+from pragmodels.runs.folder import Run
+from pragmodels.lm.entry import LMEntry
+from pragmodels.runs.schema import SamplerSettings, StudyConfig, validate_config
+from pragmodels.runs.study import StudyFolder
 
-import wavelength as wm  # noqa: E402
-import wavelength_lm as wl  # noqa: E402
-import wavelength_production as wprod  # noqa: E402
-import wavelength_prompts as wp  # noqa: E402
+from models.wavelength import listeners, lm_scores, production, prompts
 
-import pragmodels as pm  # noqa: E402
-from pragmodels.metrics import distributions  # noqa: E402
-from pragmodels.runs.schema import SamplerSettings, Strict, StudyConfig, validate_config  # noqa: E402
-from pragmodels.datasets import REGISTRY, load_wavelength  # noqa: E402
-from pragmodels.io.netcdf import save_netcdf  # noqa: E402
-from pragmodels.runs.folder import Run  # noqa: E402
-from pragmodels.runs.study import convergence_table
-
-SCORES = HERE.parent / "fits" / "wavelength" / "lm_scores"
+#: the repository root (the committed LM scores and relative paths in the config are under it)
+ROOT = Path(__file__).resolve().parents[2]
+SCORES = ROOT / "fits" / "wavelength" / "lm_scores"
 FLAT = ("uniform", "literal", "lm_rsa", "lm_rsa_cost", "appendix_c")
 #: the alpha values of the per-item identifiability check (log-spaced)
 ALPHA_GRID = np.exp(np.linspace(np.log(0.05), np.log(200.0), 80))
 
 
-class LMEntry(Strict):
-    """One LM whose committed scores the study fits (``models/wavelength_score.py`` makes them).
-
-    ``backend`` says how they were (or would be) scored: a bundled GGUF in-process, or an
-    OpenAI-compatible server (``base_url``, ``model``) for a larger LM on a GPU machine."""
-
-    backend: Literal["llamacpp", "openai"] = Field("llamacpp", description="'llamacpp' (a GGUF file) or 'openai' "
-                                                                         "(a server)")
-    model: str = Field(description="'smollm2', 'gemma3', a .gguf path, or the server's model name")
-    base_url: str | None = Field(None, description="the server's base URL (backend 'openai')")
-    scores: str | None = Field(None, description="the scores file (default fits/wavelength/lm_scores/<name>.nc)")
-
-
 class Config(StudyConfig):
     """``fits/wavelength.json``: the generic study keys and this study's own."""
 
-    lms: dict[str, LMEntry] = Field(description="the LMs to fit, by name")
+    lms: dict[str, LMEntry] = Field(description="the LMs to fit, by name (outputs: the scores file, default "
+                                                "fits/wavelength/lm_scores/<name>.nc; made by python -m "
+                                                "models.wavelength.score)")
     quick_items: int = Field(12, ge=2, description="items fitted in quick mode (the first scored ones)")
     cv_folds: int = Field(5, ge=2, description="folds of the item cross-validation (full mode)")
     cv: bool = Field(True, description="run the item cross-validation with the LM-prior model (full mode)")
@@ -102,7 +85,7 @@ class Config(StudyConfig):
         return self
 
 
-def _data(ds: xr.Dataset, long: pd.DataFrame) -> dict[str, np.ndarray]:
+def fit_data(ds: xr.Dataset, long: pd.DataFrame) -> dict[str, np.ndarray]:
     """Model data for the items of ``ds`` (renumbered 0..n-1 in ds order)."""
     ids = ds["item"].to_numpy()
     index = {int(i): k for k, i in enumerate(ids)}
@@ -121,16 +104,16 @@ def _specs(lm: str, data: dict[str, np.ndarray], sampler: dict[str, Any], seed: 
            by_item_sampler: dict[str, Any] | None = None) -> list[pm.FitSpec]:
     base = {k: v for k, v in data.items() if k not in ("log_s0", "clue_length")}
     specs = [
-        pm.FitSpec(f"{lm}-uniform", wm.uniform_model, base, sampler=sampler, seed=seed),
-        pm.FitSpec(f"{lm}-literal", wm.literal_model, base, sampler=sampler, seed=seed + 1),
-        pm.FitSpec(f"{lm}-lm_rsa", wm.lm_rsa_model, base, sampler=sampler, seed=seed + 2),
-        pm.FitSpec(f"{lm}-lm_rsa_cost", wm.lm_rsa_model, base | {"clue_length": data["clue_length"]},
+        pm.FitSpec(f"{lm}-uniform", listeners.uniform_model, base, sampler=sampler, seed=seed),
+        pm.FitSpec(f"{lm}-literal", listeners.literal_model, base, sampler=sampler, seed=seed + 1),
+        pm.FitSpec(f"{lm}-lm_rsa", listeners.lm_rsa_model, base, sampler=sampler, seed=seed + 2),
+        pm.FitSpec(f"{lm}-lm_rsa_cost", listeners.lm_rsa_model, base | {"clue_length": data["clue_length"]},
                    sampler=sampler, seed=seed + 3),
-        pm.FitSpec(f"{lm}-lm_rsa_by_item", wm.lm_rsa_by_item_model, base, sampler=by_item_sampler or sampler,
+        pm.FitSpec(f"{lm}-lm_rsa_by_item", listeners.lm_rsa_by_item_model, base, sampler=by_item_sampler or sampler,
                    seed=seed + 5),
     ]
     if "log_s0" in data:
-        specs.append(pm.FitSpec(f"{lm}-appendix_c", wm.appendix_c_model, data, sampler=sampler, seed=seed + 4))
+        specs.append(pm.FitSpec(f"{lm}-appendix_c", listeners.appendix_c_model, data, sampler=sampler, seed=seed + 4))
     return specs
 
 
@@ -145,7 +128,7 @@ def _draws(tree: xr.DataTree, n: int, names: list[str]) -> dict[str, np.ndarray]
     return out
 
 
-def _listener_draws(name: str, tree: xr.DataTree, data: dict[str, Any], n: int) -> np.ndarray:
+def listener_draws(name: str, tree: xr.DataTree, data: dict[str, Any], n: int) -> np.ndarray:
     """``[draw, item, state]`` probabilities of the fitted listener for each item's real clue."""
     names = ["alpha", "beta", "cost_weight", "tau", "z"]
     draws = _draws(tree, n, names)
@@ -155,12 +138,12 @@ def _listener_draws(name: str, tree: xr.DataTree, data: dict[str, Any], n: int) 
     if name != "lm_rsa_cost":
         d.pop("clue_length", None)
     if not draws:
-        return np.exp(np.asarray(wm.listener_for(key, {}, d)))[None]
-    f = jax.jit(jax.vmap(lambda p: wm.listener_for(key, p, d)))
+        return np.exp(np.asarray(listeners.listener_for(key, {}, d)))[None]
+    f = jax.jit(jax.vmap(lambda p: listeners.listener_for(key, p, d)))
     return np.exp(np.asarray(f({k: jnp.asarray(v) for k, v in draws.items()})))
 
 
-def _metrics(probs: np.ndarray, items: pd.DataFrame) -> dict[str, float]:
+def listener_metrics(probs: np.ndarray, items: pd.DataFrame) -> dict[str, float]:
     """Mean over items of the paper's metrics for a ``[item, state]`` distribution."""
     target = items["target"].to_numpy(float)
     human = [np.asarray(r, float) for r in items["responses"]]
@@ -172,45 +155,39 @@ def _metrics(probs: np.ndarray, items: pd.DataFrame) -> dict[str, float]:
             "entropy": float(np.mean(ent)), "pearson_r_means": float(r)}
 
 
-def _human_metrics(items: pd.DataFrame) -> dict[str, float]:
+def human_metrics(items: pd.DataFrame) -> dict[str, float]:
     """The humans' own: their mean's error, binned entropy, and W1 between two halves (a ceiling)."""
     target = items["target"].to_numpy(float)
     human = [np.asarray(r, float) for r in items["responses"]]
     half = []
     for h in human:
         a, b = h[: len(h) // 2], h[len(h) // 2:]
-        pa = np.bincount(distributions.bin_to_grid(a), minlength=len(wp.STATES)) / len(a)
+        pa = np.bincount(distributions.bin_to_grid(a), minlength=len(prompts.STATES)) / len(a)
         half.append(distributions.wasserstein_to_sample(pa, b))
-    binned = np.stack([np.bincount(distributions.bin_to_grid(h), minlength=len(wp.STATES)) / len(h) for h in human])
+    binned = np.stack([np.bincount(distributions.bin_to_grid(h), minlength=len(prompts.STATES)) / len(h) for h in human])
     return {"abs_error_of_mean": float(np.mean(np.abs([h.mean() for h in human] - target))),
             "w1_to_humans": float(np.mean(half)), "entropy": float(np.mean(distributions.entropy(binned))),
             "pearson_r_means": 1.0}
 
 
-def _fixed(ds_data: dict[str, Any]) -> dict[str, np.ndarray]:
+def fixed_listeners(ds_data: dict[str, Any]) -> dict[str, np.ndarray]:
     """The LM at the paper's fixed settings: L0, LM-RSA at alpha = beta = 1, Appendix C at alpha = 1."""
     d = {k: jnp.asarray(v) for k, v in ds_data.items() if k in ("log_lm", "utt_mask", "log_s0")}
-    out = {"LM direct (L0)": np.exp(np.asarray(wm.listener_for("literal", {"beta": 1.0}, d))),
-           "LM-RSA, alpha = 1": np.exp(np.asarray(wm.listener_for("lm_rsa", {"alpha": 1.0, "beta": 1.0}, d)))}
+    out = {"LM direct (L0)": np.exp(np.asarray(listeners.listener_for("literal", {"beta": 1.0}, d))),
+           "LM-RSA, alpha = 1": np.exp(np.asarray(listeners.listener_for("lm_rsa", {"alpha": 1.0, "beta": 1.0}, d)))}
     if "log_s0" in d:
         out["Appendix C, alpha = 1"] = np.exp(np.asarray(
-            wm.listener_for("appendix_c", {"alpha": 1.0, "beta": 1.0}, d)))
+            listeners.listener_for("appendix_c", {"alpha": 1.0, "beta": 1.0}, d)))
     return out
 
 
-def _fit_and_save(specs: list[pm.FitSpec], lm_name: str, executor: str, progress: bool, posts: Path, record: Run,
-                  out_dir: Path) -> dict[str, xr.DataTree]:
-    """Run ``specs`` through :func:`pragmodels.inference.fit_many` (any failure raises), save each posterior
-    as ``posts/<lm>_<model>.nc`` and record it in the run; ``{model: tree}`` (the spec name after
-    ``"<lm>-"``)."""
-    result = pm.fit_many(specs, executor=executor, progress=progress)
-    result.raise_on_error()
-    trees = {sp.name.split("-", 1)[1]: result[sp.name].tree for sp in specs}
-    for name, tree in trees.items():
-        f = posts / f"{lm_name}_{name}.nc"
-        save_netcdf(tree, f)
-        record.fit(f"{lm_name}/{name}", tree, f.relative_to(out_dir))
-    return trees
+def _fit_and_save(folder: StudyFolder, specs: list[pm.FitSpec], executor: str, progress: bool
+                  ) -> dict[str, xr.DataTree]:
+    """``specs`` (named ``"<lm>-<model>"``) fitted, saved as ``posteriors/<lm>_<model>.nc`` and recorded as
+    ``"<lm>/<model>"`` (:meth:`pragmodels.runs.study.StudyFolder.fit_and_save`); ``{model: tree}``."""
+    trees = folder.fit_and_save(specs, executor=executor, progress=progress, label=lambda n: n.replace("-", "/", 1),
+                                file=lambda n: n.replace("-", "_", 1) + ".nc")
+    return {name.split("-", 1)[1]: tree for name, tree in trees.items()}
 
 
 def _compare_and_fix(lm_name: str, label: str, trees: dict[str, xr.DataTree], data: dict[str, Any],
@@ -218,15 +195,15 @@ def _compare_and_fix(lm_name: str, label: str, trees: dict[str, xr.DataTree], da
                      ) -> dict[str, np.ndarray]:
     """For one set of items: the LOO comparison of ``trees`` and the metric rows of the humans and
     of the LM at the paper's fixed settings (appended to ``loo_rows`` / ``metric_rows``); returns
-    the fixed listeners (:func:`_fixed`)."""
+    the fixed listeners (:func:`fixed_listeners`)."""
     cmp = pm.compare(trees)
     cmp.insert(0, "lm", lm_name)
     cmp.insert(1, "items", label)
     loo_rows.append(cmp.reset_index().rename(columns={"index": "model"}))
-    fixed = _fixed(data)
-    metric_rows.append({"lm": lm_name, "items": label, "method": "Humans", **_human_metrics(items)})
+    fixed = fixed_listeners(data)
+    metric_rows.append({"lm": lm_name, "items": label, "method": "Humans", **human_metrics(items)})
     for name, probs in fixed.items():
-        metric_rows.append({"lm": lm_name, "items": label, "method": name, **_metrics(probs, items)})
+        metric_rows.append({"lm": lm_name, "items": label, "method": name, **listener_metrics(probs, items)})
     return fixed
 
 
@@ -265,37 +242,33 @@ def run(config: dict, out_dir: Path, mode: str, progress: bool, record: Run) -> 
         The open run (fits and inputs are recorded in its manifest).
     """
     cfg = validate_config(Config, config, what="study config")
-    t0 = time.perf_counter()
-    log = lambda msg: print(f"[{time.perf_counter() - t0:7.1f} s] {msg}", flush=True)  # noqa: E731
-    out_dir = Path(out_dir)
-    tables, figures, posts = out_dir / "tables", out_dir / "figures", out_dir / "posteriors"
-    for d in (tables, figures, posts):
-        d.mkdir(parents=True, exist_ok=True)
+    folder = StudyFolder(record)
+    log, tables = folder.log, folder.tables
     items_all = load_wavelength()
     long = load_wavelength(long=True)
-    record.data("wavelength", REGISTRY["wavelength"].sha256)
+    folder.record_dataset("wavelength")
     sampler = dict(config["sampler"][mode])
     seed = int(cfg.seed)
-    report: dict[str, Any] = {"mode": mode, "lms": {}, "prompt_version": wp.PROMPT_VERSION}
+    report: dict[str, Any] = {"mode": mode, "lms": {}, "prompt_version": prompts.PROMPT_VERSION}
     metric_rows, loo_rows, forest_rows, ppc_rows, cv_rows, prod_rows = [], [], [], [], [], []
     grid: dict[str, Any] = {}
     for lm_name, entry in cfg.lms.items():
-        path = Path(entry.scores) if entry.scores else SCORES / f"{lm_name}.nc"
+        path = Path(entry.outputs) if entry.outputs else SCORES / f"{lm_name}.nc"
         if not path.is_absolute():
-            path = HERE.parent / path
-        ds = wl.load_scores(path, need=["listener"])
-        record.data(f"lm_scores_{lm_name}", _sha256(path))
+            path = ROOT / path
+        ds = lm_scores.load_scores(path, need=["listener"])
+        folder.record_file(f"lm_scores_{lm_name}", path)
         if mode == "quick":
             ds = ds.isel(item=slice(0, cfg.quick_items))
         ids = ds["item"].to_numpy()
         items = items_all.set_index("item").loc[ids].reset_index()
-        data = _data(ds, long)
+        data = fit_data(ds, long)
         data["clue_length"] = ds["clue_tokens"].to_numpy().astype(np.float32)
         log(f"{lm_name}: {len(ids)} items, {len(data['guess'])} guesses; fitting")
         by_item_sampler = (config["by_item_sampler"] if mode == "full" and cfg.by_item_sampler is not None
                            else sampler)
         specs = _specs(lm_name, data, sampler, seed, by_item_sampler)
-        trees = _fit_and_save(specs, lm_name, cfg.executor, progress, posts, record, out_dir)
+        trees = _fit_and_save(folder, specs, cfg.executor, progress)
         all_label = f"all {len(ids)}"
         fixed = _compare_and_fix(lm_name, all_label, {k: v for k, v in trees.items() if k in FLAT}, data, items,
                                  loo_rows, metric_rows)
@@ -307,24 +280,24 @@ def run(config: dict, out_dir: Path, mode: str, progress: bool, record: Run) -> 
         n_sp = int(done_sp.sum())
         if 0 < n_sp < len(ids):
             sub = ds.isel(item=np.nonzero(done_sp)[0])
-            data_sub = _data(sub, long)
+            data_sub = fit_data(sub, long)
             items_sub = items_all.set_index("item").loc[sub["item"].to_numpy()].reset_index()
             sub_label = f"speaker-pass {n_sp}"
             base_sub = {k: v for k, v in data_sub.items() if k not in ("log_s0", "clue_length")}
-            specs_sub = [pm.FitSpec(f"{lm_name}-appendix_c", wm.appendix_c_model, data_sub, sampler=sampler, seed=seed + 4),
-                         pm.FitSpec(f"{lm_name}-lm_rsa_sp", wm.lm_rsa_model, base_sub, sampler=sampler, seed=seed + 2),
-                         pm.FitSpec(f"{lm_name}-uniform_sp", wm.uniform_model, base_sub, sampler=sampler, seed=seed)]
+            specs_sub = [pm.FitSpec(f"{lm_name}-appendix_c", listeners.appendix_c_model, data_sub, sampler=sampler, seed=seed + 4),
+                         pm.FitSpec(f"{lm_name}-lm_rsa_sp", listeners.lm_rsa_model, base_sub, sampler=sampler, seed=seed + 2),
+                         pm.FitSpec(f"{lm_name}-uniform_sp", listeners.uniform_model, base_sub, sampler=sampler, seed=seed)]
             log(f"{lm_name}: Appendix C on the {n_sp} items the speaker pass has scored")
-            trees_sub = _fit_and_save(specs_sub, lm_name, cfg.executor, progress, posts, record, out_dir)
+            trees_sub = _fit_and_save(folder, specs_sub, cfg.executor, progress)
             fixed_sub = _compare_and_fix(lm_name, sub_label, trees_sub, data_sub, items_sub, loo_rows, metric_rows)
             groups.append((sub_label, trees_sub, data_sub, items_sub, fixed_sub))
         for label_items, trees_g, data_g, items_g, fixed_g in groups:
             for name, tree in trees_g.items():
-                probs = _listener_draws(name, tree, data_g, cfg.n_draws).mean(0)
+                probs = listener_draws(name, tree, data_g, cfg.n_draws).mean(0)
                 if label_items == all_label:
                     fitted[name] = probs
                 metric_rows.append({"lm": lm_name, "items": label_items, "method": f"fitted {name}",
-                                    **_metrics(probs, items_g)})
+                                    **listener_metrics(probs, items_g)})
                 post = tree["posterior"].to_dataset()
                 for v in ("alpha", "beta", "width", "lapse", "rounding", "cost_weight", "alpha_mu", "alpha_sigma",
                           "tau"):
@@ -340,8 +313,8 @@ def run(config: dict, out_dir: Path, mode: str, progress: bool, record: Run) -> 
         trees = {**trees, **(groups[1][1] if len(groups) > 1 else {})}
         post_flat = trees["lm_rsa"]["posterior"].to_dataset()
         at = {v: float(post_flat[v].mean()) for v in ("beta", "width", "lapse", "rounding")}
-        prof = wm.alpha_profile({k: data[k] for k in ("log_lm", "utt_mask", "item", "guess")}, ALPHA_GRID, at)
-        modes = np.array([wm.count_modes(prof[:, i]) for i in range(prof.shape[1])])
+        prof = listeners.alpha_profile({k: data[k] for k in ("log_lm", "utt_mask", "item", "guess")}, ALPHA_GRID, at)
+        modes = np.array([listeners.count_modes(prof[:, i]) for i in range(prof.shape[1])])
         alpha_id = {"items_multimodal": int((modes > 1).sum()),
                     "items_best_at_top": int((np.argmax(prof, 0) == len(ALPHA_GRID) - 1).sum()),
                     "grid": [float(ALPHA_GRID[0]), float(ALPHA_GRID[-1])], "at": at}
@@ -353,9 +326,9 @@ def run(config: dict, out_dir: Path, mode: str, progress: bool, record: Run) -> 
             pds = ds.isel(item=np.nonzero(done_prod)[0])
             clues = pd.read_csv(path.with_name(f"{lm_name}_clues.csv"), keep_default_na=False)
             target = items.set_index("item").loc[pds["item"].to_numpy(), "target"].to_numpy(float)
-            per_item = wprod.production_scores(pds, clues, target, a, b)
+            per_item = production.production_scores(pds, clues, target, a, b)
             per_item.to_csv(tables / f"production_{lm_name}.csv", index=False)
-            summ = wprod.summarise(per_item, seed=seed)
+            summ = production.summarise(per_item, seed=seed)
             summ.insert(0, "lm", lm_name)
             prod_rows.append(summ)
             n_prod = int(done_prod.sum())
@@ -364,8 +337,7 @@ def run(config: dict, out_dir: Path, mode: str, progress: bool, record: Run) -> 
             report["lms"].setdefault(lm_name, {})
             cv_sampler = (config["cv_sampler"] if cfg.cv_sampler is not None
                           else dict(sampler, num_chains=min(2, sampler.get("num_chains", 2))))
-            cv_rows.append(_lm_prior_analysis(lm_name, data, ids, sampler, cv_sampler, seed, cfg.cv_folds, posts,
-                                              record, out_dir, tables, log))
+            cv_rows.append(_lm_prior_analysis(lm_name, data, ids, sampler, cv_sampler, seed, cfg.cv_folds, folder))
         grid[lm_name] = {"items": items, "lm": fixed["LM direct (L0)"], "fitted": fitted["lm_rsa"],
                          "trees": {f"{lm_name} {k}": trees[k] for k in ("lm_rsa", "lm_rsa_cost", "appendix_c")
                                    if k in trees}}
@@ -384,38 +356,35 @@ def run(config: dict, out_dir: Path, mode: str, progress: bool, record: Run) -> 
         pd.concat(cv_rows).to_csv(tables / "cv.csv", index=False)
     if prod_rows:
         pd.concat(prod_rows).to_csv(tables / "production.csv", index=False)
-    (out_dir / "summary.json").write_text(json.dumps(report, indent=1))
-    convergence_table(record.manifest.get("fits", {})).to_csv(tables / "convergence.csv", index=False)
-    _figures(grid, figures, cfg.grid_items)
-    (out_dir / "report.md").write_text(render_report(out_dir, mode))
+    folder.write_summary(report)
+    folder.write_convergence()
+    _figures(grid, folder.figures, cfg.grid_items)
+    folder.write_report(render_report(folder.path, mode))
     log("done")
 
 
 def _lm_prior_analysis(lm_name: str, data: dict[str, Any], ids: np.ndarray, sampler: dict[str, Any],
-                       cv_sampler: dict[str, Any], seed: int, k: int, posts: Path, record: Run, out_dir: Path,
-                       tables: Path, log: Any) -> pd.DataFrame:
+                       cv_sampler: dict[str, Any], seed: int, k: int, folder: StudyFolder) -> pd.DataFrame:
     """The LM as a Bayesian prior on each real clue's semantics: a full-data fit (where do the
     posterior semantics move away from the LM?) and K-fold cross-validation over items against
     LM-RSA, the literal listener and the baseline, on the same folds (held-out items' per-item
     semantics drawn from their prior)."""
     base = {k2: v for k2, v in data.items() if k2 not in ("log_s0", "clue_length")}
-    tree = pm.fit(seed + 7, wm.lm_prior_model, base, progress_bar=False, **sampler)
-    f = posts / f"{lm_name}_lm_prior.nc"
-    save_netcdf(tree, f)
-    record.fit(f"{lm_name}/lm_prior", tree, f.relative_to(out_dir))
-    lm_l0 = np.exp(np.asarray(wm.listener_for("literal", {"beta": 1.0}, {"log_lm": jnp.asarray(data["log_lm"])})))
-    post = _listener_draws("lm_prior", tree, data, 400)
-    mean_post = (post * wp.STATES).sum(-1)
-    mean_lm = (lm_l0 * np.asarray(wp.STATES)).sum(-1)
+    tree = pm.fit(seed + 7, listeners.lm_prior_model, base, progress_bar=False, **sampler)
+    folder.save_fit(f"{lm_name}/lm_prior", tree, f"{lm_name}_lm_prior.nc")
+    lm_l0 = np.exp(np.asarray(listeners.listener_for("literal", {"beta": 1.0}, {"log_lm": jnp.asarray(data["log_lm"])})))
+    post = listener_draws("lm_prior", tree, data, 400)
+    mean_post = (post * prompts.STATES).sum(-1)
+    mean_lm = (lm_l0 * np.asarray(prompts.STATES)).sum(-1)
     shift = pd.DataFrame({"item": ids, "lm_mean": mean_lm, "posterior_mean": mean_post.mean(0),
                           "shift": mean_post.mean(0) - mean_lm,
                           "shift_lo": np.quantile(mean_post - mean_lm, 0.03, axis=0),
                           "shift_hi": np.quantile(mean_post - mean_lm, 0.97, axis=0)})
-    shift.sort_values("shift", key=np.abs, ascending=False).to_csv(tables / f"semantic_shift_{lm_name}.csv",
+    shift.sort_values("shift", key=np.abs, ascending=False).to_csv(folder.tables / f"semantic_shift_{lm_name}.csv",
                                                                    index=False)
-    log(f"{lm_name}: {k}-fold cross-validation over items")
-    cv = wm.cross_validate(seed + 11, {"uniform": wm.uniform_model, "literal": wm.literal_model,
-                                       "lm_rsa": wm.lm_rsa_model, "lm_prior": wm.lm_prior_model},
+    folder.log(f"{lm_name}: {k}-fold cross-validation over items")
+    cv = listeners.cross_validate(seed + 11, {"uniform": listeners.uniform_model, "literal": listeners.literal_model,
+                                       "lm_rsa": listeners.lm_rsa_model, "lm_prior": listeners.lm_prior_model},
                            base, k=k, seed=seed, fit_kwargs=dict(cv_sampler))
     rows = [{"lm": lm_name, "model": m, "elpd_cv": cv["total"][m], "diff_se_vs_best": cv["diff_se"][m],
              "best": cv["best"]} for m in cv["total"]]
@@ -434,7 +403,7 @@ def _figures(grid: dict[str, Any], figures: Path, n: int) -> None:
                    "series": {f"{lm_name} literal listener (L0, beta = 1)": g["lm"][k],
                               "LM-RSA fitted to humans (posterior mean)": g["fitted"][k]}}
                   for k, r in enumerate(items.head(n).itertuples())]
-        fig = distribution_grid(panels, wp.STATES, xlabel="scale value (0-100)", ylabel="probability")
+        fig = distribution_grid(panels, prompts.STATES, xlabel="scale value (0-100)", ylabel="probability")
         fig.savefig(figures / f"items_{lm_name}.png", dpi=110)
         plt.close(fig)
     trees = {k: v for g in grid.values() for k, v in g["trees"].items()}
@@ -471,14 +440,14 @@ def render_report(run_dir: str | Path, mode: str) -> str:
     out = ["# Wavelength (Qiu et al. 2025): LM-RSA listeners fitted to human guesses", ""]
     if mode == "quick":
         out += ["**Quick run**: a smoke test on a few items with short chains; no number here is an estimate.", ""]
-    out += [f"Prompts: version `{summary['prompt_version']}` (models/wavelength_prompts.py, this project's own words).", ""]
+    out += [f"Prompts: version `{summary['prompt_version']}` (models/wavelength/prompts.py, this project's own words).", ""]
     for lm, info in summary["lms"].items():
         out += [f"## {lm} ({info['backend']}: {info['model']}, `{info['lm_identity']}`)", "",
                 f"- Items: {info['n_items']} of 100 (the first ones of a fixed random order that the scoring run "
                 f"finished; ids in summary.json), {info['n_items'] * 40} guesses.",
                 f"- Alternatives per item: {info['n_alternatives_mean']:.1f} on average (of 21 samples, one per state, "
                 f"deduplicated); {info['alt_failed_total']} samples did not parse (empty, markup, or over five words).",
-                f"- Appendix C listener: " + (f"fitted on the {info.get('n_speaker', 0)} items the speaker pass has "
+                "- Appendix C listener: " + (f"fitted on the {info.get('n_speaker', 0)} items the speaker pass has "
                                                "scored (a random subset; compared there with LM-RSA and the baseline "
                                                "fitted to the same items, `_sp`)"
                                                if info['appendix_c'] and info.get('n_speaker', 0) < info['n_items']
@@ -573,12 +542,12 @@ def render_report(run_dir: str | Path, mode: str) -> str:
             "about pragmatic reasoning in capable LMs, which the paper finds only in large models.",
             "- The production comparison has no human judges: the human-fitted listener stands in for them, and it "
             "can only separate clues as far as the LM's semantics do (its resolution above).",
-            *(["- Passes not complete: " + "; ".join(speaker_note) + ". `python models/wavelength_score.py --lm <lm> "
+            *(["- Passes not complete: " + "; ".join(speaker_note) + ". `python -m models.wavelength.score --lm <lm> "
                "--passes speaker production` continues them (Appendix C is fitted once the speaker pass covers "
                "every fitted item)."] if speaker_note else []),
             "- Items: a random subset where fewer than 100 (summary.json lists them); a later scoring run continues "
             "the same order.",
-            "- A larger LM on a GPU server: score it with `models/wavelength_score.py --base-url ...` and add one entry to "
+            "- A larger LM on a GPU server: score it with `python -m models.wavelength.score --base-url ...` and add one entry to "
             "`lms` in fits/wavelength.json, e.g. `\"qwen\": {\"backend\": \"openai\", \"base_url\": "
             "\"http://gpu-host:8000/v1\", \"model\": \"Qwen/Qwen3-32B\"}`.", ""]
     out += ["## Figures", ""]
@@ -593,9 +562,3 @@ def render_report(run_dir: str | Path, mode: str) -> str:
 def _w1_grid(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """W1 between two distributions on the 21-point grid (step 5): sum of |F_a - F_b| x 5."""
     return np.abs(np.cumsum(a - b, axis=-1))[..., :-1].sum(-1) * 5.0
-
-
-def _sha256(path: Path) -> str:
-    import hashlib
-
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()

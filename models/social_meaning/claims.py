@@ -1,8 +1,8 @@
 """The paper's Section 6 claims about calibration as posterior probabilities under the ESR
-measurement model (:mod:`models.social_meaning_esr`).
+measurement model (:mod:`models.social_meaning.esr`).
 
 Layering: imports ``numpy`` and ``pandas``; reads the measurement model's DataTree. Imported by
-:mod:`models.social_meaning_study`.
+:mod:`models.social_meaning.study`.
 
 Each claim is a predicate on the signed ratios ``r [condition, effect]`` (and the CDS derived
 from them). It is evaluated twice: on the point estimates ``Δ̂_M / Δ̂_H`` (the paper's reading of
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from models.social_meaning_esr import EFFECTS, N_MAIN
+from models.social_meaning.esr import EFFECTS, N_MAIN
 
 #: region of practical equivalence for "calibrated": |log r| < log 1.25
 ROPE = float(np.log(1.25))
@@ -130,7 +130,7 @@ def claims_table(tree, point: np.ndarray) -> pd.DataFrame:
     post = tree["posterior"]["esr"]
     labels = [str(c) for c in post["condition"].values]
     if tuple(str(e) for e in post["effect"].values) != tuple(f"{k}:{a}" for k, a in EFFECTS):
-        raise ValueError("the measurement model's effects are not models.social_meaning_esr.EFFECTS in order.")
+        raise ValueError("the measurement model's effects are not models.social_meaning.esr.EFFECTS in order.")
     draws = Ratios(post.stack(sample=("chain", "draw")).transpose("sample", "condition", "effect").values, labels)
     at_point = Ratios(np.asarray(point, float)[None], labels)
     rows = []

@@ -5,17 +5,14 @@ from __future__ import annotations
 
 import itertools
 import math
-import sys
-from pathlib import Path
 
 import jax
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "models"))
-import implicature as im  # noqa: E402
+from models.implicature import listeners
 
-import pragmodels as pm  # noqa: E402
+import pragmodels as pm
 
 
 def _softmax(x):
@@ -43,7 +40,7 @@ def test_rsa_listener_matches_loops():
     rng = np.random.default_rng(0)
     fit, prior = rng.normal(-3, 1, (6, 5)), rng.normal(-3, 1, (6, 5))
     for alpha, w, cost in [(1.0, 0.0, 0.0), (3.0, 1.0, 1.5), (0.4, 2.0, -1.0)]:
-        got = np.exp(np.asarray(im.rsa_listener(fit, prior, alpha, w, cost)))
+        got = np.exp(np.asarray(listeners.rsa_listener(fit, prior, alpha, w, cost)))
         want = np.stack([naive_l1(fit[i], prior[i], alpha, w, cost) for i in range(6)])
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
 
@@ -51,12 +48,12 @@ def test_rsa_listener_matches_loops():
 def test_consensus_probabilities_match_an_enumeration_of_votes():
     p = np.array([0.5, 0.2, 0.15, 0.1, 0.05])
     e = np.zeros(5)
-    for votes in itertools.product(range(5), repeat=im.N_ANNOTATORS):
+    for votes in itertools.product(range(5), repeat=listeners.N_ANNOTATORS):
         counts = np.bincount(votes, minlength=5)
-        if counts.max() >= im.THRESHOLD:
+        if counts.max() >= listeners.THRESHOLD:
             e[counts.argmax()] += np.prod(p[list(votes)])
     want = e / e.sum()
-    got = np.exp(np.asarray(im.consensus_log_probs(np.log(p))))
+    got = np.exp(np.asarray(listeners.consensus_log_probs(np.log(p))))
     np.testing.assert_allclose(got, want, rtol=1e-5)
     # consensus sharpens: the most likely option gains, the others lose
     assert got[0] > p[0] and np.all(got[1:] < p[1:])
@@ -64,30 +61,30 @@ def test_consensus_probabilities_match_an_enumeration_of_votes():
 
 def test_lapse_mixture_and_model_shapes():
     lp = np.log(np.array([[0.7, 0.1, 0.1, 0.05, 0.05]]))
-    mixed = np.exp(np.asarray(im.choice_log_probs(lp, 0.5)))
+    mixed = np.exp(np.asarray(listeners.choice_log_probs(lp, 0.5)))
     np.testing.assert_allclose(mixed, 0.5 * np.exp(lp) + 0.1, rtol=1e-6)
     z = np.zeros((4, 5), np.float32)
     want = {"rsa": ["alpha", "w", "lapse"], "literal": ["beta", "lapse"], "prior": ["w", "lapse"],
             "letter": ["beta", "lapse"]}
-    for name, model in im.MODELS.items():
+    for name, model in listeners.MODELS.items():
         info = pm.inspect_model(model, {"fit": z, "prior": z, "letter": z, "consensus": np.zeros(4, np.int32)})
         assert info.latent == want[name] and info.observed == ["consensus"] and not info.undeclared
     with pytest.raises(ValueError, match=r"\[item, 5\]"):
-        im.rsa_model(np.zeros((4, 4)), np.zeros((4, 4)), np.zeros((4, 4)))
+        listeners.rsa_model(np.zeros((4, 4)), np.zeros((4, 4)), np.zeros((4, 4)))
     with pytest.raises(ValueError, match="consensus must be"):
-        im.letter_model(z, z, z, np.zeros(3, np.int32))
+        listeners.letter_model(z, z, z, np.zeros(3, np.int32))
 
 
 def test_listener_log_probs_is_the_models_observation():
     rng = np.random.default_rng(1)
     data = {k: rng.normal(-3, 1, (5, 5)).astype(np.float32) for k in ("fit", "prior", "letter")}
     params = {"alpha": 2.0, "w": 0.5, "cost": 1.0, "beta": 1.5, "lapse": 0.1}
-    lp = np.asarray(im.listener_log_probs("rsa", params, data["fit"], data["prior"], data["letter"]))
+    lp = np.asarray(listeners.listener_log_probs("rsa", params, data["fit"], data["prior"], data["letter"]))
     np.testing.assert_allclose(np.exp(lp).sum(1), 1.0, rtol=1e-5)
     want = 0.9 * np.stack([naive_l1(data["fit"][i], data["prior"][i], 2.0, 0.5, 1.0) for i in range(5)]) + 0.02
     np.testing.assert_allclose(np.exp(lp), want, rtol=1e-4)
     with pytest.raises(ValueError, match="model 'x'"):
-        im.listener_log_probs("x", params, data["fit"], data["prior"], data["letter"])
+        listeners.listener_log_probs("x", params, data["fit"], data["prior"], data["letter"])
 
 
 @pytest.mark.slow
@@ -101,10 +98,10 @@ def test_rsa_parameters_are_recovered_from_data_of_the_real_size():
     fit = rng.normal(-3.5, 0.6, (n, 5)).astype(np.float32)
     prior = rng.normal(-3.5, 0.6, (n, 5)).astype(np.float32)
     truth = {"alpha": 4.0, "w": 1.0, "lapse": 0.1}
-    lp = im.consensus_log_probs(im.choice_log_probs(im.rsa_listener(fit, prior, truth["alpha"], truth["w"], 0.0),
+    lp = listeners.consensus_log_probs(listeners.choice_log_probs(listeners.rsa_listener(fit, prior, truth["alpha"], truth["w"], 0.0),
                                                     truth["lapse"]))
     cons = np.asarray(jax.random.categorical(jax.random.PRNGKey(0), lp)).astype(np.int32)
-    tree = pm.fit(3, im.rsa_model, {"fit": fit, "prior": prior, "letter": fit, "consensus": cons},
+    tree = pm.fit(3, listeners.rsa_model, {"fit": fit, "prior": prior, "letter": fit, "consensus": cons},
                   num_warmup=500, num_samples=500, num_chains=2)
     post = tree["posterior"].to_dataset()
     for v, x in truth.items():

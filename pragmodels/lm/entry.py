@@ -1,0 +1,80 @@
+"""An LM as a study config names it, and the one way a study script opens it.
+
+Layering: ``pydantic``, :mod:`pragmodels.lm.base` and :mod:`pragmodels.lm.score_file`
+(:func:`~pragmodels.lm.score_file.open_model`, imported when a model is opened).
+
+A study config lists its LMs by name (``"lms": {"smollm2": {"backend": "llamacpp", "model":
+"smollm2"}}``), each an :class:`LMEntry`; the study reads the outputs that were made beforehand
+(it never calls an LM), and the study's scoring script opens the same entry with
+:meth:`LMEntry.open`.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from pragmodels.lm.base import LanguageModel
+
+__all__ = ["LMEntry", "BUNDLED_PROMPT_FORMATS"]
+
+#: how each bundled model is prompted: SmolLM2-135M-Instruct with its chat template, Gemma-3-270M
+#: (a base model) with plain text
+BUNDLED_PROMPT_FORMATS = {"smollm2": "chat", "gemma3": "plain"}
+
+
+class LMEntry(BaseModel):
+    """One LM of a study config: how it is (or would be) run, and where its outputs are.
+
+    ``backend`` ``"llamacpp"``: a GGUF file in-process (``model``: a bundled name or a path);
+    ``"openai"``: an OpenAI-compatible server (``base_url``; ``model``: the server's model name)
+    for a larger LM on a GPU machine. As every config section, it allows no unknown key and
+    coerces no JSON type.
+    """
+
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
+
+    backend: Literal["llamacpp", "openai"] = Field("llamacpp", description="'llamacpp' (a GGUF file) or 'openai' "
+                                                                         "(a server)")
+    model: str = Field(description="'smollm2', 'gemma3', a .gguf path, or the server's model name")
+    base_url: str | None = Field(None, description="the server's base URL (backend 'openai')")
+    outputs: str | None = Field(None, description="where the study reads this LM's outputs, made beforehand by its "
+                                                  "scoring script (relative to the repository root; default: the "
+                                                  "study's folder under fits/)")
+
+    def open(self, *, prompt_format: Literal["chat", "plain"] | None = None, chat_template_gguf: str | None = None,
+             n_ctx: int | None = None, threads: int | None = None) -> LanguageModel:
+        """The model to score or sample with (:func:`pragmodels.lm.score_file.open_model`).
+
+        Parameters
+        ----------
+        prompt_format : {"chat", "plain"}, optional
+            For a GGUF file (default: :data:`BUNDLED_PROMPT_FORMATS` for a bundled model, else
+            ``"chat"``).
+        chat_template_gguf : str, optional
+            For a server: prompt in the chat format of this GGUF file (read for its template
+            only); default plain text.
+        n_ctx, threads : int, optional
+            Context window and CPU threads of a GGUF file in this process.
+
+        Returns
+        -------
+        LanguageModel
+
+        Raises
+        ------
+        ValueError
+            A server without ``base_url``, or in-process settings given for a server.
+        ModelFileError, LMError
+            As :func:`~pragmodels.lm.score_file.open_model`.
+        """
+        from pragmodels.lm.score_file import BUNDLED_NAMES, open_model
+
+        if self.backend == "openai":
+            if not self.base_url:
+                raise ValueError(f"LM {self.model!r}: backend 'openai' needs base_url.")
+            return open_model(chat_template_gguf, prompt_format="chat" if chat_template_gguf else "plain",
+                              n_ctx=n_ctx, threads=threads, base_url=self.base_url, server_model=self.model)
+        fmt = prompt_format or BUNDLED_PROMPT_FORMATS.get(BUNDLED_NAMES.get(self.model.lower(), ""), "chat")
+        return open_model(self.model, prompt_format=fmt, n_ctx=n_ctx, threads=threads)

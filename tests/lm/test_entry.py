@@ -1,0 +1,35 @@
+"""pragmodels.lm.entry: an LM as a study config names it, opened the one way (open_model)."""
+
+import pytest
+from pydantic import ValidationError
+
+from pragmodels.lm import LlamaCppLM, OpenAICompatibleLM, smollm2_path
+from pragmodels.lm.entry import BUNDLED_PROMPT_FORMATS, LMEntry
+
+
+def test_a_bundled_model_opens_in_process_with_its_prompt_format():
+    lm = LMEntry(model="smollm2").open(n_ctx=256, threads=1)
+    assert isinstance(lm, LlamaCppLM) and lm.path == smollm2_path() and lm.n_ctx == 256
+    assert lm.prompt_format.name == "chat" == BUNDLED_PROMPT_FORMATS["smollm2"]
+    assert LMEntry(model="smollm2").open(prompt_format="plain", n_ctx=256).prompt_format.name == "plain"
+    assert BUNDLED_PROMPT_FORMATS["gemma3"] == "plain"  # a base model: plain text
+
+
+def test_a_server_entry_opens_a_client_without_contacting_it():
+    lm = LMEntry(backend="openai", model="Qwen/Qwen3-32B", base_url="http://127.0.0.1:9/v1").open()
+    assert isinstance(lm, OpenAICompatibleLM) and lm.base_url == "http://127.0.0.1:9/v1"
+    assert lm.identity == "openai:http://127.0.0.1:9/v1|Qwen/Qwen3-32B" and lm.prompt_format.name == "plain"
+    with pytest.raises(ValueError, match="needs base_url"):
+        LMEntry(backend="openai", model="m").open()
+    with pytest.raises(ValueError, match="--threads"):
+        LMEntry(backend="openai", model="m", base_url="http://127.0.0.1:9/v1").open(threads=2)
+
+
+def test_an_entry_is_checked_like_every_config_section():
+    assert LMEntry.model_validate({"model": "smollm2"}).backend == "llamacpp"
+    with pytest.raises(ValidationError, match="extra"):
+        LMEntry.model_validate({"model": "smollm2", "scores": "x.nc"})
+    with pytest.raises(ValidationError, match="backend"):
+        LMEntry.model_validate({"model": "smollm2", "backend": "opnai"})
+    with pytest.raises(ValidationError, match="string"):
+        LMEntry.model_validate({"model": 3})

@@ -1,0 +1,128 @@
+"""pragmodels.runs.study: a study's steps in its staging folder (StudyFolder), and a study config
+resolved from any working directory without sys.path edits."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import numpyro
+import numpyro.distributions as dist
+import pandas as pd
+import pytest
+
+import pragmodels as pm
+from pragmodels import errors, runs
+from pragmodels.inference.fit_many import FitManyError
+
+ROOT = Path(__file__).resolve().parents[2]
+ENV = {**os.environ, "PRAGMODELS_COMPILATION_CACHE": "off", "PRAGMODELS_HOST_DEVICES": "1"}
+pytestmark = pytest.mark.filterwarnings("ignore::pragmodels.inference.diagnostics.FitWarning")  # smoke fits
+SAMPLER = dict(num_warmup=100, num_samples=100, num_chains=2, posterior_predictive=False)
+
+
+def coin(flips):
+    p = numpyro.sample("p", dist.Beta(2.0, 2.0))
+    with numpyro.plate("trial", flips.shape[0]):
+        numpyro.sample("flips", dist.Bernoulli(p), obs=flips)
+
+
+def _flips(n: int = 30) -> dict:
+    return {"flips": np.random.default_rng(0).integers(0, 2, n).astype(np.int32)}
+
+
+def test_study_folder_runs_the_steps_every_study_takes(tmp_path):
+    lines = []
+    with runs.open_run(tmp_path / "run", mode="quick", entry_point="test") as record:
+        folder = runs.StudyFolder(record, log=lines.append)
+        assert all(d.is_dir() for d in (folder.tables, folder.figures, folder.posteriors))
+        folder.log("loading data")
+        folder.record_dataset("wavelength")
+        scores = tmp_path / "scores.csv"
+        scores.write_text("a,b\n1,2\n")
+        digest = folder.record_file("lm_scores_x", scores)
+        specs = [pm.FitSpec("x-coin", coin, _flips(), sampler=SAMPLER, seed=1),
+                 pm.FitSpec("x-coin2", coin, _flips(40), sampler=SAMPLER, seed=2)]
+        trees = folder.fit_and_save(specs, label=lambda n: n.replace("-", "/"), file=lambda n: n.replace("-", "_") + ".nc")
+        assert list(trees) == ["x-coin", "x-coin2"] and trees["x-coin"]["posterior"]["p"].shape == (2, 100)
+        folder.save_fit("again", trees["x-coin"], "again.nc")
+        table = folder.write_convergence()
+        folder.write_summary({"n": 2})
+        folder.write_report("# report\n")
+    out = tmp_path / "run"
+    manifest = runs.read_manifest(out)
+    assert manifest["data"] == {"wavelength": pm.datasets.REGISTRY["wavelength"].sha256, "lm_scores_x": digest}
+    assert {k: f["file"] for k, f in manifest["fits"].items()} == {
+        "x/coin": "posteriors/x_coin.nc", "x/coin2": "posteriors/x_coin2.nc", "again": "posteriors/again.nc"}
+    assert pm.load_netcdf(out / "posteriors" / "x_coin.nc")["posterior"]["p"].shape == (2, 100)
+    assert list(table.fit) == ["x/coin", "x/coin2", "again"]
+    assert pd.read_csv(out / "tables" / "convergence.csv").fit.tolist() == ["x/coin", "x/coin2", "again"]
+    assert json.loads((out / "summary.json").read_text()) == {"n": 2}
+    assert (out / "report.md").read_text() == "# report\n"
+    assert len(lines) == 1 and lines[0].startswith("[") and lines[0].endswith(" s] loading data")
+
+
+def test_study_folder_raises_on_a_failed_fit_and_saves_nothing(tmp_path):
+    bad = {"flips": np.array([0.5, 1.0], dtype=np.float32)}  # not 0/1: the Bernoulli refuses it at the trace
+    with pytest.raises(FitManyError, match="1 of 2 fits failed"):
+        with runs.open_run(tmp_path / "run", mode="quick", entry_point="test") as record:
+            folder = runs.StudyFolder(record)
+            folder.fit_and_save([pm.FitSpec("good", coin, _flips(), sampler=SAMPLER, seed=1),
+                                 pm.FitSpec("bad", coin, bad, sampler=SAMPLER, seed=2)])
+    assert not (tmp_path / "run").exists()
+
+
+def _in_subprocess(code: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", code], cwd=cwd, env=ENV, capture_output=True, text=True)
+
+
+def test_a_study_config_resolves_from_any_working_directory(tmp_path):
+    """The study named by a committed config is imported by its location, from a working directory
+    outside the repository and with the repository root on no sys.path: its module is
+    models.<study>.study, the package models is the repository's, and sys.path is as it was."""
+    code = ("import sys, pathlib; before = list(sys.path); "
+            "from pragmodels.runs.study import load_study_config; "
+            f"cfg, entry = load_study_config({str(ROOT / 'fits' / 'implicature.json')!r}); "
+            "import models.implicature.study as study; "
+            "assert entry is study.run, entry; assert sys.path == before; "
+            "print(entry.__module__, pathlib.Path(sys.modules['models'].__file__).parent)")
+    done = _in_subprocess(code, tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["models.implicature.study", str(ROOT / "models")]
+
+
+def test_import_studies_gives_a_notebook_the_repositorys_models(tmp_path):
+    code = ("import sys; before = list(sys.path); from pragmodels.runs.entry_points import import_studies; "
+            "models = import_studies(); from models.social_meaning import rsa; "
+            "assert sys.path == before; print(rsa.__file__)")
+    done = _in_subprocess(code, ROOT / "notebooks")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == str(ROOT / "models" / "social_meaning" / "rsa.py")
+
+
+@pytest.mark.parametrize("value, expected", [
+    ("{root}/models/social_meaning_study.py:run", "did you mean '{root}/models/social_meaning/study.py:run'?"),
+    ("{root}/models/wavelength_study.py:run", "did you mean '{root}/models/wavelength/study.py:run'?"),
+    ("models.social_meaning.study:run", "expected 'path/to/module.py:function'"),
+])
+def test_an_entry_point_in_an_old_form_is_a_clear_config_error(tmp_path, value, expected):
+    value, expected = value.format(root=ROOT.as_posix()), expected.format(root=ROOT.as_posix())
+    cfg = json.loads((ROOT / "fits" / "social_meaning.json").read_text())
+    cfg["study"] = value
+    path = tmp_path / "social_meaning.json"
+    path.write_text(json.dumps(cfg))
+    with pytest.raises(errors.ConfigError) as info:
+        runs.load_study_config(path)
+    assert f"study = {value!r}" in str(info.value) and expected in str(info.value)
+
+
+def test_a_flat_study_file_moved_into_a_package_is_suggested(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "studies" / "game").mkdir(parents=True)
+    (tmp_path / "studies" / "game" / "study.py").write_text("def run(*a):\n    pass\n")
+    (tmp_path / "fits").mkdir()
+    cfg = tmp_path / "fits" / "game.json"
+    with pytest.raises(errors.ConfigError, match="did you mean 'studies/game/study.py:run'"):
+        runs.load_entry_point("studies/game_study.py:run", cfg)
