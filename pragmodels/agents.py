@@ -1,54 +1,17 @@
 """Rational Speech Act agents as pure JAX functions in log space.
 
-Layering: imports ``jax`` and :mod:`pragmodels.logmath` only. Never imports numpyro.
+Layering: imports ``jax`` and :mod:`pragmodels.logmath` only; never numpyro.
 
-Conventions (all arrays are log-probabilities unless named otherwise)
+Arrays are log-probabilities unless named otherwise: ``log_semantics [utterance, state]``,
+``alpha`` a scalar, ``cost [utterance]`` in nats of utility, ``log_prior [state]`` (``None``:
+uniform). Listeners return ``[utterance, state]`` (normalised over ``state``), speakers
+``[state, utterance]`` (normalised over ``utterance``); undefined rows are ``-inf``, never NaN.
 
-- ``log_semantics``: shape ``[utterance, state]``. ``0 / -inf`` for a Boolean lexicon,
-  ``log`` of a graded truth value, or LM-derived log-probabilities.
-- ``alpha``: scalar rationality (0-d); ``cost``: ``[utterance]`` in nats of utility;
-  ``log_prior``: ``[state]`` (``None`` means uniform; need not be normalised).
-- Listeners return ``[utterance, state]`` (normalised over ``state``); speakers return
-  ``[state, utterance]`` (normalised over ``utterance``).
-
-The recursion (Frank & Goodman 2012; Goodman & Frank 2016, eqs. 1-3)::
-
-    L0(s | u)  ∝  exp(log_semantics[u, s]) · P(s)
-    Sk(u | s)  ∝  exp(alpha · (log L_{k-1}(s | u) − cost(u)))          k ≥ 1
-    Lk(s | u)  ∝  Sk(u | s) · P(s)
-
-``cost_scaling`` picks between the two published placements of the cost (every speaker, and
-every listener built on one, takes it; today's ``"inside"`` is the default):
-
-- ``"inside"``: ``Sk(u | s) ∝ exp(alpha · (U(u; s) − cost(u)))``, the cost is part of the
-  utility and rationality sharpens it too (Goodman & Frank 2016; Yoon et al. 2020's speakers).
-- ``"outside"``: ``Sk(u | s) ∝ exp(alpha · U(u; s) − cost(u))``, i.e. ``P(u) ∝ exp(−cost(u))``
-  is an utterance prior that ``alpha`` does not sharpen: problang.org's WebPPL speakers, which
-  ``sample(utterancePrior)`` and then ``factor(alpha * U)`` (ch. 3, Kao et al. 2014's
-  hyperbole; ch. 9, politeness with costly negation). Pass ``cost = -log P(u)`` for a prior.
-
-The two coincide at ``alpha = 1``; for ``alpha > 0``, ``"outside"`` with ``cost`` equals
-``"inside"`` with ``cost / alpha``. As ``alpha -> 0`` an ``"inside"`` speaker chooses uniformly
-among the utterances true of the state, an ``"outside"`` one in proportion to ``exp(−cost)``.
-Utterances with ``-inf`` utility stay ``-inf`` (gradient zero, not NaN) under both.
-
-Social utilities and joint inference (Yoon, Tessler, Goodman & Frank 2020; Kao et al. 2014):
-:func:`mixed_utility_speaker` and :func:`weighted_utility_speaker` weigh several utility
-components ``[component, utterance, state]`` with (differentiable) weights ``[component]``;
-:func:`joint_listener` inverts a goal-conditioned speaker ``[goal, state, utterance]`` into a
-posterior over (state, goal) pairs ``[utterance, state, goal]``; :func:`joint_marginals`
-splits it into its state and goal marginals.
-
-``prior_at`` picks between the two published conventions for ``P(s)``:
-
-- ``"all"`` (default; Goodman & Frank 2016, problang.org): the prior enters every listener.
-- ``"top"`` (Frank & Goodman 2012): inner listeners are uniform over states; the prior
-  enters only the listener that is returned (for a speaker: nowhere).
-
-Undefined conditionals (an utterance true of no state, a state no utterance fits) are rows of
-``-inf`` rather than NaN, with zero gradient (see :mod:`pragmodels.logmath`). Every function is
-unbatched (use ``jax.vmap`` over items or parameter draws) except
-:func:`pragmatic_listener_batch` and :func:`pragmatic_speaker_batch`, which put a batch axis last. ``depth`` is static (a Python int).
+Exposes the literal and pragmatic listeners and speakers (depth k; ``prior_at`` and
+``cost_scaling`` choose between the published conventions), their ``_batch`` forms (a batch axis
+last; the others are unbatched, use ``jax.vmap``), QUD projection, lexical uncertainty, the lapse
+mixture, social and weighted utilities and the joint (state, goal) listener. The recursion, both
+conventions and their references are on the docs page *Declaring models* ("The RSA agents").
 """
 
 from __future__ import annotations
@@ -200,7 +163,7 @@ def softmax_speaker(log_utility: ArrayLike, alpha: ArrayLike, cost: ArrayLike | 
     The building block behind :func:`pragmatic_speaker`, for models whose utility is not the log of
     a literal listener (e.g. social-meaning models with persona-dependent QUDs). ``-inf`` in
     ``log_utility`` marks an utterance the speaker cannot use in that state. With
-    ``cost_scaling="outside"``: ``S(u | s) ∝ exp(alpha U[u, s] − cost(u))`` (module docstring).
+    ``cost_scaling="outside"``: ``S(u | s) ∝ exp(alpha U[u, s] − cost(u))`` (docs: *Declaring models*).
     Shapes: ``log_utility [utterance, state]``, ``alpha []``, ``cost [utterance]`` -> ``[state, utterance]``.
     """
     _check_cost_scaling(cost_scaling)
@@ -264,7 +227,7 @@ def pragmatic_speaker(
     true state's QUD cell (Kao et al. 2014). ``alpha -> 0`` gives a uniform choice among the
     utterances true of the state; large ``alpha`` approaches the argmax. ``cost_scaling``:
     ``"inside"`` (default) ``exp(alpha (U − cost))`` or ``"outside"`` ``exp(alpha U − cost)``
-    at every level (module docstring).
+    at every level (docs: *Declaring models*, "The RSA agents").
     """
     _check_depth(depth, 1)
     _check_prior_at(prior_at)

@@ -1,49 +1,16 @@
 """Ordinal ratings with each rater's score integrated out (a marginal random-intercept likelihood).
 
-Layering: like :mod:`pragmodels.likelihoods.categorical` (``jax``, ``numpyro``, :mod:`pragmodels.logmath`;
-never ``arviz``).
+Layering: like :mod:`pragmodels.likelihoods.categorical` (``jax``, ``numpyro``,
+:mod:`pragmodels.logmath`; never ``arviz``).
 
-A rater ``r`` rates several items ``i`` (each once) in one cell ``c_r`` of a between-subjects
-design. Rater ``r``'s latent score on item ``i`` is ``η_{c_r, i} + λ_i ε_r`` with a one-factor
-rater score ``ε_r ~ N(0, 1)`` and loadings ``λ_i``, and each rating follows the ordered-logistic
-model of :func:`pragmodels.likelihoods.categorical.ordinal_log_probs` with a ``lapse`` share of uniform
-ratings. The raters' ratings are independent given ``ε_r``, so the likelihood of rater ``r`` is the
-one-dimensional integral
-
-    p(y_r) = ∫ Π_i [(1 − lapse) P(y_ri | η_{c_r,i} + λ_i ε) + lapse / K] φ(ε) dε,
-
-computed by the trapezoidal rule on ``n_nodes`` equally spaced nodes over ``[−half_width, half_width]``
-(:func:`quadrature`). This is the likelihood R's ``ordinal::clmm`` maximises (there with adaptive
-Gauss-Hermite quadrature); here NUTS samples the population parameters, and no rater score is a
-parameter of the sampler.
-
-Why integrate instead of sampling ``ε_r``: with one score per rater in the sampler, a rater whose
-ratings disagree with the one-factor pattern has a *bimodal* conditional posterior (measured on the
-social-meaning ratings: a rater who gave 1, 1, 7, 7, 7, 4 over six attributes; one chain of four
-sat in the second mode for a third of its draws, r_hat 1.17), and NUTS crosses between the modes
-rarely. Integrated out, that bimodality is part of an exact (to quadrature error) likelihood and
-never reaches the sampler. The sampled dimension also drops by the number of raters.
-
-Why the trapezoidal rule and not Gauss-Hermite: the integrand is a Gaussian times a product of
-logistic curves that can be much narrower than ``φ``. Measured on the social-meaning posterior
-(362 raters, loadings about 1.35 rating points, noise about 1): 32-node Gauss-Hermite misses a
-rater's log-likelihood by up to 0.35 nats (64 nodes: 0.06), while 61 trapezoidal nodes on ±6 are
-within 7e-5 and 81 on ±6.5 within 3e-6 of a 6,001-node reference. The trapezoidal rule converges
-geometrically for smooth integrands that vanish at the ends; its error grows once the integrand's
-width, about ``noise / (λ √n_items)``, approaches the node spacing ``2 half_width / (n_nodes − 1)``
-(0.16 by default), so raise ``n_nodes`` for near-deterministic raters with large loadings.
-
-Cost: the table of category log-probabilities at every node, ``[cell, item, node, K]``, is most
-of the work; :func:`node_log_probs` forms it in probability space (one log per entry). Measured on
-the social-meaning human RSA model (24 cells, 6 items, 81 nodes, 7 categories, float32, one core):
-1.1 ms per gradient, against 3.4 ms with the log-space ordinal probabilities and lapse mixture,
-and 0.2 ms for the same model without raters.
-
-The observed site holds a ``[rater, item]`` matrix of 0-based categories (``rating − low``), with
-``−1`` where a rater did not rate an item; its log-likelihood has one value per rater (LOO then
-leaves one rater out, which is the prediction for a new rater). Predictive draws sample new
-raters: a node ``ε_q`` with probability ``w_q``, then the ratings at it (the distribution whose
-likelihood is computed, not an approximation of it).
+A rater rates several items in one cell of a between-subjects design; its latent score on item
+``i`` is ``η_{cell, i} + λ_i ε`` with a one-factor score ``ε ~ N(0, 1)``, and each rating is
+ordered-logistic with a lapse. :func:`likert_ratings_by_rater` is the observation site: each
+rater's likelihood integrates ``ε`` out by the trapezoidal rule (:func:`quadrature`,
+:func:`node_log_probs`), as R's ``ordinal::clmm`` does, so no rater score is a parameter of the
+sampler and LOO leaves out one rater at a time; :func:`rater_layout` and :func:`rater_slots` shape
+the data. Why integrate rather than sample, why the trapezoidal rule, its accuracy and cost: the
+docs page *Declaring models* ("Ratings with each rater's score integrated out").
 """
 
 from __future__ import annotations
@@ -176,7 +143,7 @@ def node_log_probs(latent: ArrayLike, cutpoints: ArrayLike, lapse: ArrayLike = 0
 
 
 class RaterRatings(dist.Distribution):
-    """Ratings ``[rater, item]`` with each rater's score integrated out (module docstring).
+    """Ratings ``[rater, item]`` with each rater's score integrated out (docs: *Declaring models*).
 
     ``node_log_probs [cell, item, category, node]``: ``log P(y = k)`` at each quadrature node, the
     lapse mixed in; ``log_weights [node]``; ``cell [rater]``; ``rated [rater, item]`` (True where
@@ -231,7 +198,7 @@ def likert_ratings_by_rater(name: str, latent: ArrayLike, cutpoints: ArrayLike, 
                             item_dim: str = "item", n_nodes: int = N_NODES, half_width: float = HALF_WIDTH
                             ) -> jax.Array:
     """Ordinal ratings of raters who each rated items of one cell, their scores integrated out
-    (module docstring).
+    (docs: *Declaring models*, "Ratings with each rater's score integrated out").
 
     Shapes: ``latent [cell, item]`` and ``cutpoints [item, K − 1]`` (increasing) on the logistic
     scale, ``loading [item]`` (the rater score's loading on that scale); per response ``rater``,

@@ -1,36 +1,17 @@
 """Raw slider responses on an integer scale (e.g. 0..100) from a belief over a grid of states.
 
-Layering: :func:`slider_kernel` and :func:`slider_log_probs` are pure JAX (they import ``jax``,
-:mod:`pragmodels.logmath` and :mod:`pragmodels.validation`); :func:`slider_responses` is an
-observation model built on :func:`pragmodels.likelihoods.categorical.choices`, which makes its
-``numpyro.sample`` call (this module makes none).
+Layering: :func:`slider_kernel` and :func:`slider_log_probs` are pure JAX (``jax``,
+:mod:`pragmodels.logmath`, :mod:`pragmodels.validation`); :func:`slider_responses` is an
+observation model built on :func:`pragmodels.likelihoods.categorical.choices` (this module makes
+no ``numpyro.sample`` call of its own).
 
-A listener's belief ``p(s)`` over states with values ``v_s`` (e.g. the 21 values 0, 5, ..., 100
-of a Wavelength dial) is reported as an integer ``g`` in ``low .. high`` (``n = high - low + 1``
-values)::
-
-    P(g) = (1 - lapse) · Σ_s p(s) · K(g | v_s, width) + lapse / n
-
-    K(g | v, width) = exp(-(g - v)² / (2 width²)) / Σ_{g' = low}^{high} exp(-(g' - v)² / (2 width²))
-
-``K`` is a Gaussian discretised onto the integers (its density at each integer) and renormalised
-over ``low .. high``, i.e. truncated at the ends: a belief at ``v = 100`` puts half-Gaussian mass
-on 100, 99, .... Its mean is therefore pulled inwards near the ends, as a bounded slider's is.
-As ``width -> 0`` the kernel puts all its mass on the integer nearest ``v``; ``width`` is in the
-slider's units. The ``lapse`` share answers uniformly over the ``n`` values.
-
-With a ``rounding`` share ``ρ`` (optional), a respondent who meant ``g*`` reports it rounded to
-the nearest multiple of ``round_to`` (10 by default) instead; a value half-way between two
-multiples goes to each with probability 1/2. People heap on round numbers: in the Wavelength
-guesses 18% are multiples of 10 against 10% by chance, while the other multiples of 5 are not
-over-represented. Rounding is applied to the kernel mixture, before the lapse::
-
-    P(g) = (1 - lapse) · [(1 - ρ) P*(g) + ρ Σ_{g*} R(g | g*) P*(g*)] + lapse / n,
-    P*(g) = Σ_s p(s) · K(g | v_s, width)
-
-Values and gradients with respect to ``width``, ``lapse`` and ``rounding`` stay finite for every
-``width > 0`` and for ``lapse`` and ``rounding`` in ``[0, 1]``, both ends included (the kernel is
-normalised in log space; the mixtures are scaled matrix products, :func:`slider_log_probs`).
+A belief ``p(s)`` over states with values ``v_s`` is reported as an integer ``g`` in ``low ..
+high``: ``P(g) = (1 - lapse) Σ_s p(s) K(g | v_s, width) + lapse / n``, ``K`` a Gaussian
+discretised onto the integers and truncated at the ends; an optional ``rounding`` share reports
+the nearest multiple of ``round_to`` instead (:func:`rounding_matrix`). Values and gradients stay
+finite for ``width > 0`` and ``lapse``, ``rounding`` in ``[0, 1]``. :func:`slider_values` and
+:func:`check_slider_values` make and check the scale. The formulas in full: the docs page
+*Declaring models* ("Slider responses").
 """
 
 from __future__ import annotations
@@ -133,7 +114,7 @@ def slider_kernel(state_values: ArrayLike, width: ArrayLike, *, low: int = 0, hi
     """Log of the response kernel ``K(g | v_s, width)``: a Gaussian on the integers ``low .. high``.
 
     ``log K[s, g] = -(g - v_s)² / (2 width²) - log Σ_{g'} exp(-(g' - v_s)² / (2 width²))``
-    (module docstring), normalised over ``g``.
+    (docs: *Declaring models*, "Slider responses"), normalised over ``g``.
 
     Parameters
     ----------
@@ -232,7 +213,7 @@ def _round(out: jax.Array, rounding: ArrayLike, low: int, high: int, round_to: i
 
 def slider_log_probs(log_p_state: ArrayLike, state_values: ArrayLike, width: ArrayLike, lapse: ArrayLike = 0.0,
                      *, rounding: ArrayLike = 0.0, round_to: int = 10, low: int = 0, high: int = 100) -> jax.Array:
-    """Log-probabilities of every slider value given beliefs over states (module docstring).
+    """Log-probabilities of every slider value given beliefs over states (docs: *Declaring models*).
 
     ``log P(g) = log[(1 - lapse) Σ_s p(s) K(g | v_s, width) + lapse / n]``: the mixture over
     states is a matrix product with each row of beliefs scaled by its largest entry (exact
@@ -289,7 +270,7 @@ def slider_responses(name: str, log_p_state: ArrayLike, obs: ArrayLike | None = 
                      state_values: ArrayLike, width: ArrayLike, lapse: ArrayLike = 0.0,
                      rounding: ArrayLike = 0.0, round_to: int = 10, rows: Rows | None = None, low: int = 0,
                      high: int = 100, dim: str = "trial") -> jax.Array:
-    """Observed raw slider responses (an observation site; module docstring for the model).
+    """Observed raw slider responses (an observation site; the model: docs, *Declaring models*).
 
     The site holds ``g - low``, the response's index among the slider's values (``g`` itself
     when ``low = 0``): with ``rows``, a :class:`pragmodels.likelihoods.categorical.TableCategorical` over the

@@ -4,39 +4,13 @@ Layering: :mod:`pragmodels.lm.base`, :func:`pragmodels.io.checksums.sha256_file`
 :func:`pragmodels.lm.llamacpp.check_gguf` (which imports no backend); imports ``torch`` and
 ``transformers`` only when a model is opened.
 
-It loads the same GGUF files as :class:`~pragmodels.lm.llamacpp.LlamaCppLM` (``transformers``
-dequantises the weights to ``dtype`` when it loads them, through ``gguf`` and ``accelerate``), or
-a transformers checkpoint folder (``config.json`` and weights), or a model already in the local
-Hugging Face cache. Nothing is ever downloaded: ``HF_HUB_OFFLINE=1`` is set (if unset) before
-``transformers`` is imported, and every ``from_pretrained`` call passes ``local_files_only=True``.
-
-Scoring is :class:`~pragmodels.lm.llamacpp.LlamaCppLM`'s, on the same strings: the whole text
-``format.prefix(prompt) + continuation + format.end`` is tokenized as one string (special-token
-markup such as ``<|im_end|>`` parsed, a BOS prepended only where the tokenizer adds one), the
-tokens after the prompt's are the continuation's (or, where a merge crosses the boundary, the
-continuation is tokenized on its own), and its log-probability is the sum of
-``log_softmax(logits[t - 1])[token t]`` over them, through the end-of-turn token.
-
-Batching and reuse: the prompt is evaluated once; its KV cache (``past_key_values``) is copied
-and repeated over a batch of up to ``batch_size`` continuations, which are right-padded (a
-causal model's real tokens never see the padding after them, so no attention mask is needed).
-The last prompt's cache is kept, so a second call on the same prompt (``sample`` after
-``score``, or more candidates) does not evaluate it again. Log-softmax is computed in float32 on
-the device (rounding of order 1e-6 nats).
-
-Numbers (``benchmarks/results/hf_backend.md``): with the default ``dtype="float32"`` the scores of
-SmolLM2's Q4_1 GGUF equal those of an independent float64 NumPy forward pass of the file to
-7e-5 nats; llama.cpp's differ from them by up to 1.1 nats per answer, usually lower (it
-multiplies the quantised weights with 8-bit-quantised activations and keeps its KV cache in
-float16), mostly by an offset the answers share: over 21 answers the two distributions are
-0.02-0.10 apart in total variation, rank-correlated at 0.98 or more, with the same best answer.
-:attr:`TransformersLM.identity` therefore names the backend and dtype as well as the file, so a
-score cache never mixes the two backends' numbers.
-
-Load time: a GGUF file is parsed and dequantised by ``transformers`` and ``gguf`` on every load
-(SmolLM2-135M: 20-45 s on 2 shared cores, mostly ``gguf``'s reader parsing the vocabulary and
-transformers' tensor-name mapping, not the dequantisation); a transformers checkpoint folder of
-the same weights loads in about 2 s.
+:class:`TransformersLM` loads the same GGUF files as :class:`~pragmodels.lm.llamacpp.LlamaCppLM`
+(dequantised to ``dtype``), a transformers checkpoint folder, or a model already in the local
+Hugging Face cache; nothing is ever downloaded (``HF_HUB_OFFLINE=1``, ``local_files_only=True``).
+It scores the same strings the same way, the prompt evaluated once and its KV cache shared by a
+right-padded batch of continuations. Its identity names the backend and dtype as well as the
+file, so a score cache never mixes its numbers with llama.cpp's. Accuracy against an independent
+float64 forward pass and against llama.cpp, and load times: the docs page *Language models*.
 """
 
 from __future__ import annotations
@@ -351,7 +325,7 @@ class TransformersLM:
         return c
 
     def score(self, prompt: str, continuations: Sequence[str], *, length_normalize: bool = False) -> np.ndarray:
-        """Log-probability of each continuation given the prompt (module docstring: how).
+        """Log-probability of each continuation given the prompt (how: docs, *Language models*).
 
         Shapes: ``continuations [candidate]`` -> float64 ``[candidate]``.
 

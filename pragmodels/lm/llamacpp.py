@@ -1,56 +1,16 @@
 """A GGUF model in this process, through ``llama-cpp-python`` (the ``lm`` extra, pinned 0.3.36).
 
-Layering: :mod:`pragmodels.lm.base` and :func:`pragmodels.io.checksums.sha256_file`; imports ``llama_cpp``
-only when a model is opened.
+Layering: :mod:`pragmodels.lm.base`; imports ``llama_cpp`` only when a model is opened.
 
-Scoring evaluates the tokens itself, through llama.cpp's own decode and logits, and never uses
-``create_completion(echo=True, logprobs=...)``, whose prompt log-probabilities are shifted by one
-token in 0.3.36 for models that add no BOS token (SmolLM2).
-
-How a continuation is scored: the whole text ``format.prefix(prompt) + continuation +
-format.end`` is tokenized as one string (the canonical tokenization a server would see), the
-tokens after the prompt's are the continuation's, and its log-probability is the sum of
-``log_softmax(logits[t - 1])[token t]`` over them: several tokens where the tokenizer splits a
-value (SmolLM2 splits ``" 75"`` into ``" "``, ``"7"``, ``"5"``), and through the end-of-turn token.
-Where the prompt's tokens are not a prefix of the whole text's (a merge across the boundary),
-the continuation is tokenized on its own instead.
-
-Prefix reuse and batching: the prompt is evaluated once into sequence 0 of llama.cpp's KV cache
-(only from its first token that differs from the previous prompt's, so prompts that share a
-few-shot block evaluate the block once); then *all* its continuations are evaluated in one
-batch, each as its own sequence that shares the prompt's cache cells (``llama_memory_seq_cp``),
-and removed afterwards. Measured on SmolLM2 and Gemma-3-270M (``benchmarks/results/lm_scoring.md``):
-prefix reuse is about 14x faster than evaluating each continuation from scratch, one batch per
-prompt another 2.3-2.8x (33-38x in all). Tokens that
-every continuation starts with (``"<answer>"``) are moved into the prompt and scored once: the
-sum of their log-probabilities and the rest's is the same number.
-
-Path independence: a score must not depend on what was scored before it (the cache would
-otherwise hold numbers that a fresh run does not reproduce). llama.cpp computes a decode of a
-single token with another kernel than a decode of two or more, and the logits differ by up to
-0.5 nats; batches of two or more tokens agree to 1e-6 whatever their size and composition. So
-the scorer never decodes a single token (it re-evaluates the prompt's last two), and a score
-equals that of a fresh, one-sequence evaluation of the whole text (tested, SmolLM2: to 1e-6 in
-the tests, 2.5e-3 at most in the benchmark). **Known limitation:** for Gemma 3 (sliding-window
-attention), scores after an earlier prompt differ from a fresh evaluation by up to 0.22 nats
-(measured in the benchmark); the cause is not yet found, so Gemma scores carry that much noise.
-Narrowed down on one Wavelength prompt pair (318 and 314 tokens, 311 shared): evaluating the
-prompt in pieces gives the same last logits as in one piece (exactly, both models), and
-``swa_full`` changes nothing; but the last logits after prefix reuse from another prompt differ
-by 0.21 nats at most over the vocabulary, and the 21 answers' scores by 0.035, also when only
-the order of the continuations in their batch changes. SmolLM2 shows none of this.
-
-Threads: llama.cpp's OpenMP threads busy-wait at barriers; on a machine whose cores are busy
-with other work, ``n_threads=2`` made one batch of 21 continuations take 96 s against 2.3 s with
-``n_threads=1`` (or set ``OMP_WAIT_POLICY=PASSIVE`` before ``llama_cpp`` is imported). The scorer uses a
-llama.cpp context of its own (``n_seq_max`` sequences, a KV stream each); sampling uses
-``Llama.create_completion`` on the ``Llama`` object's context.
-
-Memory: the scorer keeps one KV stream of ``n_ctx`` tokens per sequence (22: the prompt and 21
-continuations per batch; a unified cache shared by the sequences gave scores that depended on
-which other continuations were in the batch, by up to 0.2 nats, so each has its own): about
-23 KB per token for SmolLM2, 0.5 GB at ``n_ctx = 1024``; 18 KB per token for Gemma 3 270M. No
-``n_ctx x vocab`` logits matrix is kept (``logits_all`` is off).
+:class:`LlamaCppLM` scores a continuation as the sum of its tokens' log-probabilities in the whole
+text ``format.prefix(prompt) + continuation + format.end`` (through the end-of-turn token), from
+llama.cpp's own decode and logits, never from its shifted ``echo`` log-probabilities. The prompt
+is evaluated once (only from its first token that differs from the previous prompt's) and all
+its continuations in one batch, each in its own KV stream; a lone token is never decoded, so a
+score equals a fresh evaluation's and does not depend on what was scored before (Gemma 3: up to
+0.22 nats, a known limitation). Sampling is pure temperature sampling. :func:`check_gguf` checks
+a model file without importing a backend. How scoring works, its measured speed, threads and
+memory: the docs page *Language models* ("llama.cpp in this process").
 """
 
 from __future__ import annotations
@@ -238,7 +198,7 @@ class LlamaCppLM:
         return p, self.tokenize(continuation + self._format.end)
 
     def score(self, prompt: str, continuations: Sequence[str], *, length_normalize: bool = False) -> np.ndarray:
-        """Log-probability of each continuation given the prompt (module docstring: how).
+        """Log-probability of each continuation given the prompt (how: docs, *Language models*).
 
         Shapes: ``continuations [candidate]`` -> float64 ``[candidate]``.
 
@@ -340,7 +300,7 @@ class LlamaCppLM:
 
 
 class _BatchScorer:
-    """Prompt in sequence 0, continuations as sequences 1..k of one batch (module docstring)."""
+    """Prompt in sequence 0, continuations as sequences 1..k of one batch (docs, *Language models*)."""
 
     def __init__(self, llm: Any, *, n_ctx: int, n_threads: int, n_seq_max: int = 22):
         from llama_cpp import _internals as internals

@@ -3,70 +3,15 @@
 Layering: the standard library, NumPy, :mod:`pragmodels.lm.base`; ``httpx`` is imported at the
 first request (``llama_cpp`` only by :func:`gguf_prompt_format`).
 
-Scoring uses ``/v1/completions`` with ``echo=True, logprobs=1, max_tokens=1, temperature=0``: the
-server evaluates the whole text ``format.prefix(prompt) + continuation + format.end`` (raw text,
-no chat template applied by the server) and returns, per token, its string, ``text_offset`` and
-``token_logprob``; the first token's log-prob is ``None`` (nothing predicts it), and the token it
-generated comes last. ``max_tokens=1`` and not 0: llama-cpp-python reads 0 as "until ``n_ctx``".
-
-Which tokens are the continuation's: ``k = n(prefix + continuation + end) - n(prefix)`` tokens,
-from the ``usage.prompt_tokens`` of the echo request and of one cheap non-echo request for the
-prefix (once per prompt): the last ``k`` prompt tokens of the echo. Offsets do not decide this,
-because llama-cpp-python's offsets count the text with its special tokens (``<|im_start|>``,
-``<|im_end|>``) left out (see below), so they do not index the prompt string; where an answer's
-offsets do index it (vLLM, hosted APIs, plain text), the tokens at or after the prefix's length
-by offset must be those ``k``. The ``k`` tokens' strings must spell the continuation and the end
-marker (special tokens may read as empty strings): where they do not (the continuation's first
-token merged with the prompt's last, a token left out of the echo, a misaligned echo) the score
-is refused with a :class:`ServerError` rather than computed from the wrong tokens.
-
-What llama-cpp-python 0.3.36's server (``python -m llama_cpp.server``) answers, measured with
-SmolLM2-135M-Instruct (a model that adds no BOS token; its BOS token is ``<|im_start|>``, id 1):
-
-- It ignores ``n > 1`` (one choice comes back) and rejects a list of prompts: this client sends
-  one prompt and ``n=1`` per request.
-- A prompt that *begins with the BOS token* (every SmolLM2 chat prompt begins with
-  ``<|im_start|>``): the server drops that first token from the echo, the next token's log-prob
-  is ``None``, and the others are right (they equal the in-process backend's to float32 noise);
-  the generated token is the last entry. Every later token equal to the BOS token is *left out*
-  of the echo (``<|im_start|>`` of later turns), special tokens read as ``""``, and
-  ``text_offset`` counts the text without them (``"system"`` at offset 0, not 12).
-- A prompt that *does not begin with the BOS token*, for a model that adds none (any plain-text
-  prompt to SmolLM2): the echo is SHIFTED BY ONE TOKEN. Entry ``i`` holds token ``i`` (the first
-  with ``None``) but the log-prob of token ``i`` under the distribution that *follows* token
-  ``i`` (the one that predicts token ``i + 1``): e.g. for "The capital of France is Paris." it
-  gives ``" Paris"`` -8.45 where the model's log P(" Paris" | "The capital of France is") is
-  -0.26. The generated token is missing from the echo (the server zips ``n + 1`` tokens with
-  ``n`` rows of logits). The right numbers are not in the answer (only the top-``logprobs``
-  tokens of each distribution are), so this cannot be corrected, only refused.
-
-How the shift is detected, on every scoring answer: a correct echo ends with the generated
-token, so an answer whose last entry is not the generated text is refused (:class:`ServerError`
-naming the shift). This is unambiguous unless the prompt text itself ends with the generated
-text (or nothing was generated): then the answer is "unverified", and the call is refused unless
-another answer for the same prompt (which begins with the same tokens, so shifts alike) verifies,
-and the tokens-spell-the-continuation check above still applies to it. The first entry's
-``None`` does not tell the two cases apart (both have it).
-
-Sampling: one request per sample (``n=1``, seed ``seed + i``, ``top_p=1``), through
-``/v1/completions`` with the formatted prefix (``sample_api="completions"``, the default, so that
-samples and scores see the same text) or ``/v1/chat/completions`` with the prompt as a user
-message (``sample_api="chat"``, the server applies its chat template); the format's end marker
-is added to the stop strings. llama-cpp-python's server samples with ``top_k=40, min_p=0.05,
-repeat_penalty=1.1`` unless told otherwise: pass ``sampling_params=LLAMA_CPP_PURE_SAMPLING`` to
-sample the model's own distribution, as :class:`~pragmodels.lm.llamacpp.LlamaCppLM` does.
-
-Requests: each is bounded by ``timeout_s``; connection errors, timeouts, HTTP 5xx and 429 are
-retried with exponential backoff (``backoff_s * 2**attempt``, or the server's ``Retry-After``);
-other HTTP errors are not (an answer that says the prompt does not fit the context raises
-:class:`ContextLengthError`). Bad answers (not JSON, missing fields, lists of the wrong length)
-raise :class:`ServerError` naming what was wrong.
-
-Speed: llama-cpp-python's server spends 30-80 ms of CPU per *echoed* token for SmolLM2's 49,152
-tokens (it sorts the whole vocabulary in Python for each token, whatever ``logprobs`` is), so an
-echo of a 21-token text takes 1-2 s on 2 busy cores: keep scored prompts short, or score in
-process. Start it with ``--n_threads 1 --n_threads_batch 1`` on a small, busy machine: a second
-ggml thread spins between batches and took the CPU from that loop (5 s instead of 1.3 s per echo).
+:class:`OpenAICompatibleLM` scores through ``/v1/completions`` with ``echo=True`` (the whole text
+``format.prefix(prompt) + continuation + format.end``; the continuation's tokens counted from
+the server's ``usage``) and samples one request per sample. Answers it cannot trust are refused
+with :class:`~pragmodels.lm.base.ServerError`, never turned into numbers: tokens that do not spell
+the continuation, and the one-token shift of llama-cpp-python 0.3.36's echo for prompts without a
+BOS token (detected on every answer). Requests are time-bounded and retried with backoff.
+:data:`LLAMA_CPP_PURE_SAMPLING` turns off that server's default truncation and penalty. What the
+server answers, how the shift is detected, and its speed: the docs page *Language models*
+("A server").
 """
 
 from __future__ import annotations
@@ -167,8 +112,8 @@ class _Echo:
 class OpenAICompatibleLM:
     """A :class:`~pragmodels.lm.base.LanguageModel` served over an OpenAI-compatible HTTP API.
 
-    Scores from ``/v1/completions`` with ``echo=True`` (module docstring: how, and what is
-    refused), samples from ``/v1/completions`` or ``/v1/chat/completions``.
+    Scores from ``/v1/completions`` with ``echo=True`` (how, and what is
+    refused: docs, *Language models*), samples from ``/v1/completions`` or ``/v1/chat/completions``.
 
     Parameters
     ----------

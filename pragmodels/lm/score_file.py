@@ -1,28 +1,15 @@
 """Score a file of prompts against a language model and write a table (``pragmodels lm score``).
 
-Layering: the standard library, :mod:`pragmodels.io.atomic` (the write),
-:mod:`pragmodels.io.checksums`, :mod:`pragmodels.lm.base`, :mod:`pragmodels.lm.cache`,
+Layering: the standard library, :mod:`pragmodels.lm.base`, :mod:`pragmodels.lm.cache`,
 :mod:`pragmodels.lm.bundled`; a backend (:mod:`pragmodels.lm.llamacpp` or
 :mod:`pragmodels.lm.openai_http`) is imported when a model is opened, ``tqdm`` when scoring
 starts, ``pyarrow`` only to write Parquet.
 
-Input: JSON Lines, one prompt per line (blank lines are skipped)::
-
-    {"id": "cold-hot-1", "prompt": "...", "continuations": ["<answer>0</answer>", ...]}
-
-with an optional ``"length_normalize": true`` (the mean rather than the sum of the
-continuation's token log-probabilities). ``id`` is a non-empty string (or an integer, read as its
-decimal string) and unique in the file; any other key is an error (a misspelt
-``length_normalize`` would otherwise be ignored silently).
-
-Output: one row per (prompt, continuation): ``id, continuation_index, continuation, logprob,
-length_normalize, model, prompt_format`` (``model`` is the model's identity, a GGUF file's
-sha256 or a server's URL and model name; ``prompt_format`` the format's name), as CSV or, for a
-name ending in ``.parquet``, Parquet (``pyarrow``); and beside it ``<out>.json``, the provenance:
-model identity and file, prompt format (its markup too), settings, pragmodels version, the input
-file's sha256, the time, how many scores came from the cache. Both are written to temporary
-files and renamed into place once every prompt is scored, so a failed run leaves no half-written
-table (the scores it did compute are in the cache, so a rerun resumes).
+Input: JSON Lines, one prompt per line, ``{"id": ..., "prompt": ..., "continuations": [...]}``
+with an optional ``"length_normalize"``; any other key is an error. Output: one row per (prompt,
+continuation) as CSV or Parquet, and a provenance sidecar ``<out>.json``; both are renamed into
+place only once every prompt is scored (the scores already computed stay in the cache, so a rerun
+resumes). The formats in full: the docs page *Language models* ("Scoring a prompt file").
 """
 
 from __future__ import annotations
@@ -109,7 +96,7 @@ class ScoreFileResult:
 
 
 def read_prompts(path: str | os.PathLike[str]) -> list[PromptItem]:
-    """The prompts of a JSON Lines file (module docstring: the format).
+    """The prompts of a JSON Lines file (the format: docs, *Language models*).
 
     Parameters
     ----------
@@ -432,7 +419,7 @@ def write_table(rows: Sequence[dict[str, Any]], out: str | os.PathLike[str],
 def score_file(prompts: str | os.PathLike[str], out: str | os.PathLike[str], lm: LanguageModel, *,
                cache: ScoreCache | None = None, progress: bool = False,
                extra: dict[str, Any] | None = None) -> ScoreFileResult:
-    """Score every prompt of a JSON Lines file and write the table (module docstring).
+    """Score every prompt of a JSON Lines file and write the table (docs, *Language models*).
 
     The input and the output name are checked before anything is scored.
 
