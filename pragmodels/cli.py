@@ -1,7 +1,7 @@
 """Command line.
 
 - ``pragmodels run CONFIG [--quick] [--out DIR]``: run a config from ``fits/`` and write its run
-  folder (``fits/<config name>/quick|full/``; :mod:`pragmodels.runs`). A config with a
+  folder (``fits/<config name>/quick|full/``; :mod:`pragmodels.runs.folder`). A config with a
   ``"study": "path/to/module.py:function"`` key runs that study (:func:`pragmodels.runs.study.run_study`);
   any other config is a single fit (:func:`pragmodels.runs.fit_config.run_config`). Every study runs this
   way: there is no subcommand per study.
@@ -13,15 +13,15 @@
   against a language model (in process, or an OpenAI-compatible server) through the score cache,
   and write a table with a provenance sidecar (:mod:`pragmodels.lm.score_file`).
 
-Every config is validated before any work starts (:mod:`pragmodels.config_schema`). Every
+Every config is validated before any work starts (:mod:`pragmodels.runs.schema`). Every
 failure is one line on stderr, ``pragmodels: error: ...``, naming the file, the key or the value;
 ``--debug`` prints the traceback as well. Exit status: 0 done, 1 the run itself failed, 2 a config,
 an input, the data or the run folder cannot be used, 128+N stopped by signal N.
 
 Layering: imports :mod:`pragmodels.errors`, and :mod:`pragmodels.lm.llamacpp` for its defaults when
-the parser is built (``llama_cpp`` is not imported); :mod:`pragmodels.runs.fit_config`, :mod:`pragmodels.runs`
-and :mod:`pragmodels.lm.score_file` lazily; never a study (studies are loaded from the file their
-config names).
+the parser is built (``llama_cpp`` is not imported); :mod:`pragmodels.runs.fit_config`,
+:mod:`pragmodels.runs.study` and :mod:`pragmodels.lm.score_file` lazily; never a study (studies are
+loaded from the file their config names).
 """
 
 from __future__ import annotations
@@ -278,7 +278,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"wrote {out}/ in {time.perf_counter() - t0:.1f} s")
         else:
             _tables(args)
-    except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM/SIGHUP during a run (pragmodels.runs)
+    except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM/SIGHUP during a run (pragmodels.runs.folder)
         left = ("no table was written (the scores computed are in the cache)" if args.command == "lm"
                 else "the run folder was left as it was")
         print(f"pragmodels: {str(e) or 'interrupted'}; {left}.", file=sys.stderr)

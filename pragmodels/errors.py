@@ -6,22 +6,25 @@ Each subclasses the built-in exception it would otherwise have been, so ``except
 keeps working::
 
     PragmodelsError                       base of all of them
-    ├── ConfigError(ValueError)           a fit or study config cannot be used (pragmodels.config_schema)
-    ├── RunError(RuntimeError)            a run folder cannot be used (pragmodels.runs)
+    ├── ConfigError(ValueError)           a fit or study config cannot be used (pragmodels.runs.schema)
+    ├── RunError(RuntimeError)            a run folder cannot be used (pragmodels.runs.folder)
     │   └── RunFolderLocked               another run holds the folder
     ├── FitDiagnosticsError(RuntimeError) fit(strict=True) refused a fit (pragmodels.inference.diagnostics)
+    │   └── FitPostprocessingError        a step after sampling failed (pragmodels.inference.fitting)
     ├── FitManyError(RuntimeError)        FitManyResult.raise_on_error: some fits failed (pragmodels.inference.fit_many)
     ├── LMError(RuntimeError)             a language model gave no correct answer (pragmodels.lm.base)
-    │   └── FitPostprocessingError        a step after sampling failed (pragmodels.inference.fitting)
-    ├── ResultFileError(ValueError)       a result file is truncated, damaged or not netCDF (pragmodels.results_io)
+    │   ├── ModelFileError(FileNotFoundError)  a model file is missing or not GGUF
+    │   ├── ContextLengthError(ValueError)     a prompt does not fit the model's context
+    │   └── ServerError(ConnectionError)       an LM server is down or answered an error
+    ├── ResultFileError(ValueError)       a result file is truncated, damaged or not netCDF (pragmodels.io.errors)
     │   └── ResultChecksumError           its contents differ from the checksum recorded at save time
-    ├── ResultSaveError(OSError)          a result could not be saved (pragmodels.results_io)
-    ├── DataIntegrityError(ValueError)    a data file is missing or its sha256 differs (pragmodels.datasets)
-    ├── DataSchemaError(ValueError)       a data file's columns or values are not as registered
-    └── DataDownloadError(OSError)        a registered file could not be downloaded
+    ├── ResultSaveError(OSError)          a result could not be saved (pragmodels.io.errors)
+    ├── DataIntegrityError(ValueError)    a data file is missing or its sha256 differs (pragmodels.datasets.fetch)
+    ├── DataDownloadError(OSError)        a registered file could not be downloaded (pragmodels.datasets.fetch)
+    └── DataSchemaError(ValueError)       a data file's columns or values are not as registered (pragmodels.datasets.schema)
 
-Only :class:`PragmodelsError` and :class:`ConfigError` are defined here; the others live in the
-modules named above and are re-exported by them.
+Only :class:`PragmodelsError` and :class:`ConfigError` are defined here (``ConfigError`` is raised by
+:mod:`pragmodels.runs.schema` and the runners); the others are defined in the modules named above.
 """
 
 from __future__ import annotations

@@ -34,7 +34,7 @@ from numpyro.primitives import Messenger
 
 from pragmodels.inference import compile_cache, nuts
 from pragmodels.inference.diagnostics import FitWarning, diagnose
-from pragmodels.inference.fitting import check_settings, run_datatree, validate_data
+from pragmodels.inference.fitting import check_settings, to_datatree, validate_data
 from pragmodels.inference.nuts import as_rng_key
 from pragmodels.inference.predictive import (
     posterior_predictive as posterior_predictive_draws,
@@ -239,7 +239,7 @@ def fit_batched(rng_key: int | jax.Array, model: Callable[..., Any], datasets: S
         pp = {k: _cut(v, n, n_max) for k, v in pp.items()} if pp else None
         run = nuts.NutsRun(samples=per_k[i], stats={k: v[i] for k, v in stats.items()}, latent_sites=latent_sites,
                          chain_method="vectorized", devices=1, compile_s=compile_s, run_s=run_s, cache_hit=hit)
-        tree = run_datatree(run, loglik, pp, None, infos[i], dims, coords)
+        tree = to_datatree(run, loglik, pp, None, infos[i], dims, coords)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", FitWarning)
             diag = diagnose(tree, emit=True, max_tree_depth=max_tree_depth, latent=latent_sites)
@@ -251,7 +251,7 @@ def fit_batched(rng_key: int | jax.Array, model: Callable[..., Any], datasets: S
             max_tree_depth=max_tree_depth, dense_mass=dense_mass, init=init, prior_predictive=0,
             batched=K, padded_to=int(n_max), n_trials=int(n))
         attrs = provenance_attrs(
-            name=label, info=infos[i], data=datasets[i], rng_key=rng_key, settings=recorded, run=run,
+            name=label, info=infos[i], data=datasets[i], rng_key=rng_key, settings=recorded, nuts=run,
             diagnostics=diag, wall_time_s=float("nan"), postprocessing_time_s=float("nan"), dataset=name)
         tree.attrs.update(attrs.items())
         out[name] = tree

@@ -1,8 +1,8 @@
 """``fit_many``: run many fits in process, on a local process pool or on a Dask cluster.
 
-Layering: imports :mod:`pragmodels.inference.fitting`, :mod:`pragmodels.inference.diagnostics` and
-:mod:`pragmodels.results_io`; ``tqdm`` and ``pandas`` lazily; ``distributed`` never (a Dask
-``Client`` is recognised by its type once the caller has imported it).
+Layering: imports :mod:`pragmodels.inference.fitting`, :mod:`pragmodels.inference.diagnostics`,
+:mod:`pragmodels.io.netcdf` and :mod:`pragmodels.io.imports`; ``tqdm`` and ``pandas`` lazily;
+``distributed`` never (a Dask ``Client`` is recognised by its type once the caller has imported it).
 
 A fit is described by a :class:`FitSpec` (name, model, data, priors, sampler settings, seed);
 :func:`fit_many` runs a list of them and returns a :class:`FitManyResult`::
@@ -117,7 +117,7 @@ from typing import (
 )
 
 from pragmodels.errors import PragmodelsError
-from pragmodels.inference import fitting as inference
+from pragmodels.inference import fitting
 from pragmodels.inference.diagnostics import FitWarning
 from pragmodels.io.errors import ResultSaveError
 from pragmodels.io.imports import (
@@ -329,7 +329,7 @@ def resolve_model(ref: str) -> Callable[..., Any]:
     """The model named by ``"package.module:attr"`` or ``"path/to/file.py:attr"``.
 
     Resolved by :func:`pragmodels.io.imports.load_object` (the entry-point loader of
-    :mod:`pragmodels.runs` uses the same functions): a relative path against the working
+    :mod:`pragmodels.runs.entry_points` uses the same functions): a relative path against the working
     directory; a file inside a package imported by its dotted name (one module object however
     it is reached), any other file once per process, so compiled kernels are reused.
     ``attr`` may be dotted (``"module:Class.model"``).
@@ -513,7 +513,7 @@ def run_fit(name: str, spec: FitSpec | bytes, out_path: str | None = None, *, co
         settings = {**_SAMPLER_DEFAULTS, **fit_spec.sampler}
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", FitWarning)
-            tree = inference.fit(fit_spec.seed, model, fit_spec.data, priors=fit_spec.priors, **settings)
+            tree = fitting.fit(fit_spec.seed, model, fit_spec.data, priors=fit_spec.priors, **settings)
         for w in caught:  # FitWarnings travel back in the outcome; pass the others on here
             if not issubclass(w.category, FitWarning):
                 warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
@@ -542,7 +542,7 @@ def run_fit(name: str, spec: FitSpec | bytes, out_path: str | None = None, *, co
 
 
 def _fit_keywords() -> set[str]:
-    params = inspect.signature(inference.fit).parameters
+    params = inspect.signature(fitting.fit).parameters
     return {n for n, p in params.items() if p.kind is p.KEYWORD_ONLY and n not in _MANAGED}
 
 

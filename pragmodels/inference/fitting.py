@@ -61,7 +61,7 @@ from pragmodels.io.netcdf import save_netcdf
 from pragmodels.params import ModelInfo, inspect_model, with_priors
 
 __all__ = ["fit", "CHAIN_METHODS", "PostprocessingWarning", "FitPostprocessingError", "validate_data",
-           "check_settings", "run_datatree"]
+           "check_settings", "to_datatree"]
 
 
 class PostprocessingWarning(FitWarning):
@@ -146,7 +146,7 @@ def check_settings(num_warmup: object, num_samples: object, num_chains: object, 
         raise ValueError(f"init must be one of {list(INITS)}; got {init!r}.")
 
 
-def run_datatree(run: NutsRun, loglik: dict[str, np.ndarray], pp: dict[str, np.ndarray] | None,
+def to_datatree(run: NutsRun, loglik: dict[str, np.ndarray], pp: dict[str, np.ndarray] | None,
                  prior: dict[str, np.ndarray] | None, info: ModelInfo, dims: Mapping[str, list[str]] | None,
                  coords: Mapping[str, Any] | None, named: bool = True) -> xr.DataTree:
     """The ArviZ DataTree of a NUTS run and what was computed from its draws (no attributes yet).
@@ -215,7 +215,7 @@ class _Steps:
         self.errors: dict[str, str] = {}
         self.tracebacks: list[str] = []
 
-    def run(self, step: str, fn: Callable[[], Any], default: Any = None) -> Any:
+    def attempt(self, step: str, fn: Callable[[], Any], default: Any = None) -> Any:
         try:
             return fn()
         except Exception as e:  # KeyboardInterrupt and SystemExit pass
@@ -357,24 +357,24 @@ def fit(
     # from here on the chains are finished: a failing step is recorded, never allowed to lose them
     t_post = time.perf_counter()
     steps = _Steps()
-    loglik = steps.run("log_likelihood", lambda: pointwise_log_likelihood(model, run, data), {})
-    pp = (steps.run("posterior_predictive",
-                    lambda: _posterior_predictive(key_pp, model, run.latent, data, observed))
+    loglik = steps.attempt("log_likelihood", lambda: pointwise_log_likelihood(model, run, data), {})
+    pp = (steps.attempt("posterior_predictive",
+                        lambda: _posterior_predictive(key_pp, model, run.latent, data, observed))
           if posterior_predictive else None)
     prior = None
     if prior_predictive:
-        prior = steps.run("prior_predictive", lambda: prior_predictive_draws(
+        prior = steps.attempt("prior_predictive", lambda: prior_predictive_draws(
             jax.random.fold_in(key, 1), model, data, int(prior_predictive)))
-    tree = steps.run("conversion", lambda: run_datatree(run, loglik, pp, prior, info, dims, coords))
+    tree = steps.attempt("conversion", lambda: to_datatree(run, loglik, pp, prior, info, dims, coords))
     if tree is None:  # e.g. dims or coords that do not fit the draws: ArviZ's default names
-        tree = steps.run("conversion (default dim names)",
-                         lambda: run_datatree(run, loglik, pp, prior, info, dims, coords, named=False))
+        tree = steps.attempt("conversion (default dim names)",
+                             lambda: to_datatree(run, loglik, pp, prior, info, dims, coords, named=False))
     if tree is None:
         tree = _raw_tree(run)
     post_s = time.perf_counter() - t_post
     wall = time.perf_counter() - t_start
     diag = None
-    try:  # called here, not through steps.run, so that its warnings point at fit's caller
+    try:  # called here, not through steps.attempt, so that its warnings point at fit's caller
         diag = diagnose(tree, emit=not strict, max_tree_depth=max_tree_depth, latent=run.latent_sites)
     except Exception as e:
         steps.record("diagnostics", e)
@@ -385,10 +385,10 @@ def fit(
             chain_method_requested=asked or "auto", devices=run.devices, target_accept=target_accept,
             max_tree_depth=max_tree_depth, dense_mass=dense_mass, init=init, prior_predictive=prior_predictive)
         tree.attrs.update(provenance_attrs(
-            name=label, info=info, data=data, rng_key=rng_key, settings=settings, run=run, diagnostics=diag,
+            name=label, info=info, data=data, rng_key=rng_key, settings=settings, nuts=run, diagnostics=diag,
             wall_time_s=wall, postprocessing_time_s=post_s, init_optima=optima))
 
-    steps.run("provenance", provenance)
+    steps.attempt("provenance", provenance)
     if steps.errors:
         tree.attrs["postprocessing_error"] = json.dumps(steps.errors)
         tree.attrs["postprocessing_traceback"] = "\n".join(steps.tracebacks)

@@ -1,7 +1,9 @@
 """NUTS with a compiled sampling loop that later fits of the same model and shapes reuse.
 
-Layering: imports ``jax``, ``numpy`` and ``numpyro.infer`` / ``numpyro.handlers`` (never
-``numpyro.sample``, never ``arviz``); :mod:`pragmodels.inference.fitting` builds on it.
+Layering: imports ``jax``, ``numpy``, ``numpyro.infer`` / ``numpyro.handlers`` (never
+``numpyro.sample``, never ``arviz``), :mod:`pragmodels.inference.compile_cache`,
+:mod:`pragmodels.model_key` and :mod:`pragmodels.likelihoods.categorical` (its tabulated
+potential); :mod:`pragmodels.inference.fitting` builds on it.
 
 Why: :class:`numpyro.infer.MCMC` recompiles its sampling loop at every ``run`` (``fori_collect``
 hands ``jit`` a fresh closure as a static argument), so a repeat fit of a small model spends
@@ -10,7 +12,7 @@ Here one program runs initialisation, warm-up and sampling (NumPyro's functional
 :func:`numpyro.infer.hmc.hmc` kernels under one :func:`jax.jit`); it is compiled ahead of time
 once per
 
-- model *structure* (:func:`structure_key`: two closures from one factory with equal options
+- model *structure* (:func:`~pragmodels.model_key.structure_key`: two closures from one factory with equal options
   share it),
 - static data values (Python ``None``/``bool``/``int``/``float``/``str`` in ``data``, bound into
   the model),
@@ -18,7 +20,8 @@ once per
   constant-fold large semantics for tens of seconds),
 - sampler settings and chain layout,
 
-and kept in a small LRU cache (:func:`cache_info`, :func:`clear_cache`, :func:`set_cache_size`).
+and kept in a small LRU cache (:mod:`pragmodels.inference.compile_cache`: ``cache_info``,
+``clear_cache``, ``set_cache_size``).
 Draws match :class:`~numpyro.infer.MCMC` with :class:`~numpyro.infer.NUTS` for the same key:
 the same key splitting, initialisation, adaptation schedule and transitions.
 

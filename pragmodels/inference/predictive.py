@@ -1,7 +1,8 @@
 """Predictive draws for any NumPyro model: posterior predictive, prior predictive, new data.
 
-Layering: imports ``jax``, ``numpyro`` (handlers, ``Predictive``) and :mod:`pragmodels.params`;
-used by :mod:`pragmodels.inference.fitting`; never imports arviz except to build the returned trees.
+Layering: imports ``jax``, ``numpyro`` (handlers, ``Predictive``), :mod:`pragmodels.params`,
+:mod:`pragmodels.model_key` and :mod:`pragmodels.inference.compile_cache`; used by
+:mod:`pragmodels.inference.fitting`; never imports arviz except to build the returned trees.
 
 Every observed site is un-observed with the :class:`unobserve` handler before drawing, so the
 predictive of a plain ``numpyro.sample("y", dist, obs=y)`` site is a fresh draw, not a copy of

@@ -58,6 +58,9 @@ def versions() -> dict[str, str]:
 def model_name(model: Callable[..., Any], name: str | None = None) -> str:
     """The name a fit records for its model: ``name``, else the model's ``name``, ``__name__`` or repr.
 
+    (:func:`pragmodels.inference.compile_cache.model_label` is the shorter label of the compile
+    cache's listing and progress bars; it looks through ``functools.partial``.)
+
     Parameters
     ----------
     model : callable
@@ -125,7 +128,7 @@ def sampler_settings(*, num_warmup: int, num_samples: int, num_chains: int, chai
 
 
 def provenance_attrs(*, name: str, info: ModelInfo, data: Mapping[str, Any], rng_key: int | jax.Array,
-                     settings: Mapping[str, Any], run: NutsRun, diagnostics: Diagnostics | None, wall_time_s: float,
+                     settings: Mapping[str, Any], nuts: NutsRun, diagnostics: Diagnostics | None, wall_time_s: float,
                      postprocessing_time_s: float, init_optima: Any = None, **extra: Any) -> dict[str, Any]:
     """The root attributes of a fit's DataTree.
 
@@ -144,8 +147,8 @@ def provenance_attrs(*, name: str, info: ModelInfo, data: Mapping[str, Any], rng
         The key the user passed (:func:`seed_record`).
     settings : dict
         From :func:`sampler_settings`.
-    run : NutsRun
-        For the compile and sampling times and the cache status.
+    nuts : NutsRun
+        The sampler's result: its compile and sampling times and cache status.
     diagnostics : Diagnostics or None
         None when the diagnostics failed (recorded as ``{}``, ``diagnostics_ok=0``).
     wall_time_s, postprocessing_time_s : float
@@ -174,10 +177,10 @@ def provenance_attrs(*, name: str, info: ModelInfo, data: Mapping[str, Any], rng
         data_sha256=data_hash(data),
         observed_sites=json.dumps(info.observed),
         wall_time_s=float(wall_time_s),
-        compile_time_s=float(run.compile_s),
-        sampling_time_s=float(run.run_s),
+        compile_time_s=float(nuts.compile_s),
+        sampling_time_s=float(nuts.run_s),
         postprocessing_time_s=float(postprocessing_time_s),
-        kernel_cache_hit=int(run.cache_hit),
+        kernel_cache_hit=int(nuts.cache_hit),
         diagnostics=json.dumps(diagnostics.as_attrs() if diagnostics is not None else {}),
         diagnostics_ok=int(diagnostics is not None and diagnostics.ok),
         init_optima=json.dumps(init_optima),

@@ -1,15 +1,15 @@
 """Run one fit described by a JSON config in ``fits/`` and write its run folder beside it.
 
 Layering: imports :mod:`pragmodels.inference.fitting`, :mod:`pragmodels.rsa_models`,
-:mod:`pragmodels.simulate`, :mod:`pragmodels.priors`, :mod:`pragmodels.results_io`,
-:mod:`pragmodels.config_schema` and :mod:`pragmodels.runs`.
+:mod:`pragmodels.simulate`, :mod:`pragmodels.priors`, :mod:`pragmodels.io.netcdf`,
+:mod:`pragmodels.runs.schema`, :mod:`pragmodels.runs.entry_points` and :mod:`pragmodels.runs.folder`.
 
 A config names a model factory from :mod:`pragmodels.rsa_models` and its options, declarative
 priors, the data (a simulator from :mod:`pragmodels.simulate` with its arguments), sampler
 settings, a seed and optionally the simulated ``truth``. Outputs land in ``fits/<name>/<mode>/``
 (``quick`` or ``full``; :func:`pragmodels.runs.folder.run_folder`): ``posterior.nc`` (netCDF DataTree),
 ``summary.csv`` (arviz-stats ``summary``), ``config.json`` (the config as run), ``run.json``
-(the manifest, :mod:`pragmodels.runs`) and ``report.md`` (rendered from the manifest and the
+(the manifest, :mod:`pragmodels.runs.folder`) and ``report.md`` (rendered from the manifest and the
 saved files by :func:`render_report`). The folder is written aside and swapped in only when all
 of them exist, so they appear together or not at all, and a failed run leaves an earlier one
 intact.

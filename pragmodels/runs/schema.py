@@ -1,7 +1,7 @@
 """Config schemas: what a study config and its sampler settings may hold, and one-line errors.
 
-Layering: the standard library and ``pydantic`` only (no JAX), so that :mod:`pragmodels.runs` can
-validate a study config before anything starts. The single-fit config, whose schema needs the
+Layering: the standard library, ``pydantic`` and :mod:`pragmodels.errors` only (no JAX), so that
+:mod:`pragmodels.runs.study` can validate a study config before anything starts. The single-fit config, whose schema needs the
 model factories, simulators and prior families, is :class:`pragmodels.runs.fit_config.FitConfig`; it is
 built from the pieces here.
 
@@ -15,7 +15,7 @@ the value, and suggests the nearest valid key::
 
 Values are checked strictly (JSON types are not coerced: ``"7"`` is not an integer, ``7.0`` is
 not one either, ``true`` is not a number). ``docs/configs.md`` describes the keys; the JSON
-Schema files in ``schemas/`` (written by ``python -m pragmodels.config_schema``, checked by a
+Schema files in ``schemas/`` (written by ``python -m pragmodels.runs.json_schema``, checked by a
 test to be up to date) let an editor complete and check a config: add ``"$schema":
 "../schemas/fit_config.schema.json"`` to it, or map ``fits/*.json`` in the editor's settings.
 

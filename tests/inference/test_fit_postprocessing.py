@@ -68,21 +68,21 @@ def test_a_failing_step_after_sampling_keeps_the_draws(reference, monkeypatch, t
 
 
 def test_failing_conversion_falls_back_to_default_names_then_to_the_bare_draws(reference, monkeypatch):
-    real = inference.run_datatree
+    real = inference.to_datatree
 
     def named_fails(*args, named=True, **kwargs):
         if named:
             raise ValueError("bad dims")
         return real(*args, named=named, **kwargs)
 
-    monkeypatch.setattr(inference, "run_datatree", named_fails)
+    monkeypatch.setattr(inference, "to_datatree", named_fails)
     with pytest.warns(pm.PostprocessingWarning, match="conversion failed"):
         tree = _fit()
     assert _errors(tree) == {"conversion": "ValueError: bad dims"}
     assert tree["log_likelihood"]["y"].dims == ("chain", "draw", "y_dim_0")  # ArviZ's default name
     np.testing.assert_array_equal(tree["posterior"]["mu"].values, reference["posterior"]["mu"].values)
 
-    monkeypatch.setattr(inference, "run_datatree", _boom)
+    monkeypatch.setattr(inference, "to_datatree", _boom)
     with pytest.warns(pm.PostprocessingWarning, match=r"conversion, conversion \(default dim names\) failed"):
         bare = _fit()
     assert set(bare.children) == {"posterior", "sample_stats"}
