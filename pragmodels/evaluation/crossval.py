@@ -242,7 +242,7 @@ def heldout_log_density(rng_key: int | jax.Array, model: Callable[..., Any],
     jdraws = {k: jnp.asarray(v) for k, v in draws.items()}
     b = max(1, min(int(batch_size), n_draw))
     # compiled once per model structure, static values, shapes and settings (reused across folds
-    # of equal size and across calls), like pragmodels.sampler's programs
+    # of equal size and across calls), like pragmodels.inference.nuts's programs
     cache_key = ("heldout", structure_key(model), compile_cache.static_items(static), compile_cache.data_signature(arrays),
                  compile_cache.data_signature(jdraws), observed, int(n_items), m, b, item_index, jax.default_backend())
     entry = compile_cache.lookup(cache_key)
