@@ -3,22 +3,14 @@
 Layering: imports only the standard library at module level (``jax`` lazily), so that
 :func:`configure_host_devices` can run before JAX initialises its backends.
 
-Environment variables
----------------------
-``PRAGMODELS_HOST_DEVICES``
-    Number of CPU devices :func:`configure_host_devices` asks for (one per chain for
-    ``chain_method="parallel"``). Default: the number of CPU cores. ``0`` leaves ``XLA_FLAGS``
-    untouched.
-``PRAGMODELS_COMPILATION_CACHE``
-    A directory for :func:`enable_compilation_cache`: JAX's persistent compilation cache, so
-    that a second Python process reuses compiled NUTS kernels instead of recompiling them.
-
 Neither function runs on ``import pragmodels``: importing the package changes no global state.
 The ``pragmodels`` command line calls both; in a notebook or script call them yourself, first::
 
     import pragmodels as pm
-    pm.configure_host_devices()    # before any JAX computation
-    pm.enable_compilation_cache("~/.cache/pragmodels/jax")
+    pm.configure_host_devices()    # before any JAX computation (PRAGMODELS_HOST_DEVICES)
+    pm.enable_compilation_cache()  # in PRAGMODELS_COMPILATION_CACHE, or pass a folder
+
+The environment variables are described on the docs page *Getting started* ("Settings").
 """
 
 from __future__ import annotations

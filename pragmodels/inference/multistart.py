@@ -3,26 +3,14 @@
 Layering: imports ``jax`` and ``numpyro.infer`` only; :mod:`pragmodels.inference.fitting` imports it
 (``fit(..., init="optimize")``).
 
-Why: a posterior with several separated modes (e.g. two sets of feature loadings that explain
-the same contrasts) traps NUTS chains in whichever basin warm-up reaches first. Started near
-the prior medians, 3 of 4 chains of a social-meaning fit settled in a mode whose log density
-was 26 nats below the mode the fourth found, and r_hat could only report the disagreement.
-Here ``n_starts`` points drawn uniformly in (-2, 2) on the unconstrained scale each take
-``steps`` Adam steps on the potential energy (the negative log joint density on the
-unconstrained scale, Jacobians included); chains then start at the best end points.
-
-What it does not do: it cannot show that the posterior has one mode. It reports where every
-start ended (:class:`MultistartResult`), so a user sees how many basins were found and how far
-below the best each lies; a basin within a few nats of the best carries real posterior mass,
-and chains started only in the best one would miss it (``summary`` says so). An end point more
-than a few nats below the best is either another basin or a start that had not converged
-within ``steps``; the summary does not tell them apart.
-
-Use it with non-centred hierarchies only. A centred hierarchy (``ε_j ~ N(0, σ)`` sampled
-directly) has no joint mode: the density grows without bound as ``σ → 0`` with every
-``ε_j → 0``, and the optimiser walks into that funnel. Measured on the social-meaning human
-ratings with centred rater effects: all four chains started there and stayed (``σ`` 0.00-0.02
-instead of 1.35; r_hat 2.8).
+A posterior with several separated modes traps NUTS chains in whichever basin warm-up reaches
+first. Here ``n_starts`` points drawn uniformly in (-2, 2) on the unconstrained scale each take
+``steps`` Adam steps on the potential energy, and chains start at the best end points.
+:class:`MultistartResult` records where every start ended, so a user sees how many basins were
+found and how far below the best each lies; it cannot show that the posterior has one mode. Use
+it with non-centred hierarchies only: a centred one has no joint mode, and the optimiser walks
+into its funnel. Why, what it does not do, and the measurements behind both: the docs page
+*Fitting and checking* ("Starting chains in the main mode").
 """
 
 from __future__ import annotations

@@ -4,21 +4,13 @@ Layering: imports ``xarray``, the standard library, :mod:`pragmodels.io.atomic` 
 :mod:`pragmodels.io.checksums` and :mod:`pragmodels.io.errors`; used by
 :mod:`pragmodels.inference.fitting` and the CLI. No pickle anywhere.
 
-:func:`save_netcdf` writes through :func:`~pragmodels.io.atomic.atomic_write`: into a temporary
-sibling, flushed and renamed onto the target, so the target always holds either the earlier file
-or the whole new one (a symlink is written through; leftovers of killed saves are removed by the
-next save into the folder).
-
-Checksums
----------
-:func:`save_netcdf` records in the root attributes a sha256 of every variable (data variables and
-coordinates, of every group: name, dims, dtype, shape, values, attributes) and of every group's
-attributes: ``pragmodels_checksum_items`` (JSON, item -> sha256; items are ``/group/variable``
-and ``/group#attrs``) and ``pragmodels_checksum`` (``sha256:`` + the sha256 of that JSON). Before
-the rename the written file is read back and checked against them, so a file that would not load
-as written is never put in place. :func:`load_netcdf` checks them again and raises
-:class:`ResultChecksumError` naming the file and the items that differ; a file without them
-(written before checksums, or by another tool) loads with a :class:`ResultFileWarning`.
+:func:`save_netcdf` writes through :func:`~pragmodels.io.atomic.atomic_write` (a temporary
+sibling, flushed and renamed onto the target, so the target holds either the earlier file or the
+whole new one) and records a sha256 of every variable and of every group's attributes in the root
+attributes (``pragmodels_checksum_items``, ``pragmodels_checksum``); the written file is read back
+and checked before the rename. :func:`load_netcdf` checks them again and raises
+:class:`ResultChecksumError` naming the items that differ; a file without them loads with a
+:class:`ResultFileWarning`. In full: the docs page *Fitting and checking* ("Saving results").
 """
 
 
