@@ -4,51 +4,19 @@ Layering: imports the standard library, :mod:`pragmodels.errors` and :mod:`pragm
 (staging folders, the swap, leftovers of killed runs); never imports a study or JAX.
 
 A config ``fits/<name>.json`` runs into ``fits/<name>/<mode>/`` (:func:`run_folder`; ``mode`` is
-``quick`` or ``full``, so a smoke run never replaces a real one, and a run refuses to replace a
-folder whose ``run.json`` records the other mode). :func:`open_run` takes the folder's lock
-(``.<mode>.lock`` beside it, holding the running pid), writes the run into a staging folder
-``.<mode>.tmp-<pid>-<random>/`` and, when the writer returns, swaps it in whole
-(:func:`pragmodels.io.atomic.swap_in_folder`); on an exception, Ctrl-C or SIGTERM/SIGHUP (turned
-into :class:`RunInterrupted` while the run is open) the staging folder is removed and the old
-folder is left as it was. A SIGKILL leaves the staging folder behind; the next run into the same
-folder removes it under the lock (:func:`pragmodels.io.atomic.remove_stale_folders`).
-
-Manifest (``run.json``)
------------------------
-``schema``, ``name``, ``entry_point`` (``path.py:function`` of a study, or the single-fit
-runner), ``mode``, ``config_path``, ``config`` (as run), ``config_sha256``, ``sampler``,
-``seed``, ``data`` (input name -> sha256), ``versions`` (Python and packages), ``platform``,
-``cpu_count``, ``pid``, ``argv``, ``started_at``/``finished_at`` (UTC, ISO 8601),
-``wall_time_s`` (from start to :meth:`Run.finish`), ``fits`` (label -> file, model, data_sha256,
-sampler_settings, seed, wall_time_s, diagnostics, diagnostics_ok, backend, warnings,
-postprocessing_error: from the DataTree's provenance attributes), ``notes`` (study-specific
-values) and ``files`` (relative path -> bytes, everything but ``run.json``). Reports are
-rendered from it, never from markdown.
-
-Study entry points
-------------------
-A study config names its entry point, ``"study": "models/my_study/study.py:run"``
-(:func:`pragmodels.runs.entry_points.load_entry_point` imports it by location, never through
-``sys.path``). The library calls::
-
-    run(config: dict, out_dir: pathlib.Path, mode: str, progress: bool, record: Run) -> None
-
-``out_dir`` is the (empty) staging folder to write into; ``record`` is the open :class:`Run`
-(``record.fit(label, tree, file)``, ``record.data(name, sha256)``, ``record.note(key, value)``,
-``record.finish()`` to write ``run.json`` before rendering a report from it).
-
-Before anything runs, the config is validated (:func:`pragmodels.runs.study.load_study_config`)
-against the study's schema: ``Config`` in the entry point's module, a subclass of
-:class:`pragmodels.runs.schema.StudyConfig` (which alone allows no study-specific key), and the
-run folder is checked to be writable (:func:`check_writable`). Errors are
-:class:`~pragmodels.errors.ConfigError` and :class:`RunError`.
+``quick`` or ``full``). :func:`open_run` takes the folder's lock (:func:`lock_folder`), writes the
+run into a staging folder beside it and, when the writer returns, swaps it in whole; on an
+exception, Ctrl-C or SIGTERM/SIGHUP (:class:`RunInterrupted`) the old folder is left as it was.
+The open :class:`Run` records fits, data hashes and notes, and :meth:`Run.finish` writes the
+manifest that reports are rendered from (:func:`read_manifest`). :func:`check_writable` checks a
+folder before anything runs. The folder layout, the manifest's keys and the entry-point protocol
+of a study: the docs page *Running studies and sweeps* ("Run folders", "Writing a study").
 """
 
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import platform
@@ -65,6 +33,8 @@ from typing import TYPE_CHECKING, Any
 
 from pragmodels.errors import PragmodelsError
 from pragmodels.io.atomic import remove_stale_folders, staging_folder, swap_in_folder
+from pragmodels.validation import check_one_of
+from pragmodels.io.checksums import sha256_file
 
 if TYPE_CHECKING:
     import xarray as xr
@@ -117,8 +87,7 @@ def run_folder(config_path: str | os.PathLike, mode: str, out: str | os.PathLike
     ValueError
         ``mode`` is not one of :data:`MODES`.
     """
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {MODES}; got {mode!r}.")
+    check_one_of("mode", mode, MODES)
     return Path(out) if out else Path(config_path).with_suffix("") / mode
 
 
@@ -272,7 +241,7 @@ def read_manifest(run_dir: str | os.PathLike) -> dict:
     Returns
     -------
     dict
-        The manifest (see the module docstring).
+        The manifest (its keys: docs, *Running studies and sweeps*).
 
     Raises
     ------
@@ -405,13 +374,12 @@ def open_run(final: str | os.PathLike, *, mode: str, entry_point: str, config: d
     RunError
         ``final`` cannot be written, or holds a run of the other mode.
     """
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {MODES}; got {mode!r}.")
+    check_one_of("mode", mode, MODES)
     final = check_writable(final)
     log = log or (lambda msg: print(msg, flush=True))
-    config_text = None
+    config_sha256 = None
     if config_path is not None and Path(config_path).is_file():
-        config_text = Path(config_path).read_bytes()
+        config_sha256 = sha256_file(config_path)
     manifest = {
         "schema": SCHEMA,
         "name": (config or {}).get("name", final.parent.name),
@@ -419,7 +387,7 @@ def open_run(final: str | os.PathLike, *, mode: str, entry_point: str, config: d
         "mode": mode,
         "config_path": None if config_path is None else str(config_path),
         "config": config,
-        "config_sha256": None if config_text is None else hashlib.sha256(config_text).hexdigest(),
+        "config_sha256": config_sha256,
         "sampler": sampler,
         "seed": seed,
         "data": {},
