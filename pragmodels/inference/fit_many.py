@@ -4,86 +4,14 @@ Layering: imports :mod:`pragmodels.inference.fitting`, :mod:`pragmodels.inferenc
 :mod:`pragmodels.io.netcdf` and :mod:`pragmodels.io.imports`; ``tqdm`` and ``pandas`` lazily;
 ``distributed`` never (a Dask ``Client`` is recognised by its type once the caller has imported it).
 
-A fit is described by a :class:`FitSpec` (name, model, data, priors, sampler settings, seed);
-:func:`fit_many` runs a list of them and returns a :class:`FitManyResult`::
-
-    import pragmodels as pm
-    from pragmodels import simulate
-
-    specs = [pm.FitSpec(f"speaker-{s}", "pragmodels.rsa_models:rsa_speaker",
-                        simulate.reference_game_speaker(s),
-                        sampler=dict(num_warmup=500, num_samples=1000, num_chains=4), seed=s)
-             for s in range(20)]
-    if __name__ == "__main__":
-        result = pm.fit_many(specs, executor="process", out_dir="fits/speakers")
-        print(result.summary())
-        result.raise_on_error()
-
-A fit that raises (bad data, a model error, ``strict=True`` diagnostics) is recorded with its
-error type, message and traceback; the other fits still run. With ``out_dir`` each successful
-fit is written atomically to ``<out_dir>/<name>.nc`` by the worker that ran it, and only the
-path (and the diagnostics) travel back, not the posterior; if the save fails, the fit is recorded
-as failed and its tree travels back instead (``result[name].tree``). A failed fit writes nothing; a file
-of that name from an earlier run is left as it was (atomic writes never delete), so read a
-run's results through ``result.paths``, not by listing the folder.
-
-Models
-------
-``FitSpec.model`` is a callable or a string resolved in the worker: ``"package.module:attr"``
-(imported) or ``"path/to/file.py:attr"`` (loaded from the file; a relative path is made
-absolute in the calling process). The attribute is the NumPyro model itself, e.g. a module-level
-function or ``MODEL = rsa_models.speaker_model(fit_lapse=False)``. A string needs no pickling
-and keeps the worker's compiled kernels keyed to one model object; a callable is pickled for
-process and Dask workers (``cloudpickle`` when it is installed, else ``pickle``: then a
-module-level function or a ``functools.partial`` of one).
-
-Executors
----------
-``"sequential"`` (default)
-    One fit after the other in this process; JAX's settings are left as they are.
-``"process"``
-    A local ``ProcessPoolExecutor`` with the *spawn* start method (JAX is not fork-safe) and
-    ``max_workers`` processes (default: one per CPU core, at most one per fit).
-a ``dask.distributed.Client``
-    Each fit is one Dask task. This is the way to a SLURM or PBS cluster, through
-    ``dask-jobqueue`` (``pip install pragmodels[cluster] dask-jobqueue``)::
-
-        from dask.distributed import Client
-        from dask_jobqueue import SLURMCluster   # or PBSCluster
-
-        if __name__ == "__main__":
-            cluster = SLURMCluster(cores=4, processes=4, memory="16GB", walltime="02:00:00",
-                                   job_script_prologue=["source ~/venvs/pragmodels/bin/activate"])
-            cluster.scale(jobs=10)           # 10 jobs x 4 single-threaded workers
-            with Client(cluster) as client:
-                result = pm.fit_many(specs, executor=client, out_dir="/scratch/me/speakers")
-            result.raise_on_error()
-
-    Give every worker one thread (``processes == cores`` above; ``threads_per_worker=1`` for
-    a ``LocalCluster``), install the same pragmodels on the workers, make model strings
-    importable there, and put ``out_dir`` on a file system the workers share.
-any other ``concurrent.futures.Executor``
-    Used as it is (e.g. ``mpi4py.futures.MPIPoolExecutor``); JAX settings are not touched.
-
-Scripts that use ``"process"`` or a Dask cluster must start them under an
-``if __name__ == "__main__":`` guard: spawn (and Dask's nanny, which spawns its worker
-processes) re-imports the main module in every worker, and without the guard each worker would
-try to start its own pool or cluster. Keep JAX computations at a script's top level under the
-guard too (a worker that ran one before its first fit keeps the JAX settings it started with).
-
-Worker processes and cores
---------------------------
-A process or Dask worker runs each fit's chains vectorised on one JAX device
-(``chain_method="vectorized"`` is ``fit_many``'s default for every executor, so that a seed
-gives the same draws whichever executor ran it). Before the worker's JAX initialises, it asks
-XLA for one CPU device (``--xla_force_host_platform_device_count=1``) and
-``PRAGMODELS_WORKER_THREADS`` intra-op threads (default 1 for Dask workers; for the process
-pool, ``cores // max_workers``), turns off GPU memory preallocation
-(``XLA_PYTHON_CLIENT_PREALLOCATE=false``, unless set) so that several workers can share a GPU,
-and the pool's processes start with ``OMP_NUM_THREADS``/``OPENBLAS_NUM_THREADS``/
-``MKL_NUM_THREADS`` (unless set) at the same count (Dask's nanny already sets them to 1).
-Workers x threads should not exceed the cores: more only makes the fits compete. On one GPU,
-``"sequential"`` (all chains vectorised on the GPU) is usually fastest.
+A :class:`FitSpec` describes one fit (name, model or ``"module:attr"`` / ``"file.py:attr"``
+string, data, priors, sampler settings, seed); :func:`fit_many` runs a list of them with an
+executor (``"sequential"``, ``"process"``, a Dask ``Client``, or any ``concurrent.futures``
+executor) and returns a :class:`FitManyResult`. A failed fit is recorded with its error and the
+others still run (:meth:`FitManyResult.raise_on_error`); with ``out_dir`` each fit is saved
+atomically by its worker and only its path travels back. :func:`configure_worker` sets up a
+worker's JAX (one CPU device, a few threads). Executors, SLURM through dask-jobqueue, the
+``__main__`` guard and cores per worker: the docs page *Running studies and sweeps*.
 """
 
 from __future__ import annotations
@@ -650,7 +578,7 @@ def fit_many(specs: Iterable[FitSpec | Mapping[str, Any]], *,
         Validated before anything runs: unique, file-safe names; a ``ValueError`` or
         ``TypeError`` names the offending spec.
     executor : "sequential", "process", dask.distributed.Client or concurrent.futures.Executor
-        Where the fits run (see the module docstring).
+        Where the fits run (docs: *Running studies and sweeps*, "Executors").
     max_workers : int, optional
         Processes of the ``"process"`` pool (default: one per core, at most one per fit).
         Size a Dask cluster with ``cluster.scale`` instead.
