@@ -3,27 +3,15 @@
 Layering: imports ``jax``, ``numpy``, ``numpyro.handlers`` (trace, seed, substitute; never
 ``numpyro.sample``), :mod:`pragmodels.params`, :mod:`pragmodels.model_key` and
 :mod:`pragmodels.inference` (``fit``, ``as_rng_key`` and the compile cache's public API).
-``arviz_stats.loo_kfold`` gives the same numbers from the same log-likelihoods but refits one fold
-at a time through a ``SamplingWrapper`` (docs/architecture.md, "arviz-stats").
 
-PSIS-LOO (:func:`pragmodels.loo`) leaves out one observation at a time. Models with one latent
-parameter vector per item (a per-item rationality, per-item semantics) need instead to be
-judged on items they have not seen: how well does the fit to the other items predict all of a
-new item's responses? For a held-out item ``i`` with responses ``y_i``, global parameters
-``θ`` (posterior draws from the fit to the training items) and local parameters ``z_i`` (every
-latent site with a dim named ``local_dim``, drawn from their prior given ``θ``)::
-
-    log p(y_i | y_train) = log E_{θ ~ posterior} E_{z_i ~ p(z | θ)} Π_{t in i} p(y_t | θ, z_i)
-                        ≈ log-mean-exp over D draws x M prior draws of Σ_{t in i} log p(y_t | θ_d, z_{dm})
-
-The joint density of the item's responses, not a product of per-response predictive
-densities: they share ``z_i``. The Monte Carlo estimate of the log is unbiased in the density
-but biased low in its log (Jensen), and the bias grows when the prior of ``z_i`` is much wider
-than its posterior given ``y_i``; raise ``n_mc`` until the result is stable (report it with
-:class:`FoldResult`'s ``mc_se``). Models without local sites need no prior draws (``M = 1``).
-
-Every model compared on the same folds (:func:`item_folds`) gets comparable numbers, whatever
-its parameters: :func:`fit_fold` fits one fold and returns the held-out items' densities.
+Models with one latent parameter vector per item are judged on items they have not seen: a
+held-out item's log predictive density is the log-mean-exp, over posterior draws of the global
+parameters and prior draws of the item's own (every latent site with a dim named ``local_dim``),
+of the joint log-likelihood of all its responses. :func:`item_folds` makes the folds,
+:func:`subset_items` the training and test data, :func:`heldout_log_density` the densities (with
+their Monte Carlo SE) and :func:`fit_fold` fits one fold (:class:`FoldResult`). The estimator and
+its bias: the docs page *Fitting and checking* ("Cross-validation by item"); why not
+``arviz_stats.loo_kfold``: the architecture page ("arviz-stats").
 """
 
 from __future__ import annotations
@@ -99,8 +87,8 @@ def subset_items(data: Mapping[str, Any], items: Sequence[int] | np.ndarray, *, 
     dict
         The subset, with the same keys.
 
-    Shapes: ``data[item_keys] [item, ...]`` -> ``[len(items), ...]``; ``data[trial_keys] [trial,
-    ...]`` -> ``[kept_trial, ...]``.
+    Shapes: ``data[item_keys] [item, ...]`` -> ``[len(items), ...]``;
+    ``data[trial_keys] [trial, ...]`` -> ``[kept_trial, ...]``.
     """
     items = np.asarray(items, np.int64)
     if items.ndim != 1 or items.size == 0 or len(np.unique(items)) != items.size:
@@ -180,7 +168,7 @@ def heldout_log_density(rng_key: int | jax.Array, model: Callable[..., Any],
                         posterior: xr.DataTree | xr.Dataset | Mapping[str, Any], data: Mapping[str, Any], *,
                         n_items: int, item_index: str = "item", local_dim: str = "item", n_mc: int = 100,
                         max_draws: int | None = 500, batch_size: int = 16) -> tuple[np.ndarray, np.ndarray]:
-    """Log predictive density of each held-out item's responses (module docstring).
+    """Log predictive density of each held-out item's responses (the estimator: docs, *Fitting and checking*).
 
     Global latent sites are taken from ``posterior``; local ones (dim ``local_dim``) are drawn
     ``n_mc`` times per posterior draw from their prior; each observed site's per-trial
@@ -216,8 +204,8 @@ def heldout_log_density(rng_key: int | jax.Array, model: Callable[..., Any],
     mc_se : numpy.ndarray
         ``[item]``: Monte Carlo standard error of ``elpd`` (delta method on the mean density).
 
-    Shapes: ``posterior[site] [chain, draw, ...]``, ``data[item_index] [trial]`` -> ``([item],
-    [item])``.
+    Shapes: ``posterior[site] [chain, draw, ...]``, ``data[item_index] [trial]`` ->
+    ``([item], [item])``.
     """
     from pragmodels.inference import compile_cache
     from pragmodels.inference.compile_cache import split_data
@@ -346,8 +334,8 @@ def fit_fold(rng_key: int, model: Callable[..., Any], data: Mapping[str, Any], t
     FoldResult
         ``elpd [test_item]`` in the order of ``test_items``.
 
-    Shapes: ``data`` as :func:`subset_items`; ``test_items [held_out_item]`` -> ``FoldResult.elpd
-    [held_out_item]``.
+    Shapes: ``data`` as :func:`subset_items`; ``test_items [held_out_item]`` ->
+    ``FoldResult.elpd [held_out_item]``.
     """
     from pragmodels.inference.fitting import fit
 
