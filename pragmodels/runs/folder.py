@@ -1,7 +1,8 @@
 """Run folders: staged aside, locked, swapped in whole, described by a manifest (``run.json``).
 
-Layering: imports the standard library, :mod:`pragmodels.errors` and :mod:`pragmodels.io.atomic`
-(staging folders, the swap, leftovers of killed runs); never imports a study or JAX.
+Layering: imports the standard library, :mod:`pragmodels.errors`, :mod:`pragmodels.io.atomic`
+(staging folders, the swap, leftovers of killed runs) and :mod:`pragmodels.io.checksums` (the
+config's sha256); never imports a study or JAX.
 
 A config ``fits/<name>.json`` runs into ``fits/<name>/<mode>/`` (:func:`run_folder`; ``mode`` is
 ``quick`` or ``full``). :func:`open_run` takes the folder's lock (:func:`lock_folder`), writes the
@@ -33,7 +34,6 @@ from typing import TYPE_CHECKING, Any
 
 from pragmodels.errors import PragmodelsError
 from pragmodels.io.atomic import remove_stale_folders, staging_folder, swap_in_folder
-from pragmodels.validation import check_one_of
 from pragmodels.io.checksums import sha256_file
 
 if TYPE_CHECKING:
@@ -87,7 +87,8 @@ def run_folder(config_path: str | os.PathLike, mode: str, out: str | os.PathLike
     ValueError
         ``mode`` is not one of :data:`MODES`.
     """
-    check_one_of("mode", mode, MODES)
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}; got {mode!r}.")
     return Path(out) if out else Path(config_path).with_suffix("") / mode
 
 
@@ -374,7 +375,8 @@ def open_run(final: str | os.PathLike, *, mode: str, entry_point: str, config: d
     RunError
         ``final`` cannot be written, or holds a run of the other mode.
     """
-    check_one_of("mode", mode, MODES)
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}; got {mode!r}.")
     final = check_writable(final)
     log = log or (lambda msg: print(msg, flush=True))
     config_sha256 = None
