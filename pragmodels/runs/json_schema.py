@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from pragmodels.io.atomic import write_aside
 from pragmodels.runs.schema import StudyConfig
 
 __all__ = ['json_schema', 'schema_texts', 'write_schemas', 'SCHEMA_FILES']
@@ -94,12 +95,11 @@ def write_schemas(folder: str | os.PathLike[str], fits: str | os.PathLike[str] |
     list of Path
         The files written.
     """
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    written = []
-    for name, text in schema_texts(fits).items():
-        (folder / name).write_text(text)
-        written.append(folder / name)
+    texts = schema_texts(fits)
+    written = [Path(folder) / name for name in texts]
+    with write_aside(*written) as tmps:  # all of them or none (pragmodels.io.atomic)
+        for tmp, text in zip(tmps, texts.values()):
+            tmp.write_text(text)
     return written
 
 
