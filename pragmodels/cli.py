@@ -1,27 +1,18 @@
-"""Command line.
+"""Command line: ``pragmodels run``, ``pragmodels tables`` and ``pragmodels lm score``.
 
-- ``pragmodels run CONFIG [--quick] [--out DIR]``: run a config from ``fits/`` and write its run
-  folder (``fits/<config name>/quick|full/``; :mod:`pragmodels.runs.folder`). A config with a
-  ``"study": "path/to/module.py:function"`` key runs that study (:func:`pragmodels.runs.study.run_study`);
-  any other config is a single fit (:func:`pragmodels.runs.fit_config.run_config`). Every study runs this
-  way: there is no subcommand per study.
-- ``pragmodels tables STUDY --out FILE.csv``: a study's reproduction tables, from the
-  ``"tables"`` entry point its config names; ``STUDY`` is a config path or a study's name, the
-  stem of ``fits/<name>.json`` looked up from the current directory up to the repository root,
-  e.g. ``pragmodels tables social_meaning`` (``social-meaning`` is accepted as an alias).
-- ``pragmodels lm score PROMPTS.jsonl --model smollm2 --out scores.csv``: score a prompt file
-  against a language model (in process, or an OpenAI-compatible server) through the score cache,
-  and write a table with a provenance sidecar (:mod:`pragmodels.lm.score_file`).
+- ``pragmodels run CONFIG [--quick] [--out DIR]``: a config with a ``"study"`` entry point runs
+  that study (:func:`pragmodels.runs.study.run_study`), any other config is a single fit
+  (:func:`pragmodels.runs.fit_config.run_config`); either writes ``fits/<name>/quick|full/``.
+- ``pragmodels tables STUDY --out FILE.csv``: a study's reproduction tables (its ``"tables"``
+  entry point; ``STUDY`` a config path or the stem of ``fits/<name>.json``).
+- ``pragmodels lm score PROMPTS.jsonl --model smollm2 --out scores.csv``: :mod:`pragmodels.lm.score_file`.
 
-Every config is validated before any work starts (:mod:`pragmodels.runs.schema`). Every
-failure is one line on stderr, ``pragmodels: error: ...``, naming the file, the key or the value;
-``--debug`` prints the traceback as well. Exit status: 0 done, 1 the run itself failed, 2 a config,
-an input, the data or the run folder cannot be used, 128+N stopped by signal N.
+Every failure is one line on stderr, ``pragmodels: error: ...`` (``--debug`` adds the traceback);
+exit status 0 done, 1 the run failed, 2 a config, input, data or run folder cannot be used, 128+N
+stopped by signal N. The docs page *Running studies and sweeps* describes each command.
 
-Layering: imports :mod:`pragmodels.errors`, and :mod:`pragmodels.lm.llamacpp` for its defaults when
-the parser is built (``llama_cpp`` is not imported); :mod:`pragmodels.runs.fit_config`,
-:mod:`pragmodels.runs.study` and :mod:`pragmodels.lm.score_file` lazily; never a study (studies are
-loaded from the file their config names).
+Layering: imports :mod:`pragmodels.errors` and :mod:`pragmodels.lm.llamacpp` for its defaults (not
+``llama_cpp``); the runners and :mod:`pragmodels.lm.score_file` lazily; never a study.
 """
 
 from __future__ import annotations

@@ -2,29 +2,15 @@
 
 Layering: the standard library only; any module may import it.
 
-Each subclasses the built-in exception it would otherwise have been, so ``except ValueError``
-keeps working::
-
-    PragmodelsError                       base of all of them
-    ├── ConfigError(ValueError)           a fit or study config cannot be used (pragmodels.runs.schema)
-    ├── RunError(RuntimeError)            a run folder cannot be used (pragmodels.runs.folder)
-    │   └── RunFolderLocked               another run holds the folder
-    ├── FitDiagnosticsError(RuntimeError) fit(strict=True) refused a fit (pragmodels.inference.diagnostics)
-    │   └── FitPostprocessingError        a step after sampling failed (pragmodels.inference.fitting)
-    ├── FitManyError(RuntimeError)        FitManyResult.raise_on_error: some fits failed (pragmodels.inference.fit_many)
-    ├── LMError(RuntimeError)             a language model gave no correct answer (pragmodels.lm.base)
-    │   ├── ModelFileError(FileNotFoundError)  a model file is missing or not GGUF
-    │   ├── ContextLengthError(ValueError)     a prompt does not fit the model's context
-    │   └── ServerError(ConnectionError)       an LM server is down or answered an error
-    ├── ResultFileError(ValueError)       a result file is truncated, damaged or not netCDF (pragmodels.io.errors)
-    │   └── ResultChecksumError           its contents differ from the checksum recorded at save time
-    ├── ResultSaveError(OSError)          a result could not be saved (pragmodels.io.errors)
-    ├── DataIntegrityError(ValueError)    a data file is missing or its sha256 differs (pragmodels.datasets.fetch)
-    ├── DataDownloadError(OSError)        a registered file could not be downloaded (pragmodels.datasets.fetch)
-    └── DataSchemaError(ValueError)       a data file's columns or values are not as registered (pragmodels.datasets.schema)
-
-Only :class:`PragmodelsError` and :class:`ConfigError` are defined here (``ConfigError`` is raised by
-:mod:`pragmodels.runs.schema` and the runners); the others are defined in the modules named above.
+Every exception of the package is a :class:`PragmodelsError` and subclasses the built-in
+exception it would otherwise have been, so ``except ValueError`` keeps working. Only
+:class:`PragmodelsError` and :class:`ConfigError` (a ``ValueError``: a fit or study config cannot
+be used; raised by :mod:`pragmodels.runs.schema` and the runners) are defined here; the others are
+defined where they are raised: :mod:`pragmodels.runs.folder` (``RunError``, ``RunFolderLocked``),
+:mod:`pragmodels.inference.diagnostics`, :mod:`pragmodels.inference.fitting`,
+:mod:`pragmodels.inference.fit_many`, :mod:`pragmodels.lm.base`, :mod:`pragmodels.io.errors`,
+:mod:`pragmodels.datasets.fetch` and :mod:`pragmodels.datasets.schema`. The whole hierarchy is
+drawn on the architecture page of the docs ("Errors").
 """
 
 from __future__ import annotations

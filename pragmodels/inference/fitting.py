@@ -5,21 +5,13 @@ Layering: imports :mod:`pragmodels.params` (one eager trace: priors, dims, obser
 :mod:`pragmodels.inference.multistart`, :mod:`pragmodels.inference.diagnostics`,
 :mod:`pragmodels.inference.provenance`, :mod:`pragmodels.io.netcdf` and ``arviz_base``. Never ``numpyro.sample``.
 
-A model is a plain Python function ``model(**data)``; its latent parameters are best declared
-with :func:`pragmodels.param` (priors and dims recorded, overridable), but any NumPyro model
-works: plain ``numpyro.sample`` latent sites are recorded by their distribution, and every
-observed site gets a fresh posterior predictive draw.
-
-Finished chains are never lost. When a step after sampling fails (the pointwise log-likelihood,
-the posterior or prior predictive draws, the conversion to a DataTree, the diagnostics, the
-provenance), ``fit`` still returns a DataTree holding at least the ``posterior`` and
-``sample_stats`` groups, warns with a :class:`PostprocessingWarning` and records the errors in
-``tree.attrs["postprocessing_error"]`` (JSON, step -> ``"Type: message"``; tracebacks in
-``tree.attrs["postprocessing_traceback"]``); the attribute is absent when every step succeeded.
-With ``strict=True`` such a failure raises :class:`FitPostprocessingError` instead, with the
-partial tree on its ``.tree``. When saving to ``out`` fails, :class:`~pragmodels.io.errors.ResultSaveError`
-is raised (the file asked for was not written, so this is not a warning) with the whole tree on its
-``.tree`` and the error also in ``tree.attrs["save_error"]``.
+:func:`fit` takes any NumPyro model (parameters declared with :func:`pragmodels.param` have their
+priors and dims recorded and can be overridden by name) and returns the posterior, sample
+statistics, pointwise log-likelihood, posterior predictive and observed data. Finished chains are
+never lost: when a step after sampling fails, the result keeps at least the posterior with a
+:class:`PostprocessingWarning` (:class:`FitPostprocessingError` with ``strict=True``), and a failed
+save raises :class:`~pragmodels.io.errors.ResultSaveError` with the tree on it. What a fit holds
+and how it fails: the docs page *Fitting and checking*.
 """
 
 from __future__ import annotations

@@ -5,31 +5,13 @@ Layering: imports ``jax``, ``numpy``, ``numpyro.infer`` / ``numpyro.handlers`` (
 :mod:`pragmodels.model_key` and :mod:`pragmodels.likelihoods.categorical` (its tabulated
 potential); :mod:`pragmodels.inference.fitting` builds on it.
 
-Why: :class:`numpyro.infer.MCMC` recompiles its sampling loop at every ``run`` (``fori_collect``
-hands ``jit`` a fresh closure as a static argument), so a repeat fit of a small model spends
-about 1-1.5 s per warm-up or sampling phase compiling, and each compilation stays in memory.
-Here one program runs initialisation, warm-up and sampling (NumPyro's functional
-:func:`numpyro.infer.hmc.hmc` kernels under one :func:`jax.jit`); it is compiled ahead of time
-once per
-
-- model *structure* (:func:`~pragmodels.model_key.structure_key`: two closures from one factory with equal options
-  share it),
-- static data values (Python ``None``/``bool``/``int``/``float``/``str`` in ``data``, bound into
-  the model),
-- array shapes and dtypes (arrays are traced arguments, never jit constants: XLA would
-  constant-fold large semantics for tens of seconds),
-- sampler settings and chain layout,
-
-and kept in a small LRU cache (:mod:`pragmodels.inference.compile_cache`: ``cache_info``,
-``clear_cache``, ``set_cache_size``).
-Draws match :class:`~numpyro.infer.MCMC` with :class:`~numpyro.infer.NUTS` for the same key:
-the same key splitting, initialisation, adaptation schedule and transitions.
-
-Progress: ``progress_bar=True`` compiles a variant (its own cache entry) whose loop ticks a
-``tqdm`` bar from a host callback every 5% of the iterations; without it the program has no
-callback at all (so it also stays eligible for JAX's persistent compilation cache). Warm-up and
-sampling run in one program, so :class:`NutsRun` reports ``compile_s`` and ``run_s`` (the two
-phases together), not per-phase times.
+One program runs initialisation, warm-up and sampling (NumPyro's functional
+:func:`numpyro.infer.hmc.hmc` kernels under one :func:`jax.jit`), compiled ahead of time once per
+model structure, static data values, array shapes and dtypes, sampler settings and chain layout,
+and kept in :mod:`pragmodels.inference.compile_cache` (``MCMC`` recompiles at every ``run``);
+draws match ``MCMC`` with ``NUTS`` for the same key. :func:`run_nuts` runs it and returns a
+:class:`NutsRun` (draws, compile and run times); :func:`as_rng_key` normalises seeds. Why, what
+keys a program, and the progress-bar variant: the docs page *Fitting and checking* ("Speed").
 """
 
 

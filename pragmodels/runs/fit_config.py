@@ -4,22 +4,14 @@ Layering: imports :mod:`pragmodels.inference.fitting`, :mod:`pragmodels.rsa_mode
 :mod:`pragmodels.simulate`, :mod:`pragmodels.priors`, :mod:`pragmodels.io.netcdf`,
 :mod:`pragmodels.runs.schema`, :mod:`pragmodels.runs.entry_points` and :mod:`pragmodels.runs.folder`.
 
-A config names a model factory from :mod:`pragmodels.rsa_models` and its options, declarative
-priors, the data (a simulator from :mod:`pragmodels.simulate` with its arguments), sampler
-settings, a seed and optionally the simulated ``truth``. Outputs land in ``fits/<name>/<mode>/``
-(``quick`` or ``full``; :func:`pragmodels.runs.folder.run_folder`): ``posterior.nc`` (netCDF DataTree),
-``summary.csv`` (arviz-stats ``summary``), ``config.json`` (the config as run), ``run.json``
-(the manifest, :mod:`pragmodels.runs.folder`) and ``report.md`` (rendered from the manifest and the
-saved files by :func:`render_report`). The folder is written aside and swapped in only when all
-of them exist, so they appear together or not at all, and a failed run leaves an earlier one
-intact.
-
-The config is validated against :class:`FitConfig` (pydantic; ``docs/configs.md``,
-``schemas/fit_config.schema.json``) before anything is fitted or written, in quick mode too:
-unknown keys at any level, values of the wrong type or out of range, and then, by one cheap trace
-of the model, ``priors`` and ``truth`` names the model does not have are errors
-(:class:`~pragmodels.errors.ConfigError`) naming the file, the key and the value. The run folder
-is checked to be writable before the fit (:func:`pragmodels.runs.folder.check_writable`).
+A config names a model factory of :mod:`pragmodels.rsa_models` with its options, declarative
+priors, the data (a simulator of :mod:`pragmodels.simulate`), sampler settings, a seed and
+optionally the simulated ``truth``. :func:`load_config` validates it against :class:`FitConfig`;
+:func:`run_config` checks by one cheap trace that ``priors`` and ``truth`` name the model's
+parameters before anything is fitted or written, then fits it into ``fits/<name>/<mode>/``
+(``posterior.nc``, ``summary.csv``, ``config.json``, ``run.json``, ``report.md``, swapped in
+together); :func:`render_report` writes the report from the manifest. The keys:
+``docs/configs.md``; the outputs: the docs page *Running studies and sweeps* ("A single-fit config").
 """
 
 from __future__ import annotations

@@ -1,28 +1,17 @@
 """Config schemas: what a study config and its sampler settings may hold, and one-line errors.
 
 Layering: the standard library, ``pydantic`` and :mod:`pragmodels.errors` only (no JAX), so that
-:mod:`pragmodels.runs.study` can validate a study config before anything starts. The single-fit config, whose schema needs the
-model factories, simulators and prior families, is :class:`pragmodels.runs.fit_config.FitConfig`; it is
-built from the pieces here.
+:mod:`pragmodels.runs.study` can validate a study config before anything starts. The single-fit
+config, whose schema needs the model factories, simulators and prior families, is
+:class:`pragmodels.runs.fit_config.FitConfig`, built from the pieces here.
 
-Every config is checked before any work starts: an unknown key at any level, a value of the
-wrong type (``"seed": "abc"``, ``"seed": 20261130.9``) or out of range (``"target_accept": 1.5``)
-is a :class:`~pragmodels.errors.ConfigError` whose one-line message names the file, the key and
-the value, and suggests the nearest valid key::
-
-    fit config fits/x.json: `prior`: unknown key; did you mean `priors`?
-    fit config fits/x.json: `sampler.target_accept` = 1.5: must be less than 1
-
-Values are checked strictly (JSON types are not coerced: ``"7"`` is not an integer, ``7.0`` is
-not one either, ``true`` is not a number). ``docs/configs.md`` describes the keys; the JSON
-Schema files in ``schemas/`` (written by ``python -m pragmodels.runs.json_schema``, checked by a
-test to be up to date) let an editor complete and check a config: add ``"$schema":
-"../schemas/fit_config.schema.json"`` to it, or map ``fits/*.json`` in the editor's settings.
-
-A study may extend :class:`StudyConfig` with its own keys: if the module that holds its entry
-point defines ``Config``, a subclass of :class:`StudyConfig`, the whole config is validated
-against it (:func:`pragmodels.runs.study.load_study_config`); otherwise against :class:`StudyConfig`
-itself, which allows no study-specific key.
+:class:`StudyConfig` and :class:`SamplerSettings` are strict pydantic models: an unknown key at
+any level, a value of the wrong type or out of range is a :class:`~pragmodels.errors.ConfigError`
+whose one-line message names the file, the key and the value and suggests the nearest valid key
+(JSON types are not coerced). A study extends :class:`StudyConfig` with its own keys by defining
+``Config`` in its entry point's module; :func:`validate_config` checks a config against a schema.
+The keys: ``docs/configs.md``; validation, the JSON Schema files and editors: the docs page
+*Running studies and sweeps* ("Configs").
 """
 
 
