@@ -5,17 +5,12 @@ Layering: imports :mod:`pragmodels.inference.nuts` (its single-chain program),
 :mod:`pragmodels.inference.diagnostics`, :mod:`pragmodels.inference.fitting` (the checks and the DataTree
 of one fit) and :mod:`pragmodels.inference.provenance` (its attributes, as ``fit`` records them).
 
-How a GPU user fits 12 conditions at once: the sampler's single-chain program is ``vmap``-ed over
-chains *and* over data sets, so one compilation and one device launch serve every data set. Each
-data set keeps its own chains, step-size and mass-matrix adaptation, so its posterior is exactly
-that of a separate fit (the draws differ only through the random keys).
-
-Data sets of one model often differ in size (e.g. invalid LLM responses dropped). The arrays
-named in ``pad`` (per-trial arrays, padded along their first axis) are padded to the largest
-data set with their first value, and every observed site whose last batch axis has the padded
-length is masked (:class:`_PadMask`): padded trials contribute nothing to the likelihood, and are
-cut off again from the pointwise log-likelihood, the posterior predictive and the observed data
-before each data set gets its own DataTree. The other arrays must have equal shapes.
+:func:`fit_batched` ``vmap``-s the single-chain program over chains and data sets, so one
+compilation and one device launch serve every data set (how a GPU user fits 12 conditions at
+once); each data set keeps its own chains and adaptation, so its posterior is that of a separate
+fit. Data sets of different sizes are padded along the arrays named in ``pad`` and the padded
+trials masked out of the likelihood and cut from each data set's DataTree. In full: the docs page
+*Fitting and checking* ("Several data sets in one compiled run").
 """
 
 from __future__ import annotations
