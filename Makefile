@@ -5,7 +5,7 @@ PYTHON_BOOT := $(shell scripts/find_python.sh)
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: run run-quick test test-all bench install notebook test-hf
+.PHONY: run run-quick test test-all bench install notebook test-hf docs
 
 $(VENV)/.installed: pyproject.toml
 	@test -n "$(PYTHON_BOOT)" || { scripts/find_python.sh; exit 1; }
@@ -13,7 +13,7 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e ".[dev,benchmarks]"
 	scripts/install_lm.sh $(PY)
-	$(PY) -m pip install --quiet -e ".[dev,benchmarks,lm]"
+	$(PY) -m pip install --quiet -e ".[dev,benchmarks,lm,docs]"
 	touch $@
 
 install: $(VENV)/.installed
@@ -39,7 +39,12 @@ run: install
 run-quick: install
 	PRAGMODELS_DATA_DIR=$${PRAGMODELS_DATA_DIR:-../shared/data} $(VENV)/bin/pragmodels run fits/social_meaning.json --quick
 
-test: install
+# the docs site (Sphinx; docs/_build/html), warnings as errors; the API pages are generated anew each time
+docs: install
+	rm -rf docs/api/generated
+	$(VENV)/bin/sphinx-build -W --keep-going -q -b html docs docs/_build/html
+
+test: install docs
 	$(VENV)/bin/mypy pragmodels
 	PRAGMODELS_DATA_DIR=$${PRAGMODELS_DATA_DIR:-../shared/data} $(PY) -m pytest -q -m "not slow" tests
 
