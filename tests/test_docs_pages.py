@@ -46,6 +46,15 @@ def pages() -> list[Path]:
     return [README, *[p for p in found if python_blocks(p)]]
 
 
+def tier_marks(path: Path) -> list[pytest.MarkDecorator]:
+    """The tiers of tests/conftest.py that a page's code falls in, read from the code that runs."""
+    code = "\n".join(b.code for b in python_blocks(path) if not b.skip)
+    kinds = {"nuts": r"\bfit\(|\bfit_many\(|\bfit_batched\(|\bfit_fold\(",
+             "lm": r"LlamaCppLM|TransformersLM|OpenAICompatibleLM|smollm2_path|gemma3_path",
+             "subprocess": r"executor=(?!\"sequential\")|subprocess|\bClient\("}
+    return [getattr(pytest.mark, kind) for kind, pattern in kinds.items() if re.search(pattern, code)]
+
+
 def run_page(path: Path, tmp_path: Path) -> tuple[dict, list[warnings.WarningMessage]]:
     """Run the page's blocks in order in ``tmp_path``; return the namespace and every warning."""
     rel = path.relative_to(ROOT)
@@ -72,7 +81,7 @@ def no_warnings(rel: Path, caught: list[warnings.WarningMessage]) -> None:
     assert not shown, f"{rel}'s code warns; fix the example or explain the warning on the page:\n" + "\n".join(shown)
 
 
-@pytest.mark.parametrize("path", pages(), ids=lambda p: str(p.relative_to(ROOT)))
+@pytest.mark.parametrize("path", [pytest.param(p, marks=tier_marks(p), id=str(p.relative_to(ROOT))) for p in pages()])
 def test_page_code_runs_clean(path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     ns, caught = run_page(path, tmp_path)
     rel = path.relative_to(ROOT)
