@@ -35,6 +35,7 @@ from typing import Any, Literal, TypeGuard
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import numpyro
 import numpyro.distributions as dist
 from jax.typing import ArrayLike
@@ -48,6 +49,9 @@ __all__ = [
     "scaled_param",
     "deterministic",
     "group_effect",
+    "sum_to_zero_effect",
+    "sum_to_zero_basis",
+    "ordinal_cutpoints",
     "with_priors",
     "inspect_model",
     "ModelInfo",
@@ -283,6 +287,138 @@ def group_effect(name: str, *, dim: str, size: int, loc: Prior | Mapping[str, An
                     jnp.broadcast_to(jnp.asarray(sigma, jnp.float32), (size,))).to_event(1)
     x = numpyro.sample(site, d, infer={INFER_KEY: {"hierarchical": given, "dims": (dim,)}})
     return x if site == name else deterministic(name, fn(x), dims={dim: size})
+
+
+def sum_to_zero_basis(n: int) -> np.ndarray:
+    """An orthonormal basis of the vectors of length ``n`` that sum to zero (Helmert contrasts).
+
+    ``Q Qᵀ = I − 11ᵀ / n``, so ``Q z`` with ``z ~ N(0, τ² I_{n−1})`` has the distribution of
+    ``x − x̄`` with ``x ~ N(0, τ² I_n)``: :func:`sum_to_zero_effect` samples a centred effect on it.
+
+    Parameters
+    ----------
+    n : int
+        The length of the vectors (at least 2).
+
+    Returns
+    -------
+    numpy.ndarray
+        Shapes: ``[n, n − 1]``; column ``k − 1`` contrasts the first ``k`` entries with entry ``k``.
+    """
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 2:
+        raise ValueError(f"sum_to_zero_basis: n = {n!r}; expected an int >= 2.")
+    q = np.zeros((n, n - 1))
+    for k in range(1, n):
+        q[:k, k - 1] = 1.0 / np.sqrt(k * (k + 1))
+        q[k, k - 1] = -k / np.sqrt(k * (k + 1))
+    return q
+
+
+def sum_to_zero_effect(name: str, scale: ArrayLike, *, dim: str, size: int, dims: Mapping[str, int] | None = None,
+                       centred: bool = False, scale_name: str = "scale", unit: ArrayLike | None = None,
+                       unit_name: str | None = None, site: str | None = None) -> jax.Array:
+    """A group effect that sums to zero over its groups: ``name[g] ~ x[g] − x̄``, ``x[g] ~ N(0, scale)``.
+
+    With a level elsewhere in the model, the effects then carry no common shift (no ridge between
+    the level and their mean). The same prior, two parametrisations for the sampler:
+
+    - ``centred=False`` (default): ``{name}_raw ~ Normal(0, 1)`` (dims ``{dim: size, **dims}``) and
+      ``name = (raw − mean over dim) * scale``: for groups the data say little about;
+    - ``centred=True``: the ``size − 1`` Helmert contrasts (:func:`sum_to_zero_basis`) are sampled,
+      ``z ~ Normal(0, scale)`` as ``{name}_contrast`` (dims ``{dim}_contrast`` and ``dims``; recorded
+      as hierarchical, :attr:`ModelInfo.hierarchical`), and ``name = Q z``: for groups the data
+      pin each. With ``unit`` (e.g. the response noise), ``z`` is sampled in units of it
+      (``Normal(0, scale / unit)``; default site ``{name}_contrast_units``) and ``name = Q (z * unit)``.
+
+    ``name`` is recorded as a deterministic with dims ``{dim: size, **dims}``.
+
+    Parameters
+    ----------
+    name : str
+        The effect's site name.
+    scale : array_like
+        Its scale (a value computed in the model, e.g. a sampled group scale).
+    dim : str
+        The groups' dim (the effects sum to zero over it: the first axis).
+    size : int
+        The number of groups (at least 2).
+    dims : dict, optional
+        Further dims after ``dim`` (e.g. ``{"attribute": 6}``: one effect per group and attribute).
+    centred : bool
+        Sample the contrasts (True) or the raw standard normals (False).
+    scale_name : str
+        How ``scale`` reads in the hierarchical record, ``"Normal(loc=0, scale=<scale_name>)"``.
+    unit : array_like, optional
+        Sample the centred contrasts in units of this (broadcast like ``scale``).
+    unit_name : str, optional
+        How ``unit`` reads in the record (``"scale / unit"`` when None).
+    site : str, optional
+        The sampled site's name (default ``{name}_raw``, ``{name}_contrast`` or ``{name}_contrast_units``).
+
+    Returns
+    -------
+    jax.Array
+        Shapes: ``scale`` and ``unit`` broadcasting to ``[*dims]`` -> ``[dim, *dims]``, summing to
+        zero over the first axis.
+    """
+    extra = dict(dims or {})
+    _dims(name, {dim: size, **extra})
+    if size < 2:
+        raise ValueError(f"sum_to_zero_effect {name!r}: size = {size}; a sum-to-zero effect needs at least 2 groups.")
+    full = {dim: size, **extra}
+    if not centred:
+        raw = jnp.asarray(param(site or f"{name}_raw", STANDARD_NORMAL, dims=full))
+        return deterministic(name, (raw - raw.mean(0)) * scale, dims=full)
+    shape = (size - 1, *extra.values())
+    basis = jnp.asarray(sum_to_zero_basis(size), jnp.float32)  # [dim, contrast]
+    u = jnp.ones(()) if unit is None else unit
+    given = scale_name if unit is None else f"{scale_name} / {unit_name or 'unit'}"
+    d = dist.Normal(jnp.zeros(shape), jnp.broadcast_to(scale / u, shape)).to_event(len(shape))
+    z = numpyro.sample(site or (f"{name}_contrast" if unit is None else f"{name}_contrast_units"), d,
+                       infer={INFER_KEY: {"hierarchical": f"Normal(loc=0, scale={given})",
+                                          "dims": (f"{dim}_contrast", *extra)}})
+    return deterministic(name, jnp.tensordot(basis, z * u, axes=1), dims=full)
+
+
+def ordinal_cutpoints(name: str, gap_prior: Prior | Mapping[str, Any], *, n_categories: int, low: float,
+                      high: float, dims: Mapping[str, int] | None = None, gap_dim: str = "gap") -> jax.Array:
+    """Cutpoints of an ordinal scale whose outer two are fixed and whose inner ones are free.
+
+    The first cutpoint is ``low``, the last ``high`` (e.g. 1.5 and 6.5 on a 1-7 rating scale, which
+    fixes the latent scale's location and unit); the ``n_categories − 3`` between them sit at the
+    cumulative shares of ``n_categories − 2`` positive gaps, sampled as ``name`` from ``gap_prior``
+    (Gamma gaps normalised: a Dirichlet simplex). Nothing is recorded but the gaps: record the
+    cutpoints with :func:`deterministic` where the model wants them.
+
+    Parameters
+    ----------
+    name : str
+        The gaps' site name.
+    gap_prior : Prior or dict
+        The gaps' prior (positive support, e.g. ``Prior("Gamma", concentration=4.0, rate=1.0)``).
+    n_categories : int
+        Categories of the scale (at least 3).
+    low, high : float
+        The first and the last cutpoint, ``low < high``.
+    dims : dict, optional
+        Further dims, one set of cutpoints each (e.g. ``{"attribute": 6}``).
+    gap_dim : str
+        The gaps' dim.
+
+    Returns
+    -------
+    jax.Array
+        Shapes: ``[*dims, n_categories − 1]``, increasing along the last axis.
+    """
+    if isinstance(n_categories, bool) or not isinstance(n_categories, (int, np.integer)) or n_categories < 3:
+        raise ValueError(f"ordinal_cutpoints {name!r}: n_categories = {n_categories!r}; expected an int >= 3.")
+    if not low < high:
+        raise ValueError(f"ordinal_cutpoints {name!r}: low = {low!r} must be below high = {high!r}.")
+    extra = dict(dims or {})
+    gaps = jnp.asarray(param(name, gap_prior, dims={gap_dim: n_categories - 2, **extra}))  # [gap, *dims]
+    w = jnp.cumsum(gaps, 0) / gaps.sum(0)  # the last row is 1
+    cut = jnp.concatenate([jnp.zeros((1, *extra.values()), w.dtype), w], 0)  # [cutpoint, *dims], 0 .. 1
+    return jnp.moveaxis(cut, 0, -1) * (high - low) + low
 
 
 def _describe(hyper: str, spec: Any) -> str:

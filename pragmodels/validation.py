@@ -3,17 +3,19 @@
 Layering: imports ``numpy`` and ``jax`` only. Inside ``jit``/``grad`` the values are tracers and
 only shapes are checked; called with NumPy or JAX arrays (as :func:`pragmodels.fit` traces a
 model once before sampling) the values are checked too. Every error names the function, the
-argument, the first offending index and value, and what was expected.
+argument, the first offending index and value, and what was expected. :func:`check_one_of` is the
+one "must be one of" check of a setting (the library's and the studies').
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TypeVar, cast
 
 import jax
 import numpy as np
 
-__all__ = ["concrete", "check_values", "check_shape", "check_int", "check_index", "bad_index"]
+__all__ = ["concrete", "check_values", "check_shape", "check_int", "check_index", "bad_index", "check_one_of"]
 
 
 def concrete(x: object) -> np.ndarray | None:
@@ -145,3 +147,30 @@ def check_index(fn: str, name: str, x: object, size: int) -> None:
         i = tuple(int(k) for k in np.argwhere(bad)[0]) if arr.ndim else ()
         raise ValueError(f"{fn}: {name}{list(i) if arr.ndim else ''} = {arr[i].item()!r}; expected an integer "
                          f"{name} index in 0..{size - 1}.")
+
+
+T = TypeVar("T")
+
+
+def check_one_of(name: str, value: object, choices: Sequence[T]) -> T:
+    """``value`` if it is one of ``choices``, else a ``ValueError`` naming the setting, the value and
+    the choices: ``"chain_method must be one of ('parallel', ...); got 'paralel'."``
+
+    Parameters
+    ----------
+    name : str
+        The setting, as the caller's signature or config names it.
+    value : object
+        The value given.
+    choices : sequence
+        The allowed values (shown as they print: a tuple or a list).
+
+    Returns
+    -------
+    object
+        ``value``, now known to be one of ``choices``.
+    """
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {choices}; got {value!r}.")
+    return cast(T, value)
+

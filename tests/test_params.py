@@ -43,6 +43,7 @@ def test_prior_specs_are_validated_hashable_and_round_trip():
         pm.Prior("Normal", loc=True, scale=1)
 
 
+@pytest.mark.subprocess
 def test_importing_pragmodels_changes_no_global_state():
     code = ("import os; import pragmodels, pragmodels.rsa_models, pragmodels.inference.fitting; "
             "from jax._src import xla_bridge; import jax; "
@@ -113,6 +114,7 @@ def test_recorded_priors_are_what_was_sampled():
     assert info.dims["cost_weight"] == ["cost_term"] and info.dims["cost"] == ["utterance"]
 
 
+@pytest.mark.nuts
 def test_fit_overrides_priors_fixes_parameters_and_records_them():
     data = _speaker_data()
     new = pm.Prior("LogNormal", loc=1.0, scale=0.3)
@@ -235,6 +237,7 @@ def plain_model(x, y=None):
         numpyro.sample("y", dist.Normal(b * x, 0.5), obs=y)
 
 
+@pytest.mark.nuts
 def test_posterior_predictive_of_a_plain_numpyro_model_is_a_fresh_draw():
     """Before: NumPyro's Predictive returned y itself in every draw. Each predictive draw is
     b x + N(0, 0.5); its spread around the observations must be that noise, so the mean
@@ -265,6 +268,7 @@ def two_site_model(sem, n_prod, n_comp, prod=None, comp=None):
                                  lapse=lapse)
 
 
+@pytest.mark.nuts
 def test_loo_of_a_model_with_two_observation_sites():
     from arviz_stats import loo as az_loo
 
@@ -297,6 +301,7 @@ def test_a_plain_numpyro_site_can_be_given_another_prior():
         _trace(pm.with_priors(plain_model, {"b": 1.0}), x=np.ones(3))
 
 
+@pytest.mark.nuts
 def test_fit_warns_and_records_when_chains_run_otherwise_than_asked():
     """A prime number of chains larger than the device count cannot be split evenly over the
     devices (conftest asks for one per core), so an explicit chain_method='parallel' runs them
@@ -313,6 +318,7 @@ def test_fit_warns_and_records_when_chains_run_otherwise_than_asked():
     assert s["chain_method"] == "vectorized" and s["chain_method_requested"] == "parallel"
 
 
+@pytest.mark.nuts
 def test_nan_diagnostics_of_sampled_sites_are_a_failure():
     """Issue 9, finding 9: one draw per chain gives NaN ESS; that used to pass as diagnostics_ok=1.
     A latent site whose chain never moved fails too; a constant deterministic does not."""
@@ -332,3 +338,70 @@ def test_nan_diagnostics_of_sampled_sites_are_a_failure():
     assert not bad.ok and "['stuck']" in bad.problems[0]
     good = diagnostics.diagnose(tree, emit=False, latent=["fine"])  # fixed_cost is deterministic
     assert good.ok, good.problems
+
+
+# ------------------------------------------------------------------ sum-to-zero effects, ordinal cutpoints
+def test_the_helmert_basis_is_orthonormal_and_spans_the_sum_to_zero_vectors():
+    from pragmodels.params import sum_to_zero_basis
+
+    for n in (2, 3, 6):
+        q = sum_to_zero_basis(n)
+        assert q.shape == (n, n - 1)
+        np.testing.assert_allclose(q.T @ q, np.eye(n - 1), atol=1e-12)
+        np.testing.assert_allclose(q @ q.T, np.eye(n) - 1 / n, atol=1e-12)
+        np.testing.assert_allclose(q.sum(0), 0.0, atol=1e-12)
+    with pytest.raises(ValueError, match="n = 1; expected an int >= 2"):
+        sum_to_zero_basis(1)
+
+
+def test_sum_to_zero_effects_centred_and_not_have_the_same_prior():
+    """Both parametrisations give the effect the covariance ``τ² (I − 11ᵀ/n)`` over groups at fixed
+    ``τ`` (20,000 prior draws each: the SE of a variance is 1% of it; tolerance 5% of τ²), and
+    every draw sums to zero; with ``unit`` the centred contrasts are sampled in units of it and the
+    effect's prior is unchanged."""
+    from numpyro.infer import Predictive
+
+    from pragmodels.params import sum_to_zero_effect
+
+    tau = jnp.array([0.3, 0.8, 1.5])
+    unit = jnp.array([0.5, 2.0, 1.0])
+    cases = [dict(centred=False), dict(centred=True), dict(centred=True, unit=unit, unit_name="noise")]
+    for kw in cases:
+        def model():
+            sum_to_zero_effect("zeta", tau, dim="group", size=5, dims={"attribute": 3}, scale_name="tau", **kw)
+
+        zeta = np.asarray(Predictive(model, num_samples=20_000, parallel=True)(jax.random.key(1))["zeta"])
+        assert zeta.shape == (20_000, 5, 3)
+        np.testing.assert_allclose(zeta.sum(1), 0.0, atol=1e-4)
+        cov = np.einsum("nsa,nta->ast", zeta, zeta) / zeta.shape[0] / np.asarray(tau)[:, None, None] ** 2
+        np.testing.assert_allclose(cov, np.broadcast_to(np.eye(5) - 1 / 5, cov.shape), atol=0.05)
+    tr = _trace(lambda: sum_to_zero_effect("zeta", tau, dim="group", size=5, dims={"attribute": 3}))
+    assert tr["zeta_raw"]["value"].shape == (5, 3) and "zeta_contrast" not in tr
+    info = pm.inspect_model(lambda: sum_to_zero_effect("zeta", tau, dim="group", size=5, dims={"attribute": 3},
+                                                       centred=True, scale_name="tau", unit=unit, unit_name="noise"), {})
+    assert info.dims["zeta_contrast_units"] == ["group_contrast", "attribute"]
+    assert info.dims["zeta"] == ["group", "attribute"]
+    assert info.hierarchical["zeta_contrast_units"] == "Normal(loc=0, scale=tau / noise)"
+    with pytest.raises(ValueError, match="at least 2 groups"):
+        _trace(lambda: sum_to_zero_effect("zeta", 1.0, dim="group", size=1))
+
+
+def test_ordinal_cutpoints_have_fixed_ends_and_free_increasing_interiors():
+    from pragmodels.params import ordinal_cutpoints
+
+    gap = pm.Prior("Gamma", concentration=4.0, rate=1.0)
+    for seed in range(5):
+        tr = handlers.trace(handlers.seed(lambda: numpyro.deterministic(
+            "cut", ordinal_cutpoints("cut_gap", gap, n_categories=7, low=1.5, high=6.5, dims={"attribute": 4})),
+            seed)).get_trace()
+        cut = np.asarray(tr["cut"]["value"])
+        assert cut.shape == (4, 6) and tr["cut_gap"]["value"].shape == (5, 4)
+        np.testing.assert_allclose(cut[:, 0], 1.5) and np.testing.assert_allclose(cut[:, -1], 6.5, rtol=1e-6)
+        assert (np.diff(cut, axis=-1) > 0).all()
+        gaps = np.asarray(tr["cut_gap"]["value"])  # the interior sits at the gaps' cumulative shares
+        np.testing.assert_allclose(cut[:, 1:-1], (1.5 + 5.0 * np.cumsum(gaps, 0) / gaps.sum(0))[:-1].T, rtol=1e-5)
+    assert _trace(lambda: ordinal_cutpoints("g", gap, n_categories=3, low=0.0, high=1.0))["g"]["value"].shape == (1,)
+    with pytest.raises(ValueError, match="n_categories = 2; expected an int >= 3"):
+        _trace(lambda: ordinal_cutpoints("g", gap, n_categories=2, low=0.0, high=1.0))
+    with pytest.raises(ValueError, match="low = 2.0 must be below high = 1.0"):
+        _trace(lambda: ordinal_cutpoints("g", gap, n_categories=4, low=2.0, high=1.0))

@@ -206,3 +206,13 @@ def test_choice_likelihood_finite_under_a_lapse(log_sem, w, seed):
 
     v, g = jax.value_and_grad(total)(jnp.float32(w))
     assert np.isfinite(float(v)) and np.isfinite(float(g))
+
+
+def test_check_one_of_returns_the_value_or_names_setting_value_and_choices():
+    from pragmodels.validation import check_one_of
+
+    assert check_one_of("init", "median", ("median", "uniform")) == "median"
+    with pytest.raises(ValueError, match=r"^init must be one of \('median', 'uniform'\); got 'medain'\.$"):
+        check_one_of("init", "medain", ("median", "uniform"))
+    with pytest.raises(ValueError, match=r"mode must be one of \['quick', 'full'\]; got None\."):
+        check_one_of("mode", None, ["quick", "full"])

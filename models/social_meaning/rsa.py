@@ -426,13 +426,19 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
-import numpyro
-import numpyro.distributions as dist
 
 from pragmodels import agents
 from pragmodels.likelihoods.categorical import likert_ratings, ordinal_log_probs
 from pragmodels.likelihoods.rater import likert_ratings_by_rater, quadrature
-from pragmodels.params import INFER_KEY, STANDARD_NORMAL, deterministic, group_effect, param, scaled_param
+from pragmodels.params import (
+    deterministic,
+    group_effect,
+    ordinal_cutpoints,
+    param,
+    scaled_param,
+    sum_to_zero_effect,
+)
+from pragmodels.validation import check_one_of
 from pragmodels.priors import Prior
 
 KNOWLEDGE = ("exact", "vague")
@@ -556,24 +562,12 @@ def _cutpoints(n_attr):
     ``noise`` (the typical one) and ``noise_attribute [attribute]`` (module docstring, "Noise per
     attribute")."""
     level = param("level", PRIORS_COMMON["level"], dims={"attribute": n_attr})
-    gaps = param("cut_gap", PRIORS_COMMON["cut_gap"], dims={"gap": N_RATING - 2, "attribute": n_attr})
-    w = jnp.cumsum(gaps, 0) / gaps.sum(0)  # [gap, attribute], last row 1
-    cut = jnp.concatenate([jnp.zeros((1, n_attr)), w], 0).T * (CUT_HIGH - CUT_LOW) + CUT_LOW
+    cut = ordinal_cutpoints("cut_gap", PRIORS_COMMON["cut_gap"], n_categories=N_RATING, low=CUT_LOW, high=CUT_HIGH,
+                            dims={"attribute": n_attr})  # [attribute, 6]
     excess = param("noise_excess", PRIORS_COMMON["noise_excess"], dims={"attribute": n_attr})
     deterministic("noise", NOISE_FLOOR + jnp.exp(jnp.log(excess).mean()))
     noise = deterministic("noise_attribute", NOISE_FLOOR + excess, dims={"attribute": n_attr})
     return deterministic("cutpoints", cut, dims={"attribute": n_attr, "cutpoint": N_RATING - 1}), level, noise
-
-
-def sum_to_zero_basis(n: int) -> np.ndarray:
-    """An orthonormal basis ``[n, n - 1]`` of the vectors that sum to zero (Helmert contrasts):
-    ``Q Qᵀ = I − 11ᵀ / n``, so ``Q z`` with ``z ~ N(0, τ² I)`` has the distribution of
-    ``(x − x̄)`` with ``x ~ N(0, τ² I_n)``."""
-    q = np.zeros((n, n - 1))
-    for k in range(1, n):
-        q[:k, k - 1] = 1.0 / np.sqrt(k * (k + 1))
-        q[k, k - 1] = -k / np.sqrt(k * (k + 1))
-    return q
 
 
 def _random_effects(n_attr, n_scenarios, n_participants, noise=None, zeta_param="non-centred"):
@@ -585,7 +579,7 @@ def _random_effects(n_attr, n_scenarios, n_participants, noise=None, zeta_param=
 
     ``zeta_param="non-centred"`` (the human fits): ``ζ = (z − z̄) τ_a`` with ``z ~ N(0, 1)``
     (``zeta_raw``); ``"centred"`` (the LLM fits): ``ζ = Q z`` with ``z ~ N(0, τ_a)`` on the
-    ``n_scenarios − 1`` Helmert contrasts (``zeta_contrast``; :func:`sum_to_zero_basis`). The two
+    ``n_scenarios − 1`` Helmert contrasts (``zeta_contrast``; :func:`pragmodels.params.sum_to_zero_effect`). The two
     priors on ``ζ`` are the same (module docstring, "Scenario effects", with the measurements).
 
     ``noise [attribute]`` given: ``τ_a``, and the centred contrasts (``zeta_contrast_noise_units``),
@@ -595,20 +589,12 @@ def _random_effects(n_attr, n_scenarios, n_participants, noise=None, zeta_param=
     else:
         tau = scaled_param("tau", PRIORS_COMMON["tau"], unit=noise, unit_name="noise_attribute",
                            site="tau_noise_units", dims={"attribute": n_attr})
-    dims = {"scenario": n_scenarios, "attribute": n_attr}
-    if check_zeta_param(zeta_param) == "centred":
-        # ζ = Q z, z ~ N(0, τ_a) on the n_scenarios - 1 contrasts (module docstring, "Scenario effects")
-        # with ``noise`` (effect_scale="noise") the contrasts too are sampled in units of each attribute's noise
-        basis = jnp.asarray(sum_to_zero_basis(n_scenarios), jnp.float32)  # [scenario, contrast]
-        unit = jnp.ones(n_attr) if noise is None else noise
-        site, given = ("zeta_contrast", "tau") if noise is None else ("zeta_contrast_noise_units", "tau / noise_attribute")
-        d = dist.Normal(jnp.zeros((n_scenarios - 1, n_attr)), jnp.broadcast_to(tau / unit, (n_scenarios - 1, n_attr))).to_event(2)
-        z = numpyro.sample(site, d, infer={INFER_KEY: {"hierarchical": f"Normal(loc=0, scale={given})",
-                                                        "dims": ("scenario_contrast", "attribute")}})
-        zeta = deterministic("zeta", basis @ (z * unit), dims=dims)
-    else:
-        zeta_raw = param("zeta_raw", STANDARD_NORMAL, dims=dims)
-        zeta = deterministic("zeta", (zeta_raw - zeta_raw.mean(0)) * tau, dims=dims)
+    # centred: ζ = Q z, z ~ N(0, τ_a) on the n_scenarios - 1 contrasts, with ``noise`` (effect_scale="noise")
+    # sampled in units of each attribute's noise; non-centred: ζ = (z - z̄) τ_a
+    centred = check_zeta_param(zeta_param) == "centred"
+    zeta = sum_to_zero_effect("zeta", tau, dim="scenario", size=n_scenarios, dims={"attribute": n_attr},
+                              centred=centred, scale_name="tau", unit=noise, unit_name="noise_attribute",
+                              site="zeta_contrast_noise_units" if centred and noise is not None else None)
     if not n_participants:
         return zeta, None
     return zeta, param("sigma_participant", PRIORS_COMMON["sigma_participant"], dims={"attribute": n_attr})
@@ -665,17 +651,9 @@ def check_motive_prior(motive_prior) -> str:
     return motive_prior
 
 
-def _one_of(name: str, value, choices: tuple) -> str:
-    """``value`` if it is one of ``choices``, else a ``ValueError`` naming the setting ``name``,
-    the value and the choices."""
-    if value not in choices:
-        raise ValueError(f"{name} must be one of {choices}; got {value!r}.")
-    return value
-
-
 def check_link(link) -> str:
     """``link`` if it is one of :data:`LINKS`, else a ``ValueError`` naming it."""
-    return _one_of("link", link, LINKS)
+    return check_one_of("link", link, LINKS)
 
 
 #: settings of ``rsa_model(theta_param=...)`` (module docstring, "Scenario knowledge")
@@ -684,7 +662,7 @@ THETA_PARAMS = ("centred", "non-centred")
 
 def check_theta_param(theta_param) -> str:
     """``theta_param`` if it is one of :data:`THETA_PARAMS`, else a ``ValueError`` naming it."""
-    return _one_of("theta_param", theta_param, THETA_PARAMS)
+    return check_one_of("theta_param", theta_param, THETA_PARAMS)
 
 
 #: settings of ``rsa_model(zeta_param=...)`` and ``baseline_model(zeta_param=...)`` (module docstring,
@@ -694,7 +672,7 @@ ZETA_PARAMS = ("non-centred", "centred")
 
 def check_zeta_param(zeta_param) -> str:
     """``zeta_param`` if it is one of :data:`ZETA_PARAMS`, else a ``ValueError`` naming it."""
-    return _one_of("zeta_param", zeta_param, ZETA_PARAMS)
+    return check_one_of("zeta_param", zeta_param, ZETA_PARAMS)
 
 
 #: settings of ``rsa_model(effect_scale=...)`` and ``baseline_model(effect_scale=...)`` (module
@@ -704,7 +682,7 @@ EFFECT_SCALES = ("rating", "noise")
 
 def check_effect_scale(effect_scale) -> str:
     """``effect_scale`` if it is one of :data:`EFFECT_SCALES`, else a ``ValueError`` naming it."""
-    return _one_of("effect_scale", effect_scale, EFFECT_SCALES)
+    return check_one_of("effect_scale", effect_scale, EFFECT_SCALES)
 
 
 def _effects(name, prior, dims, n_attributes, n_scenarios, n_participants, effect_scale, zeta_param="non-centred"):

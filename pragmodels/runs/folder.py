@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from pragmodels.errors import PragmodelsError
 from pragmodels.io.atomic import remove_stale_folders, staging_folder, swap_in_folder
+from pragmodels.validation import check_one_of
 from pragmodels.io.checksums import sha256_file
 
 if TYPE_CHECKING:
@@ -87,8 +88,7 @@ def run_folder(config_path: str | os.PathLike, mode: str, out: str | os.PathLike
     ValueError
         ``mode`` is not one of :data:`MODES`.
     """
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {MODES}; got {mode!r}.")
+    check_one_of("mode", mode, MODES)
     return Path(out) if out else Path(config_path).with_suffix("") / mode
 
 
@@ -375,8 +375,7 @@ def open_run(final: str | os.PathLike, *, mode: str, entry_point: str, config: d
     RunError
         ``final`` cannot be written, or holds a run of the other mode.
     """
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {MODES}; got {mode!r}.")
+    check_one_of("mode", mode, MODES)
     final = check_writable(final)
     log = log or (lambda msg: print(msg, flush=True))
     config_sha256 = None

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from pragmodels.errors import ConfigError
 from pragmodels.runs.entry_points import load_entry_point, read_config
 from pragmodels.runs.folder import MODES, Run, check_writable, open_run, run_folder
+from pragmodels.validation import check_one_of
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -98,8 +99,8 @@ def run_study(config_path: str | os.PathLike, *, mode: str = "full", out: str | 
     """Run the study a config names (``"study": "path.py:function"``) into its run folder.
 
     The config is validated and the entry point resolved (:func:`load_study_config`), and the run
-    folder checked to be writable (:func:`check_writable`), before anything is written; see the
-    module docstring for the entry point's signature. Whatever the entry point raises
+    folder checked to be writable (:func:`check_writable`), before anything is written; the entry
+    point's signature is on the docs page *Running studies and sweeps*. Whatever the entry point raises
     propagates, the previous run folder left as it was.
 
     Parameters
@@ -129,8 +130,7 @@ def run_study(config_path: str | os.PathLike, *, mode: str = "full", out: str | 
     RunError, RunFolderLocked
         As :func:`check_writable` and :func:`open_run`.
     """
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {MODES}; got {mode!r}.")
+    check_one_of("mode", mode, MODES)
     config_path = Path(config_path)
     config, entry = load_study_config(config_path)
     sampler = config["sampler"][mode]
