@@ -17,7 +17,7 @@ from numpyro import handlers
 
 import pragmodels as pm
 from pragmodels import agents
-from pragmodels import likelihoods as lk
+from pragmodels import likelihoods
 from pragmodels.rsa_models import rsa_listener, rsa_listener_by_item
 
 SEM = np.log(np.array([[1.0, 1.0, 0.0], [0.0, 1.0, 1.0], [1.0, 0.0, 1.0], [0.0, 0.0, 1.0]]) + 1e-30)
@@ -131,7 +131,7 @@ def test_undefined_row_under_a_lapse_is_a_uniform_guess_with_or_without_rows():
     utt, choice = np.array([0, 3, 3]), np.array([0, 1, 2])
 
     def per_site(**kw):
-        tr = _trace(lk.listener_choices, name="c", obs=choice, lapse=0.1, **kw)
+        tr = _trace(likelihoods.listener_choices, name="c", obs=choice, lapse=0.1, **kw)
         return np.asarray(tr["c"]["fn"].log_prob(tr["c"]["value"]))
 
     table = per_site(log_listener=log_l, rows=utt)
@@ -200,7 +200,7 @@ def test_choice_likelihood_finite_under_a_lapse(log_sem, w, seed):
 
     def total(lapse):
         log_l = agents.pragmatic_listener(jnp.asarray(log_sem, jnp.float32), 1.5)
-        tr = handlers.trace(handlers.seed(functools.partial(lk.listener_choices, "c"), 0)).get_trace(
+        tr = handlers.trace(handlers.seed(functools.partial(likelihoods.listener_choices, "c"), 0)).get_trace(
             log_l, choice, lapse=lapse, rows=utt)
         return jnp.sum(tr["c"]["fn"].log_prob(tr["c"]["value"]))
 
