@@ -94,7 +94,7 @@ from pragmodels.likelihoods.categorical import choices
 from pragmodels.params import param
 from pragmodels.priors import Prior
 
-__all__ = ["PRIORS", "N_ANNOTATORS", "THRESHOLD", "consensus_log_probs", "literal_listener", "rsa_listener",
+__all__ = ["PRIORS", "N_ANNOTATORS", "THRESHOLD", "consensus_log_probs", "literal_option_listener", "rsa_option_listener",
            "choice_log_probs", "rsa_model", "literal_model", "prior_model", "letter_model", "MODELS"]
 
 #: annotators per item and the agreement an item needed to be kept (the paper's Section 3.7)
@@ -138,7 +138,7 @@ def consensus_log_probs(log_p: ArrayLike) -> jax.Array:
     return log_e - jax.nn.logsumexp(log_e, axis=-1, keepdims=True)
 
 
-def literal_listener(fit: ArrayLike) -> jax.Array:
+def literal_option_listener(fit: ArrayLike) -> jax.Array:
     """``log L0(a | Q, C) = log_softmax(fit)``.
 
     Shapes: ``fit [item, option]`` -> ``[item, option]``.
@@ -146,7 +146,7 @@ def literal_listener(fit: ArrayLike) -> jax.Array:
     return _log_softmax(fit)
 
 
-def rsa_listener(fit: ArrayLike, prior: ArrayLike, alpha: ArrayLike, w: ArrayLike, cost: ArrayLike) -> jax.Array:
+def rsa_option_listener(fit: ArrayLike, prior: ArrayLike, alpha: ArrayLike, w: ArrayLike, cost: ArrayLike) -> jax.Array:
     """``log L1(a | Q, C)`` (see the module docstring).
 
     Shapes: ``fit [item, option]``, ``prior [item, option]``, scalars -> ``[item, option]``.
@@ -166,7 +166,7 @@ def rsa_listener(fit: ArrayLike, prior: ArrayLike, alpha: ArrayLike, w: ArrayLik
     -------
     jax.Array
     """
-    l0 = literal_listener(fit)
+    l0 = literal_option_listener(fit)
     u_q = alpha * l0
     log_s1 = u_q - jnp.logaddexp(u_q, -alpha * cost)
     return _log_softmax(w * _log_softmax(prior) + log_s1)
@@ -205,7 +205,7 @@ def rsa_model(fit: ArrayLike, prior: ArrayLike, letter: ArrayLike, consensus: Ar
     alpha = param("alpha", PRIORS["alpha"])
     w = param("w", PRIORS["w"])
     cost = param("cost", PRIORS["cost"])
-    return _observe(rsa_listener(fit, prior, alpha, w, cost), consensus)
+    return _observe(rsa_option_listener(fit, prior, alpha, w, cost), consensus)
 
 
 def literal_model(fit: ArrayLike, prior: ArrayLike, letter: ArrayLike, consensus: ArrayLike | None = None) -> jax.Array:
@@ -215,7 +215,7 @@ def literal_model(fit: ArrayLike, prior: ArrayLike, letter: ArrayLike, consensus
     """
     _check(fit, prior, letter, consensus)
     beta = param("beta", PRIORS["beta"])
-    return _observe(_log_softmax(beta * literal_listener(fit)), consensus)
+    return _observe(_log_softmax(beta * literal_option_listener(fit)), consensus)
 
 
 def prior_model(fit: ArrayLike, prior: ArrayLike, letter: ArrayLike, consensus: ArrayLike | None = None) -> jax.Array:
@@ -260,9 +260,9 @@ def listener_log_probs(name: str, params: dict[str, ArrayLike], fit: ArrayLike, 
     jax.Array
     """
     if name == "rsa":
-        log_l = rsa_listener(fit, prior, params["alpha"], params["w"], params.get("cost", PRIORS["cost"]))
+        log_l = rsa_option_listener(fit, prior, params["alpha"], params["w"], params.get("cost", PRIORS["cost"]))
     elif name == "literal":
-        log_l = _log_softmax(params["beta"] * literal_listener(fit))
+        log_l = _log_softmax(params["beta"] * literal_option_listener(fit))
     elif name == "prior":
         log_l = _log_softmax(params["w"] * _log_softmax(prior))
     elif name == "letter":

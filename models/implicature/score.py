@@ -27,7 +27,7 @@ N_DRAWS = 3
 OUTPUTS = Path(__file__).resolve().parents[2] / "fits" / "implicature" / "lm_outputs"
 
 
-def main(argv: list[str] | None = None) -> int:
+def score_lm(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--lm", required=True,
                     help=f"a name: {sorted(BUNDLED_PROMPT_FORMATS)} (bundled) or any label with --base-url")
@@ -91,10 +91,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _cli() -> int:
-    """``main`` with one-line errors (``--debug`` anywhere in the arguments keeps the traceback)."""
+    """``score_lm`` with one-line errors (``--debug`` anywhere in the arguments keeps the traceback)."""
     from pragmodels.errors import one_line_cli
 
-    return one_line_cli(main, "models.implicature.score")
+    return one_line_cli(score_lm, "models.implicature.score")
 
 
 if __name__ == "__main__":

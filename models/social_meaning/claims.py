@@ -27,12 +27,12 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from pragmodels.datasets import LLMS, PROMPTS
+
 from models.social_meaning.esr import EFFECTS, N_MAIN
 
 #: region of practical equivalence for "calibrated": |log r| < log 1.25
 ROPE = float(np.log(1.25))
-PROMPTS = ("MIN", "ALT", "KMA", "COM")
-MODELS = ("gpt", "claude", "gemini")
 SUPPORT = 0.95
 
 
@@ -72,7 +72,7 @@ class Claim:
 
 CLAIMS = (
     Claim("no_sign_flip", "Every LLM x prompt reproduces the sign of all ten human effects (Sec. 6, DAS = ISS = 1)",
-          lambda R: _all(*[(R.of(m, p) > 0).all(-1) for m in MODELS for p in PROMPTS])),
+          lambda R: _all(*[(R.of(m, p) > 0).all(-1) for m in LLMS for p in PROMPTS])),
     Claim("gpt_near_calibrated", "GPT is near-calibrated: all ten of its ESRs within the ROPE, under every prompt (l. 119)",
           lambda R: _all(*[_near(R.of("gpt", p)).all(-1) for p in PROMPTS])),
     Claim("gpt_best_overall", "GPT has the lowest CDS averaged over prompts (l. 165)",
@@ -105,12 +105,12 @@ CLAIMS = (
     Claim("alt_amplifies_gemini", "ALT amplifies Gemini's interaction deviation CDS_i relative to MIN (l. 171)",
           lambda R: R.cds_i("gemini", "ALT") > R.cds_i("gemini", "MIN")),
     Claim("alt_gemini_worst", "Gemini under ALT has the highest CDS of all twelve model x prompt pairs (l. 191)",
-          lambda R: _all(*[R.cds("gemini", "ALT") >= R.cds(m, p) for m in MODELS for p in PROMPTS])),
+          lambda R: _all(*[R.cds("gemini", "ALT") >= R.cds(m, p) for m in LLMS for p in PROMPTS])),
     Claim("alt_amplifies_claude_gemini", "ALT raises CDS relative to MIN for Claude and Gemini (abstract; l. 191)",
           lambda R: _all(R.cds("claude", "ALT") > R.cds("claude", "MIN"), R.cds("gemini", "ALT") > R.cds("gemini", "MIN"))),
     Claim("com_improves_all", "COM lowers both CDS_m and CDS_i relative to MIN for every model (l. 173; its CCC and RMSE "
           "parts are not modelled)",
-          lambda R: _all(*[c(m, "COM") < c(m, "MIN") for m in MODELS for c in (R.cds_m, R.cds_i)])),
+          lambda R: _all(*[c(m, "COM") < c(m, "MIN") for m in LLMS for c in (R.cds_m, R.cds_i)])),
     Claim("gemini_kma_com_min", "For Gemini, CDS under KMA < COM < MIN (l. 173)",
           lambda R: _all(R.cds("gemini", "KMA") < R.cds("gemini", "COM"), R.cds("gemini", "COM") < R.cds("gemini", "MIN"))),
     Claim("kma_beats_com", "KMA beats COM on Claude's CDS_i and on Gemini's CDS_m and CDS_i (l. 193)",

@@ -188,7 +188,7 @@ def _coords(labels: Sequence[str]) -> dict:
                 coords={"effect": eff, "condition": list(labels)})
 
 
-def fit(data: dict, labels: Sequence[str], seed: int = 0, **sampler):
+def fit_measurement(data: dict, labels: Sequence[str], seed: int = 0, **sampler):
     """NUTS fit of :func:`esr_model` (``pragmodels.fit``, with the NUTS settings ``sampler``: the
     study passes its config's ``measurement_sampler``): a DataTree with ``esr [condition, effect]``,
     ``delta_h``, ``log_abs_esr`` and ``cds_m``/``cds_i``/``cds [condition]``."""

@@ -210,7 +210,7 @@ def _claims_markdown(claims: pd.DataFrame) -> str:
                                for _, r in claims.iterrows()]])
 
 
-def render_report(mode, sampler, table, disc, cmp, trees, baseline, params, wall, chains=None, *,
+def report_markdown(mode, sampler, table, disc, cmp, trees, baseline, params, wall, chains=None, *,
                   ppc_effects=None, ppc_cells=None, cds=None, esr=None, claims=None, ppc=None,
                   calibration=None) -> str:
     from arviz_stats import eti

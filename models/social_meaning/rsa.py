@@ -448,7 +448,7 @@ FORMS = ("precise", "approx")
 CONTEXTS = ("low", "high")
 #: the link's features per ``rsa_model(link=...)``, the default first (module docstring, "Link to ratings")
 FEATURE_SETS = {"qud_fit": ("p_exact", "p_qud_fit"), "motives": ("p_exact", "p_precise_minded", "p_casual")}
-LINKS = tuple(FEATURE_SETS)
+RATING_LINKS = tuple(FEATURE_SETS)
 DELTA = float(np.log(5.0))
 N_RATING = 7
 #: settings of ``rsa_model(motive_prior=...)``, the default first
@@ -652,8 +652,8 @@ def check_motive_prior(motive_prior) -> str:
 
 
 def check_link(link) -> str:
-    """``link`` if it is one of :data:`LINKS`, else a ``ValueError`` naming it."""
-    return check_one_of("link", link, LINKS)
+    """``link`` if it is one of :data:`RATING_LINKS`, else a ``ValueError`` naming it."""
+    return check_one_of("link", link, RATING_LINKS)
 
 
 #: settings of ``rsa_model(theta_param=...)`` (module docstring, "Scenario knowledge")

@@ -35,7 +35,7 @@ from pragmodels.likelihoods.rater import rater_slots
 from pragmodels.io.atomic import atomic_write
 from models.social_meaning import checks, claims, esr, paper, rsa
 from models.social_meaning.report import (KEY_PARAMETERS, _diag_short, chain_table, converged,  # noqa: F401
-                                          parameter_table, render_report)
+                                          parameter_table, report_markdown)
 
 TABLE_COLUMNS = ["model", "prompt", "spearman", "ccc", "rmse", "cds_m", "cds_i", "cds", "das", "iss"]
 SCENARIOS = ("bicycle", "cinema", "conference", "house", "office", "pasta")
@@ -434,7 +434,7 @@ def measurement(human: pd.DataFrame, llm: pd.DataFrame, table: pd.DataFrame, con
     data, labels = esr.model_data(human, llm_sets(llm, conditions))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", pm.diagnostics.FitWarning)
-        tree = esr.fit(data, labels, seed=seed, **sampler)
+        tree = esr.fit_measurement(data, labels, seed=seed, **sampler)
     tree.attrs["warnings"] = json.dumps([str(w.message) for w in caught if issubclass(w.category, pm.diagnostics.FitWarning)])
     esr_table, cds = esr.esr_summary(tree), esr.cds_summary(tree)
     observed = table[["model", "prompt", "cds_m", "cds_i", "cds"]].rename(
@@ -700,7 +700,7 @@ def write_report(run_dir: str | Path, *, trees: dict | None = None, baseline=Non
     if rebuilt and esr_file and (run_dir / esr_file).exists() and (tables / "contrasts.csv").exists():
         _save(contrast_figure(pm.load_netcdf(run_dir / esr_file), trees), run_dir / "figures" / "contrasts.png", dpi=110)
     read = lambda name, **kw: pd.read_csv(tables / name, **kw) if (tables / name).exists() else None
-    report = render_report(manifest["mode"], manifest["sampler"], read("reproduction.csv"), read("discrepancies.csv"),
+    report = report_markdown(manifest["mode"], manifest["sampler"], read("reproduction.csv"), read("discrepancies.csv"),
                            read("loo_compare.csv", index_col=0), trees, baseline, params, manifest["wall_time_s"], chains,
                            ppc_effects=read("human_ppc_effects.csv"), ppc_cells=read("human_ppc_cells.csv"),
                            cds=read("cds_model.csv"), esr=read("esr_model.csv"), claims=read("claims.csv"),

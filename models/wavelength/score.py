@@ -42,7 +42,7 @@ def item_order(n: int = 100) -> np.ndarray:
     return np.random.default_rng(ORDER_SEED).permutation(n)
 
 
-def main(argv: list[str] | None = None) -> int:
+def score_lm(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--lm", required=True,
                     help=f"a name: {sorted(BUNDLED_PROMPT_FORMATS)} (bundled) or any label with --base-url")
@@ -75,10 +75,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _cli() -> int:
-    """``main`` with one-line errors (``--debug`` anywhere in the arguments keeps the traceback)."""
+    """``score_lm`` with one-line errors (``--debug`` anywhere in the arguments keeps the traceback)."""
     from pragmodels.errors import one_line_cli
 
-    return one_line_cli(main, "models.wavelength.score")
+    return one_line_cli(score_lm, "models.wavelength.score")
 
 
 if __name__ == "__main__":

@@ -359,7 +359,7 @@ def run(config: dict, out_dir: Path, mode: str, progress: bool, record: Run) -> 
     folder.write_summary(report)
     folder.write_convergence()
     _figures(grid, folder.figures, cfg.grid_items)
-    folder.write_report(render_report(folder.path, mode))
+    folder.write_report(report_markdown(folder.path, mode))
     log("done")
 
 
@@ -418,7 +418,7 @@ def _md(df: pd.DataFrame, floatfmt: str = ".3g") -> str:
     return df.to_markdown(index=False, floatfmt=floatfmt)
 
 
-def render_report(run_dir: str | Path, mode: str) -> str:
+def report_markdown(run_dir: str | Path, mode: str) -> str:
     """The run's ``report.md``, from its tables and ``summary.json``.
 
     Parameters

@@ -40,7 +40,7 @@ def test_rsa_listener_matches_loops():
     rng = np.random.default_rng(0)
     fit, prior = rng.normal(-3, 1, (6, 5)), rng.normal(-3, 1, (6, 5))
     for alpha, w, cost in [(1.0, 0.0, 0.0), (3.0, 1.0, 1.5), (0.4, 2.0, -1.0)]:
-        got = np.exp(np.asarray(listeners.rsa_listener(fit, prior, alpha, w, cost)))
+        got = np.exp(np.asarray(listeners.rsa_option_listener(fit, prior, alpha, w, cost)))
         want = np.stack([naive_l1(fit[i], prior[i], alpha, w, cost) for i in range(6)])
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
 
@@ -98,7 +98,7 @@ def test_rsa_parameters_are_recovered_from_data_of_the_real_size():
     fit = rng.normal(-3.5, 0.6, (n, 5)).astype(np.float32)
     prior = rng.normal(-3.5, 0.6, (n, 5)).astype(np.float32)
     truth = {"alpha": 4.0, "w": 1.0, "lapse": 0.1}
-    lp = listeners.consensus_log_probs(listeners.choice_log_probs(listeners.rsa_listener(fit, prior, truth["alpha"], truth["w"], 0.0),
+    lp = listeners.consensus_log_probs(listeners.choice_log_probs(listeners.rsa_option_listener(fit, prior, truth["alpha"], truth["w"], 0.0),
                                                     truth["lapse"]))
     cons = np.asarray(jax.random.categorical(jax.random.PRNGKey(0), lp)).astype(np.int32)
     tree = pm.fit(3, listeners.rsa_model, {"fit": fit, "prior": prior, "letter": fit, "consensus": cons},

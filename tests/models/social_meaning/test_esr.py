@@ -88,7 +88,7 @@ def test_nuts_matches_the_exact_gaussian_posterior():
     cov_h = a @ a.T + 0.02 * np.eye(10)
     cov_m = np.stack([0.005 * np.eye(10), 0.01 * np.eye(10)])
     data = dict(d_h=rng.normal(1.0, 0.2, 10), cov_h=cov_h, d_m=rng.normal(1.0, 0.5, (2, 10)), cov_m=cov_m)
-    tree = esr.fit(data, ["gpt MIN", "gpt ALT"], seed=2, **CONFIG["measurement_sampler"]["full"])
+    tree = esr.fit_measurement(data, ["gpt MIN", "gpt ALT"], seed=2, **CONFIG["measurement_sampler"]["full"])
     prior_prec = np.eye(10) / esr.PRIOR_EFFECT_SD ** 2
     for name, d, cov in (("delta_h", data["d_h"], cov_h), ("delta_m", data["d_m"][1], cov_m[1])):
         prec = np.linalg.inv(cov) + prior_prec

@@ -110,7 +110,7 @@ def test_sampler_overrides_apply_to_the_human_fits_and_to_single_llm_fits():
     from models.social_meaning import rsa
     from tests.models.social_meaning.test_rsa import _data
     data = _data(72)
-    for link in rsa.LINKS:
+    for link in rsa.RATING_LINKS:
         tr = handlers.trace(handlers.seed(rsa.rsa_model, 0)).get_trace(**data, link=link, theta_param="non-centred")
         assert set(study.RSA_BLOCK) <= {k for k, v in tr.items() if v["type"] == "sample"}
     with pytest.raises(ValueError, match=r"unknown: \['claude MINI'\]"):
