@@ -45,7 +45,13 @@ autosummary_generate = True
 autosummary_ignore_module_all = False
 autodoc_member_order = "bysource"
 autodoc_typehints = "none"  # the numpydoc Parameters sections say the types
-autodoc_default_options = {"show-inheritance": True}
+autodoc_default_options = {
+    "show-inheritance": True,
+    # type aliases whose value autodoc prints as reStructuredText ("alias of Annotated[str,
+    # FieldInfo(pattern='...[A-Za-z_]...')]"), where a regex reads as a broken reference; the keys
+    # they check are described in docs/configs.md
+    "exclude-members": "EntryPoint, Seed",
+}
 
 numpydoc_show_class_members = False  # members are listed by autodoc, not by numpydoc's own table
 numpydoc_class_members_toctree = False
@@ -62,7 +68,43 @@ html_static_path: list[str] = []
 html_show_sourcelink = False
 
 
+def _canonical_reference(app, env, node, contnode):  # noqa: ANN001, ANN202 - Sphinx's event
+    """Resolve a reference to a re-exported name (``pragmodels.fit``, ``pragmodels.datasets.REGISTRY``)
+    to the object where it is documented, the module that defines it (``pragmodels.inference.fitting.fit``)."""
+    import importlib
+
+    target = node.get("reftarget", "")
+    if node.get("refdomain") != "py" or not target.startswith("pragmodels."):
+        return None
+    parts = target.split(".")
+    for i in range(len(parts) - 1, 0, -1):  # the longest importable module, then attributes
+        try:
+            obj = importlib.import_module(".".join(parts[:i]))
+        except ImportError:
+            continue
+        try:
+            for attr in parts[i:]:
+                obj = getattr(obj, attr)
+        except AttributeError:
+            return None
+        break
+    else:
+        return None
+    module, qualname = getattr(obj, "__module__", None), getattr(obj, "__qualname__", None)
+    if not qualname:  # data (a dict, a tuple): the deepest module that holds the same object
+        import sys
+
+        holders = [m for m, mod in list(sys.modules.items())
+                   if m.startswith("pragmodels") and getattr(mod, parts[-1], None) is obj]
+        module, qualname = (max(holders, key=len), parts[-1]) if holders else (None, None)
+    if not module or not qualname or f"{module}.{qualname}" == target:
+        return None
+    return env.get_domain("py").resolve_xref(env, node.get("refdoc", ""), app.builder, node["reftype"],
+                                             f"{module}.{qualname}", node, contnode)
+
+
 def setup(app):  # noqa: ANN001, ANN201 - Sphinx's hook
+    app.connect("missing-reference", _canonical_reference)
     """docs/studies/ holds one page per study, which docs/studies/index.md globs; until they are
     written the glob matches nothing, which is not an error of the site (Sphinx gives that warning
     no type that ``suppress_warnings`` could name, so it is filtered here, and only then)."""
