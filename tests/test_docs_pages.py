@@ -129,3 +129,10 @@ def test_api_reference_lists_the_public_api() -> None:
     listed = set(re.findall(r"~pragmodels\.[\w.]*\.(\w+)\s*$", api, flags=re.M))
     public = {n for n in pm.__all__ if n != "__version__" and n not in ("agents", "likelihoods", "semantics")}
     assert public <= listed, f"add to docs/api.md: {sorted(public - listed)}"
+    # each entry names the module that defines it and lists it in __all__ (so its page documents it)
+    import importlib
+
+    for module, name in re.findall(r"~(pragmodels[\w.]*)\.(\w+)\s*$", api, flags=re.M):
+        mod = importlib.import_module(module)
+        assert name in getattr(mod, "__all__", ()), f"docs/api.md: {module}.{name} is not in {module}.__all__"
+        assert getattr(pm, name) is getattr(mod, name), f"docs/api.md: pm.{name} is not {module}.{name}"
