@@ -1,28 +1,18 @@
 """Declared parameters: each latent parameter of a model is declared once, with its prior and dims.
 
 Layering: imports ``jax``, ``numpyro`` and :mod:`pragmodels.priors`; the latent ``numpyro.sample``
-sites of pragmodels models are made here (observed ones in :mod:`pragmodels.likelihoods.categorical`).
+sites of pragmodels models are made here (observed ones in :mod:`pragmodels.likelihoods`).
 
-A model is a plain Python function::
+- :func:`param` samples a parameter from its prior unless an override is in force (``fit(...,
+  priors=...)`` or a config replaces the prior by name; a number fixes the parameter); the prior
+  actually used is recorded on the trace site, which :func:`inspect_model` reads.
+- ``dims=`` names the axes of an array-valued parameter; :func:`scaled_param` samples one in units
+  of another quantity; :func:`deterministic` records a derived quantity with its dims.
+- Group effects: :func:`group_effect` (non-centred), :func:`sum_to_zero_effect` (summing to zero
+  over its groups, on the Helmert contrasts of :func:`sum_to_zero_basis`); :func:`ordinal_cutpoints`
+  (an ordinal scale's cutpoints); :func:`with_priors` binds prior overrides to a model.
 
-    def model(log_semantics, utterance, choice=None):
-        alpha = pm.param("alpha", pm.Prior("LogNormal", loc=0.5, scale=1.0))
-        lapse = pm.param("lapse", pm.Prior("Beta", concentration1=1.0, concentration0=19.0))
-        log_l = pm.pragmatic_listener(log_semantics, alpha)
-        pm.likelihoods.listener_choices("choice", log_l, choice, lapse=lapse, rows=utterance)
-
-- :func:`param` samples the parameter from its prior unless an override is in force: ``fit(...,
-  priors={"alpha": Prior(...)})`` or a config replaces the prior without touching the model, and
-  a number *fixes* the parameter (``priors={"lapse": 0.0}`` switches the lapse off). The prior
-  actually used is recorded on the trace site, so provenance is read from what was sampled
-  (:func:`inspect_model`), never from a separate list that can go stale.
-- ``dims={"feature": 3, "attribute": 6}`` names the axes of an array-valued parameter (singular
-  nouns); a parameter inside a ``numpyro.plate`` takes the plate's name for that axis.
-- :func:`scaled_param` samples a parameter in units of another quantity of the model (an effect in
-  units of the response noise): the same prior and posterior, a better geometry for the sampler.
-- :func:`deterministic` records a derived quantity with its dims; :func:`group_effect` is a
-  non-centred group-level effect (``mu + sigma * z``, optionally through a link) whose three
-  parameters and the effect itself carry their dims and priors.
+How a model is written with them: the docs page *Declaring models* ("Parameters and priors").
 """
 
 from __future__ import annotations
