@@ -112,6 +112,15 @@ def test_readme_is_a_landing_page() -> None:
     assert len(blocks) >= 1 and not any(b.skip for b in blocks)
 
 
+def test_readme_links_resolve() -> None:
+    """Every relative link of the README (reports, docs pages, LICENSE, ...) names a file of the checkout."""
+    text = README.read_text(encoding="utf-8")
+    links = [t for t in re.findall(r"\]\(([^)#\s]+)", text) if "://" not in t]
+    assert links
+    missing = [t for t in links if not (ROOT / t).exists()]
+    assert not missing, f"README.md links to files that do not exist: {missing}"
+
+
 def test_skip_markers_give_a_reason() -> None:
     """A marker is the only way to keep a block from running, and it must say why."""
     for path in pages():
