@@ -1,85 +1,13 @@
 r"""A Bayesian pragmatic listener for DRInQ (Arai & Ren 2026): which interpretation of a question?
 
-Layering: JAX, NumPyro, :mod:`pragmodels.params`, :mod:`pragmodels.priors`,
-:mod:`pragmodels.likelihoods.categorical`, :mod:`pragmodels.logmath`; nothing in ``pragmodels`` imports it.
-
-The task
---------
-An item is a question ``Q`` asked in a context ``C`` and five candidate interpretations
-``a = A..E`` ("implied comments"); annotators pick the one the speaker means. The LM scores
-arrive as arrays (``models/implicature/lm_outputs.py``; each the *mean* log-probability per token of the
-interpretation's text, so long options are not penalised for their length):
-
-- ``fit [item, option]``: how well ``a`` fits ``Q`` in ``C``: the LM's score of ``a`` as the
-  answer to "Context: C. Someone asks: Q. What they mean is:" (the literal semantics);
-- ``prior [item, option]``: how likely ``a`` is as what someone in ``C`` wants to get across,
-  without the question: "Context: C. What the speaker wants to get across is:" (the context prior);
-- ``letter [item, option]``: the LM's own multiple-choice answer, the five letters' log-probabilities
-  under the benchmark prompt (the baseline).
-
-Agents
-------
-The speaker who means ``a`` could ask ``Q``, or say ``a`` outright. The alternatives are exactly
-these: the question asked and, for each interpretation, the plain statement of it (the options
-are written as such statements). That is the choice the paper's task turns on: why ask an
-indirect question rather than say what you mean? Saying ``a`` outright is unambiguous but costs
-``c`` (nats of utility: it is longer, and a bald request, complaint or offer is face-threatening;
-Brown & Levinson's reason for indirectness, which the paper cites). Other questions the speaker
-could have asked are not in the data, so they are not alternatives; their effect is absorbed in ``c``.
-
-.. math::
-
-    L_0(a \mid Q, C) &= \mathrm{softmax}_a\, \mathrm{fit}[a]
-        \qquad L_0(a \mid \text{"a'"}) = [a = a'] \\
-    S_1(Q \mid a, C) &= \frac{L_0(a \mid Q, C)^{\alpha}}{L_0(a \mid Q, C)^{\alpha} + e^{-\alpha c}} \\
-    P(a \mid C) &= \mathrm{softmax}_a\, \mathrm{prior}[a] \\
-    L_1(a \mid Q, C) &\propto P(a \mid C)^{w}\; S_1(Q \mid a, C)
-
-``S1`` is the usual soft-max over the alternatives: utility ``log L0(a | Q)`` for the question,
-``log 1 - c`` for saying ``a`` (the statements of the other interpretations have utility
-``-inf`` for a speaker who means ``a``). The listener weighs the context prior with ``w``
-(``w = 0``: no prior; ``w = 1``: the LM's prior as it is).
-
-Responses and the likelihood
-----------------------------
-An annotator picks ``a`` with ``p(a) = (1 - λ) L_1(a | Q, C) + λ / 5`` (``λ``: lapse). The data
-hold one consensus letter per item and no votes: an item was kept because at least 4 of its 5
-annotators chose the same option (the paper's Section 3.7). So the observation is that event.
-With 5 annotators choosing independently from ``p``, option ``j`` reaches consensus with
-probability ``P(E_j) = 5 p_j^4 (1 - p_j) + p_j^5 = p_j^4 (5 - 4 p_j)``. Two options cannot both
-reach it, and an item is in the data only if one does, so
-
-.. math:: P(\text{consensus} = j \mid \text{validated}) = P(E_j) / \textstyle\sum_k P(E_k).
-
-This is a categorical over the consensus letter (one observation per item, so PSIS-LOO is over
-items), with the 4/5 threshold built in rather than the consensus treated as one annotator's
-choice. What it cannot identify: how spread the annotators' choices were within an item (no
-votes), and so the lapse apart from a flatter listener on the items that reached consensus
-anyway; an item that did not reach consensus is not in the data at all, and the model says
-nothing about how many were dropped (the paper reports 819 items kept, not how many were
-presented). Nor does it force the listener to be as sharp as the annotators were: it rewards
-putting mass on the option that won, and with uninformative scores a flat listener fits best
-(the study reports the share of items its annotators would bring to consensus).
-
-Models (NumPyro; all take the same data and read what they need)
-----------------------------------------------------------------
-``model(fit, prior, letter, consensus=None)``, ``consensus [item]`` in 0..4:
-
-- :func:`rsa_model`: ``L1`` above; parameters ``alpha``, ``w``, ``lapse`` (``cost`` fixed, see below);
-- :func:`literal_model`: ``p ∝ L_0(a | Q, C)^β``; ``beta``, ``lapse``;
-- :func:`prior_model`: ``p ∝ P(a | C)^w``; ``w``, ``lapse`` (the context alone);
-- :func:`letter_model`: the LM's direct choice, ``p ∝ P_LM(letter)^β``; ``beta``, ``lapse`` (the baseline).
-
-Identification: the cost ``c`` of saying it outright is **fixed at 0** by default (saying an
-interpretation costs no more than asking; ``S1(Q | a) = L0^α / (L0^α + 1)``), and ``alpha``,
-``w`` and the lapse are fitted. ``S1(Q | a)`` is a logistic function of ``log L0(a | Q)`` with
-slope ``alpha`` and threshold ``-c``; where ``c + log L0 < 0`` for every option, it is
-``≈ L0^α e^{αc}`` and ``c`` cancels in ``L1``. With the LM scores spread as they are
-(SmolLM2's ``log L0``: 90% between -3.1 and -0.8, all between -4.7 and -0.3), the consensus letters of 231 items identify ``c`` only
-when it is large: simulated at ``c = 1``, its 94% interval was -3.8 to 1.0, with the tail ESS
-of ``alpha`` at 30. Free it with ``priors={"cost": Prior("Normal", loc=0, scale=2)}`` to see
-that for yourself. With ``c`` fixed, ``alpha``, ``w`` and the lapse are recovered from data
-simulated at the real data's size (tests/models/implicature/test_listeners.py, slow).
+The speaker who means interpretation ``a`` could ask the question ``Q`` or say ``a`` outright;
+the listener (:func:`rsa_option_listener`) weighs that choice against an LM's literal semantics
+(``fit [item, option]``) and context prior (``prior [item, option]``). The observation is the
+event that at least 4 of 5 annotators agreed (:func:`consensus_log_probs`). NumPyro models:
+:func:`rsa_model` and its rivals :func:`literal_model`, :func:`prior_model` and
+:func:`letter_model` (the LM's own multiple-choice answer), in :data:`MODELS`, with
+:data:`PRIORS`; :func:`listener_log_probs` for posterior draws. The equations, the likelihood and
+what it cannot identify: ``docs/studies/implicature.md``, "The listener models".
 """
 
 from __future__ import annotations
@@ -104,7 +32,7 @@ THRESHOLD = 4
 PRIORS: dict[str, Prior | float] = {
     "alpha": Prior("LogNormal", loc=0.0, scale=1.0),
     "w": Prior("HalfNormal", scale=1.5),
-    # fixed by default (a float): see "Identification" in the module docstring
+    # fixed by default (a float): see docs/studies/implicature.md, "Identification"
     "cost": 0.0,
     "beta": Prior("LogNormal", loc=0.0, scale=1.0),
     "lapse": Prior("Beta", concentration1=1.0, concentration0=9.0),
@@ -147,7 +75,7 @@ def literal_option_listener(fit: ArrayLike) -> jax.Array:
 
 
 def rsa_option_listener(fit: ArrayLike, prior: ArrayLike, alpha: ArrayLike, w: ArrayLike, cost: ArrayLike) -> jax.Array:
-    """``log L1(a | Q, C)`` (see the module docstring).
+    """``log L1(a | Q, C)`` (docs/studies/implicature.md, "Agents").
 
     Shapes: ``fit [item, option]``, ``prior [item, option]``, scalars -> ``[item, option]``.
 

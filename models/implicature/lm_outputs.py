@@ -1,28 +1,11 @@
 """The DRInQ study's language-model step: the benchmark's answers and the listener model's LM scores.
 
 Everything here talks to a language model (through :mod:`pragmodels.lm`, normally a
-:class:`~pragmodels.lm.CachedLM`, so a re-run computes nothing twice) and writes tables; nothing
-here fits. The study (``models/implicature/study.py``) reads the saved tables only.
-
-Three passes, each a CSV in ``fits/implicature/lm_outputs/`` keyed by item id, condition, draw
-and the prompt's hash, **without the item texts** (the upstream data has no licence) and without
-the LM's raw texts (they may quote the items; they stay in the score cache):
-
-- ``score`` (:func:`score_letters`): for every condition and draw, the log-probabilities of the
-  five letters as the answer to the letter-only prompt, through the end-of-turn token
-  (``logp_A`` .. ``logp_E``; not normalised: their sum says how much of the model's mass went to
-  a letter at all). In the explanation condition the model first writes its justification
-  (sampled, temperature 1, ended at ``Answer:``), and the letters are scored after it and
-  ``"\\nAnswer: "``.
-- ``sample`` (:func:`sample_answers`): one JSON answer per item, condition and draw (temperature
-  1, as the paper's API defaults), parsed by :func:`models.implicature.prompts.parse_answer`:
-  ``letter`` (empty when malformed), ``json_ok``.
-- ``interpretations`` (:func:`score_interpretations`): per item, the mean per-token
-  log-probability of each option's text given ``Q`` in ``C`` (``fit``) and given ``C`` alone
-  (``prior``): the listener model's semantics and context prior (``models/implicature/listeners.py``).
-
-Items are taken in a fixed random order (:func:`item_order`), so a pass stopped early, or run on
-``limit`` items, covers a random subset, which the report names.
+:class:`pragmodels.lm.CachedLM`) and writes tables; nothing here fits. Three passes, each a CSV
+keyed by item id, condition, draw and prompt hash, without the item texts:
+:func:`score_letters`, :func:`sample_answers` and :func:`score_interpretations`;
+:func:`save_rows` writes them, :func:`load_outputs` reads them back for the study. What each pass
+records: ``docs/studies/implicature.md``, "Running the benchmark with a language model".
 """
 
 from __future__ import annotations

@@ -1,42 +1,11 @@
 """Prompts for DRInQ (Arai & Ren 2026): the paper's prompting conditions, and what is this project's own.
 
-What comes from the paper (its Appendix 8.4, quoted): the core instruction and output format
-(:data:`CORE_INSTRUCTION`, :data:`JSON_FORMAT`) and the pragmatic-reasoning scaffold
-(:data:`REASONING`). What is **this project's own** (marked ``OWN`` below, and said so in the
-report), because the paper does not publish it and nothing reachable does:
-
-- the six in-context examples (:data:`EXAMPLES`), written in the style of the paper's Section 3
-  and Appendix 8.2 (everyday questions whose context turns them into a request, an offer, a
-  complaint ...); none of their questions or contexts is an evaluation item's (tested);
-- the conservativeness constraint (:data:`CONSERVATIVE`) and the charitable interpretation
-  (:data:`CHARITABLE`), written from the paper's Section 5 ("discourages over-commitment to
-  merely compatible interpretations"; "discourages unsupported attribution of hostile intent");
-- the explanation condition's output format (:data:`JSON_FORMAT_EXPLAIN_FIRST`: the paper says
-  only that the justification comes *before* the answer);
-- the letter-only format used when the five letters are scored (:data:`LETTER_FORMAT`);
-- the listener model's two scoring prompts (:data:`FIT_TEMPLATE`, :data:`PRIOR_TEMPLATE`).
-
-Conditions (:data:`CONDITIONS`), each run 3 times with 3 of the 6 examples drawn by a seed
-(:func:`draw_examples`; the same draws in every condition, so conditions are paired):
-
-=============  ============================================================================
-vanilla        core instruction, 3 examples, JSON with the selected option first
-explanation    the same, but the JSON's justification comes before the selected option
-conservative   vanilla + :data:`CONSERVATIVE`
-charitable     vanilla + :data:`CHARITABLE`
-reasoning      vanilla + :data:`REASONING` (the paper's scaffold)
-all            vanilla + the three scaffolds
-=============  ============================================================================
-
-Two readings of an LM's choice (see ``models/implicature/lm_outputs.py``): **scored** (the letter-only
-prompt, :func:`prompt` with ``reading="score"``; the five letters scored as continuations, a
-full distribution per item; in the explanation condition the model first writes its
-justification, then the letters are scored after it), and **sampled** (the JSON prompt,
-``reading="sample"``, as the paper does; the letter parsed from the JSON by
-:func:`parse_answer`, a malformed answer counted and scored as wrong).
-
-:data:`PROMPT_VERSION` is the sha256 of every text here: LM outputs are keyed by it and by each
-prompt's own hash (:func:`prompt_hash`), so a changed word never mixes with old outputs.
+:func:`prompt` builds an item's prompt for a condition of :data:`CONDITIONS` and a reading
+(``"score"``: letter-only; ``"sample"``: the paper's JSON), with in-context examples drawn by
+:func:`draw_examples`; :func:`parse_answer` reads a sampled answer. Texts quoted from the paper's
+Appendix 8.4 and the project's own (marked ``OWN``) are listed, with the conditions' table, in
+``docs/studies/implicature.md``, "Prompts". :data:`PROMPT_VERSION` (and :func:`prompt_hash` per
+prompt) keys every LM output, so a changed word never mixes with old outputs.
 """
 
 from __future__ import annotations

@@ -1,23 +1,13 @@
 """Study 3: DRInQ conversational implicature (Arai & Ren 2026): an LM on the benchmark, and a pragmatic listener.
 
-Entry point ``"study": "models/implicature/study.py:run"`` (``fits/implicature.json``), run by
-``pragmodels run fits/implicature.json``. The LM outputs are data: they are made beforehand by
-``python -m models.implicature.score`` (through the score cache) and committed in
-``fits/implicature/lm_outputs/``; this study never calls a language model.
-
-For each LM the study
-
-1. scores the benchmark under each prompting condition (``models/implicature/prompts.py``) and
-   both readings of the LM's choice (the five letters scored; a JSON answer sampled and parsed,
-   malformed answers counted and scored as wrong): accuracy against the human consensus, mean
-   and SD over the 3 draws of in-context examples, a 95% item-level bootstrap interval, and each
-   condition against vanilla by a paired item bootstrap (and McNemar's exact test per draw);
-2. fits, with NUTS through :func:`pragmodels.inference.fit_many`, four listener models
-   (``models/implicature/listeners.py``) to the consensus letters: the pragmatic listener (RSA over "ask
-   the question" against "say it outright"), the literal listener, the context prior alone, and
-   the LM's own multiple-choice answer (the baseline); compares them by PSIS-LOO over items;
-3. puts each fitted model's posterior predictive accuracy beside the LM's accuracies, in a
-   table and one figure with chance and the human consensus ceiling marked.
+Entry point ``"study": "models/implicature/study.py:run"`` (``fits/implicature.json``; schema
+:class:`Config`), run by ``pragmodels run fits/implicature.json``. The LM outputs are data, made
+beforehand by ``python -m models.implicature.score`` and committed in
+``fits/implicature/lm_outputs/``; this study never calls a language model. Per LM it scores the
+benchmark under each prompting condition (:func:`accuracy_tables`, :func:`interpretation_table`),
+fits the four listener models to the consensus letters (:func:`model_data`,
+:func:`predictive_accuracy`), and writes tables, a figure (:func:`figure_table`) and
+:func:`report_markdown`. The steps: ``docs/studies/implicature.md``.
 """
 
 from __future__ import annotations
@@ -272,7 +262,8 @@ def predictive_accuracy(name: str, tree: xr.DataTree, data: dict[str, np.ndarray
 
 
 def run(config: dict, out_dir: Path, mode: str, progress: bool, record: Run) -> None:
-    """The study's entry point (:func:`pragmodels.runs.study.run_study` calls it; see the module docstring).
+    """The study's entry point (:func:`pragmodels.runs.study.run_study` calls it; the steps:
+    docs/studies/implicature.md).
 
     Parameters
     ----------

@@ -1,18 +1,8 @@
 """Posterior predictive checks of the human fits in the social-meaning study: the ten significant
-human effects and the 144 condition means, recomputed on replicated data.
-
-Layering: imports :mod:`models.social_meaning.esr` (the effects' weights) and
-:mod:`pragmodels.metrics.calibration`; imported by :mod:`models.social_meaning.study`.
-
-A replicated data set is one draw of the fit's posterior with *new raters*
-(:func:`models.social_meaning.rsa.replicate_ratings`): the same items, conditions and number of raters
-per cell, each rater's effect drawn afresh. Each check statistic is computed on it exactly as on
-the observed ratings, so the check asks whether the model reproduces the statistic the paper
-reads. New raters, because every participant rated one condition only: the fitted rater effects
-can carry part of a condition's effect, and a replication with them reproduces the observed
-effects whatever the model's condition means are (measured on the committed run of the previous
-model: replicated with its fitted raters, all five interactions lay inside their 94% intervals,
-although its condition means implied only 27-42% of them).
+human effects (:func:`effect_check`) and the 144 condition means (:func:`cell_check`),
+recomputed on data replicated with *new raters*
+(:func:`models.social_meaning.rsa.replicate_ratings`), exactly as on the observed ratings. Why
+new raters: ``docs/studies/social_meaning.md``, "Posterior predictive checks of the human fits".
 """
 
 from __future__ import annotations

@@ -1,22 +1,11 @@
 """The paper's Section 6 claims about calibration as posterior probabilities under the ESR
 measurement model (:mod:`models.social_meaning.esr`).
 
-Layering: imports ``numpy`` and ``pandas``; reads the measurement model's DataTree. Imported by
-:mod:`models.social_meaning.study`.
-
-Each claim is a predicate on the signed ratios ``r [condition, effect]`` (and the CDS derived
-from them). It is evaluated twice: on the point estimates ``Δ̂_M / Δ̂_H`` (the paper's reading of
-its own tables, so ``paper`` reproduces its verdict from the raw data) and on every posterior draw
-(``probability``: the posterior probability that the claim holds). A claim is read as
-*supported* at ``P >= 0.95``, *contradicted* at ``P <= 0.05`` and *undecided* between.
-
-"Near-calibrated" has no threshold in the paper. Here an effect is near-calibrated when its ratio
-lies in the region of practical equivalence ``|log r| < log 1.25`` (:data:`ROPE`): within 25% of
-the human effect either way, and of the same sign.
-
-Claims about Spearman's rho, CCC or RMSE are not modelled here (they are not functions of the
-ten effects); where a claim combines them with CDS, only its CDS part is evaluated, and the
-claim's text says so.
+Each claim of :data:`CLAIMS` is a predicate on the signed ratios ``r [condition, effect]``,
+evaluated on the paper's own point estimates and on every posterior draw (:func:`claims_table`);
+:class:`Ratios` reads them by label. Supported at ``P >= 0.95``, contradicted at ``P <= 0.05``;
+"near-calibrated" is ``|log r| < log 1.25`` (:data:`ROPE`). How the claims are read:
+``docs/studies/social_meaning.md``, "The paper's claims as posterior probabilities".
 """
 
 from __future__ import annotations

@@ -1,69 +1,12 @@
 r"""Model-based effect size ratios (ESR) and calibration deviation scores (CDS) for the social-
 meaning study: a measurement model of the human and the LLM effects, with its calibration check.
 
-Layering: imports :mod:`pragmodels` (``fit``, ``fit_batched``, ``metrics``) and ``numpyro``;
-imported by :mod:`models.social_meaning.study` and its tests. It is a measurement model *beside*
-the RSA model (:mod:`models.social_meaning.rsa`), not part of it: it needs no theory of why an
-effect exists, only how precisely each effect was measured.
-
-Why a model
------------
-The paper's ESR (its eq. 1) is ``|Δ_M| / |Δ_H|`` with the human effect ``Δ_H`` taken as fixed
-truth. But ``Δ_H`` is estimated from 362 raters, about 15 per scenario x context x form cell,
-and its standard error (0.15-0.3 rating points) is a sizeable fraction of the effects
-(0.6-1.3), so the ratio carries that error, and its absolute values hide a sign flip.
-
-Sufficient statistics
----------------------
-Each of the ten significant effects ``j`` (five main effects of form, five form x context
-interactions; :data:`EFFECTS`) is a linear function of the ratings, ``Δ̂_j = Σ_o c_{jo} y_o``, with
-the weights of :func:`pragmodels.metrics.calibration.effects` (pooled means; rows of an attribute only).
-Its sampling covariance is estimated with the rater as the unit:
-
-* humans: each participant rated the six attributes of one item (one scenario, context and
-  form, between subjects), so a participant's six ratings are one cluster. The covariance is the
-  cluster-robust one, ``Σ_H = Σ_k n_k / (n_k − 1) Σ_{r ∈ k} ψ_r ψ_r^T`` with ``ψ_r`` rater ``r``'s
-  summed contributions ``Σ_{o ∈ r} c_o (y_o − ȳ_{k(o)})`` and ``k`` the form x context cell. This
-  is what a rater random effect does to these effects: a rater who rates everything high moves the
-  six attributes together, and Σ_H keeps that correlation between effects (it matters for CDS,
-  an average over effects).
-* LLMs: every rating is a separate call (a record per attribute and sample), the six scenarios
-  are the same in every cell (a fixed, balanced design), so the covariance is the stratified one
-  with the scenario x cell as stratum.
-
-A rating is an integer, a latent judgement rounded to the scale, so every rating's variance is
-floored at the rounding variance 1/12 (:data:`ROUNDING_VARIANCE`): a model that gave the same
-rating in all ten samples has not shown a variance of exactly zero. Without the floor an LLM's
-Σ_M is singular in some conditions.
-
-The model
----------
-.. math::
-
-    Δ̂_H \sim N(Δ_H, Σ_H), \qquad Δ̂_{M,m} \sim N(Δ_{M,m}, Σ_{M,m}) \quad (m = 1..J), \qquad
-    Δ_{M,m} = r_m \odot Δ_H,
-
-    Δ_{H,j} \sim N(0, 2.5^2), \qquad Δ_{M,m,j} \sim N(0, 2.5^2),
-
-jointly for all ``J`` LLM x prompt conditions, so the one human measurement error is shared by
-every ratio, as it is in the data. ``r_{m,j} = Δ_{M,m,j} / Δ_{H,j}`` is the *signed* ESR: ``|r|``
-is the paper's ESR, ``r < 0`` a sign flip. The weakly informative priors sit on the two effects,
-both centred on no effect, so nothing favours calibration (``r = 1``) or a flip.
-
-Why the prior is not put on ``r`` itself: with ``r ~ N(0, 3²)`` independent of ``Δ_H``, each
-condition's likelihood, integrated over ``r``, is ``N(Δ̂_M; 0, Σ_M + 9 Δ_H²)`` ∝ ``1/|Δ_H|`` where
-``Σ_M`` is small, so twelve conditions pull ``Δ_H`` towards zero as ``|Δ_H|^{-12}``. Measured on
-the real data: ``Δ_H`` came out at ±0.35 instead of 0.9, with chains in sign-flipped modes
-(r_hat 2.8). Priors on the effects, with ``r`` derived, have no such pull.
-
-Reported per effect: ``r``, ``log |r|`` and ``P(r < 0)``; per condition,
-``CDS_m = mean_main |r − 1|``, ``CDS_i`` (interactions) and ``CDS = (CDS_m + CDS_i) / 2``, as
-posteriors.
-
-Calibration (:func:`calibration`): data sets simulated from known ratios at the real data's
-covariances are refitted, and the 90% intervals must cover the truth in 80-97% of replicates.
-The negative control takes the human estimates as the truth, as the paper does (the same LLM-
-effect draws divided by the simulated human estimates); its intervals undercover.
+The paper's ESR divides an LLM's effect by the human effect as if the latter were known; here
+both are estimated with their sampling covariances (:func:`effect_statistics`,
+:func:`model_data`) and the signed ratio ``r = Δ_M / Δ_H`` is a posterior (:func:`esr_model`,
+:func:`fit_measurement`, :func:`esr_summary`, :func:`cds_summary`). :func:`calibration`
+refits simulated data sets and a negative control. Why a model, the sufficient statistics and
+the priors: ``docs/studies/social_meaning.md``, "The ESR measurement model".
 """
 
 from __future__ import annotations
@@ -112,8 +55,8 @@ def effect_weights(df: pd.DataFrame) -> np.ndarray:
 
 
 def effect_statistics(df: pd.DataFrame, rater: str | None, strata: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-    """Effect estimates ``Δ̂ [effect]`` and their covariance ``Σ [effect, effect]`` (module
-    docstring, "Sufficient statistics").
+    """Effect estimates ``Δ̂ [effect]`` and their covariance ``Σ [effect, effect]``
+    (docs/studies/social_meaning.md, "Sufficient statistics").
 
     ``df``: valid ratings (columns ``attribute``, ``context``, ``form``, ``rating`` and those named
     by ``rater`` and ``strata``). ``rater``: the column whose rows form one cluster (``None``:
@@ -151,8 +94,8 @@ def llm_statistics(llm: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
 
 
 def esr_model(d_h, cov_h, d_m, cov_m):
-    """The measurement model (module docstring). ``d_h [effect]``, ``cov_h [effect, effect]``,
-    ``d_m [condition, effect]``, ``cov_m [condition, effect, effect]``."""
+    """The measurement model (docs/studies/social_meaning.md, "The model"). ``d_h [effect]``,
+    ``cov_h [effect, effect]``, ``d_m [condition, effect]``, ``cov_m [condition, effect, effect]``."""
     n_cond, n_eff = d_m.shape
     delta_h = numpyro.sample("delta_h", dist.Normal(0.0, PRIOR_EFFECT_SD).expand([n_eff]).to_event(1))
     delta_m = numpyro.sample("delta_m", dist.Normal(0.0, PRIOR_EFFECT_SD).expand([n_cond, n_eff]).to_event(2))

@@ -1,9 +1,6 @@
-"""The social-meaning study's report: parameter table, convergence verdicts, diagnostics lines
-and the markdown report of a run folder.
-
-Layering: imports :mod:`models.social_meaning.rsa` and the pragmodels public API; imported by
-:mod:`models.social_meaning.study` (which re-exports ``parameter_table``, ``converged`` and
-``KEY_PARAMETERS``).
+"""The social-meaning study's report: parameter and chain tables (:func:`parameter_table`,
+:func:`chain_table`), convergence verdicts (:func:`converged`, against :data:`STANDARDS`) and
+the markdown of a run folder's ``report.md`` (:func:`report_markdown`).
 """
 
 from __future__ import annotations
@@ -35,7 +32,7 @@ def parameter_table(trees: dict) -> pd.DataFrame:
             lo, hi = (float(b) for b in eti(post[v], prob=0.94).values)
             row.update({v: float(np.median(post[v].values)), f"{v}_lo": lo, f"{v}_hi": hi})
         row["noise_at_floor"] = bool(row["noise_lo"] < rsa.NOISE_FLOOR + 0.01)
-        if "noise_attribute" in post:  # the scale per attribute (model docstring, "Noise per attribute")
+        if "noise_attribute" in post:  # the scale per attribute (docs/studies/social_meaning.md, "Noise per attribute")
             med = post["noise_attribute"].median(("chain", "draw"))
             row.update({f"noise_{a}": float(med.sel(attribute=a)) for a in med["attribute"].values})
             low = post["noise_attribute"].quantile(0.03, ("chain", "draw"))
@@ -273,7 +270,7 @@ def report_markdown(mode, sampler, table, disc, cmp, trees, baseline, params, wa
         "human and LLM, takes that log-odds from production data (N(-0.5, 1); `models/social_meaning/rsa.py`, \"What "
         "the ratings cannot identify\"), so the human cost and theta_mu, and the contrasts of these with the LLMs, "
         "carry that prior and are not measurements; so does an LLM's alpha where its ratings pin the cost (Claude "
-        "ALT's is 30% lower than under the former N(0, 3); the model's docstring gives the measurement).", "",
+        "ALT's is 30% lower than under the former N(0, 3); the study's notes, docs/studies/social_meaning.md, give the measurement).", "",
     ]
     if cds is not None:
         lines += [

@@ -1,14 +1,11 @@
 """The social-meaning study end to end: reproduction tables, RSA and baseline fits to humans and
 to each LLM x prompt, model-implied ESR/CDS with credible intervals, figures and a report.
 
-The config's schema is :class:`Config` (validated before the run; ``schemas/social_meaning.schema.json``).
-Entry points named by ``fits/social_meaning.json``: :func:`run` (``"study"``; called by
-``pragmodels run`` through :func:`pragmodels.runs.study.run_study`) and :func:`write_tables`
-(``"tables"``; ``pragmodels tables social_meaning``). :func:`rebuild_report` re-renders a finished
-run's report from its ``run.json``.
-
-Layering: imports :mod:`models.social_meaning.rsa`, :mod:`models.social_meaning.paper` and the
-pragmodels public API (datasets, metrics, fit, plots, results_io, runs).
+The config's schema is :class:`Config` (validated before the run; ``schemas/social_meaning.schema.json``);
+every NUTS setting is there. Entry points named by ``fits/social_meaning.json``: :func:`run`
+(``"study"``; called by ``pragmodels run`` through :func:`pragmodels.runs.study.run_study`) and
+:func:`write_tables` (``"tables"``; ``pragmodels tables social_meaning``). :func:`rebuild_report`
+re-renders a finished run's report from its ``run.json``. Notes: ``docs/studies/social_meaning.md``.
 """
 
 from __future__ import annotations

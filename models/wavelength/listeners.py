@@ -1,107 +1,16 @@
-r"""Bayesian RSA models of the Wavelength game (Qiu et al., "Pragmatic inference ... Wavelength").
+r"""Bayesian RSA models of the Wavelength game (Qiu et al. 2025): LM literal listeners as
+semantics, the paper's LM-RSA and Appendix C listeners, fitted to raw slider guesses.
 
-Layering: imports :mod:`pragmodels.agents`, :mod:`pragmodels.semantics`, :mod:`pragmodels.logmath`,
-:mod:`pragmodels.likelihoods.slider`, :mod:`pragmodels.params`, :mod:`pragmodels.priors` and
-:mod:`pragmodels.evaluation.crossval`; nothing in ``pragmodels`` imports this module.
-
-The game
---------
-Each item is a scale from 0 (left concept) to 100 (right concept), a hidden target, and one clue;
-40 people each guess where on the scale the clue points (raw integers 0..100). States are the 21
-values ``v_s = 0, 5, ..., 100`` (the paper's answer choices). The language-model (LM) scores
-arrive as arrays, per item ``i`` (the utterance axis padded to the largest count):
-
-- ``log_lm [item, utterance, state]``: the LM's log-probability of answering ``v_s`` given the
-  listener prompt with clue ``u`` (not normalised over states). Utterance 0 is the item's real
-  clue; 1..K_i are LM-generated alternatives; ``utt_mask [item, utterance]`` (bool) is False on
-  padded rows, which are excluded exactly (the agents ignore whatever they hold, NaN included;
-  :func:`pragmodels.fit` rejects NaN in any data array, so fill them with e.g. 0).
-- ``log_s0 [item, utterance, state]``: the LM speaker's length-normalised log-probability of
-  producing ``u`` given target ``v_s`` (Appendix C's ``S0``, unnormalised).
-- ``clue_length [item, utterance]``: tokens (or words) per clue, for a length cost.
-- production: ``log_lm_prod [item, alt, state]`` listener scores of the clues sampled for each
-  item's target, ``prod_count [item, alt]`` how often each distinct clue was sampled,
-  ``prod_mask [item, alt]``.
-
-Agents (pure JAX; ``P(s)`` uniform unless ``log_prior [state]`` is given)
----------------------------------------------------------------------
-(a) LM literal listener, with a semantic temperature ``β`` (:func:`lm_literal_listener`):
-
-.. math:: L_0(s \mid u) \propto P_{LM}(s \mid u)^{\beta}\, P(s)
-
-(b) LM-RSA listener (Section 4.1; :func:`lm_rsa_listener`) over the item's utterance set
-``𝒰_i`` = real clue, its alternatives and a null utterance whose ``L0`` is the prior (uniform),
-as upstream's ``use_null``:
-
-.. math::
-
-    S_1(u \mid s) &\propto \exp\{\alpha\,[\log L_0(s \mid u) - \mathrm{cost}(u)]\},
-        \qquad u \in 𝒰_i \\
-    L_1(s \mid u) &\propto S_1(u \mid s)\, P(s)
-
-reported for ``u`` = the real clue. At ``α = β = 1``, no cost, uniform prior, this is the
-paper's ``S1(u|s) = L0(s|u) / Σ_u' L0(s|u')`` and ``L1(s|u) = S1(u|s) / Σ_s' S1(u|s')``, i.e.
-upstream's ``get_l1_dist`` (normalise per state over utterances, then per utterance over states).
-
-(c) Appendix C listener (:func:`appendix_c_listener`):
-
-.. math:: L_1(s \mid u) \propto L_0(s \mid u)\, S_0(u \mid s)^{\alpha}
-
-(``α = 1``: the paper's formula), with ``S0`` the LM speaker's length-normalised probability.
-
-(d) Inverse-RSA speaker (Section 5.1; :func:`inverse_rsa_speaker`), over the clues sampled for
-the item's target, ``S0`` their sample frequencies:
-
-.. math:: S_1(u \mid s) \propto S_0(u \mid s)\, L_0(s \mid u)^{\alpha}
-
-(e) Costs: ``cost(u) = cost_weight · clue_length(u)`` in nats of utility, inside ``α``; the null
-utterance costs 0.
-
-Responses
----------
-Every model reports its listener's row for the real clue on the slider with
-:mod:`pragmodels.likelihoods.slider`: ``P*(g) = Σ_s L(s | clue) K(g | v_s, width)``, ``K`` a Gaussian on the
-integers 0..100 renormalised over them (raw guesses, no binning); a share ``ρ`` (``rounding``) of
-guesses is rounded to the nearest multiple of 10, and a share ``λ`` (``lapse``) is uniform:
-``P(g) = (1 - λ) [(1 - ρ) P*(g) + ρ Σ_{g*} R(g | g*) P*(g*)] + λ / 101``.
-
-Why rounding: people heap on round numbers. 18.1% of the 4,000 guesses are multiples of 10
-(9.9% by chance), while the other multiples of 5 are not over-represented (8.1% against 9.9%),
-and 9.2% are at the ends 0 and 100 (2.0% by chance). A kernel alone can heap only on the 21
-states, multiples of 5 and tens alike. Measured in the full run on SmolLM2's 100 items, the flat
-models still choose a narrow kernel (width 1.9 scale units, below the grid step) with a small
-rounding share (0.03); our reading (not tested): with a listener that barely depends on the
-clue, the narrow kernel is what puts mass at the ends. Models that can place each item's mass
-(alpha per item, the LM prior) choose widths of 10-13 and a larger rounding share. So the width is not comparable across models
-that differ in how well they place the mass, and is not a measure of people's response noise.
-
-Models (NumPyro; every one takes the same data, reading what it needs)
------------------------------------------------------------------------
-``model(log_lm, item, guess=None, utt_mask=None, clue_length=None, log_s0=None, log_prior=None)``
-with ``item [trial]`` and ``guess [trial]`` (ints 0..100):
-
-- :func:`uniform_model`: no semantics, ``L = P(s)`` (width, lapse, rounding);
-- :func:`literal_model`: ``L0`` (beta, width, lapse, rounding);
-- :func:`lm_rsa_model`: ``L1`` of (b) (alpha, beta, width, lapse, rounding; ``cost_weight`` when
-  ``clue_length`` is given);
-- :func:`appendix_c_model`: (c) (alpha, beta, width, lapse, rounding; needs ``log_s0``);
-- :func:`lm_rsa_by_item_model`: (b) with ``log α_i = α_μ + α_σ z_i`` (non-centred), optionally
-  ``log β_i`` too;
-- :func:`lm_prior_model`: the LM as a Bayesian prior on the real clue's semantics,
-  ``sem[i, 0, s] = β log P_LM(s | clue_i) + τ z[i, s]``, ``z ~ N(0, 1)``, alternatives keep
-  ``β log P_LM``; then (b). Compare it by item cross-validation (:func:`cv_fold`), not LOO.
-
-Priors (:data:`PRIORS`; each overridable with ``fit(..., priors=...)``):
-
-- ``alpha ~ LogNormal(0, 1)``: median 1 (the paper's fixed value), 95% in [0.14, 7.1];
-- ``beta ~ LogNormal(0, 1)``: median 1 (the LM's own distribution); LMs are over-confident
-  (their entropies are below the humans', Appendix D.1), so ``β < 1`` must be reachable;
-- ``width ~ LogNormal(log 5, 0.75)`` slider units: median 5 (the grid step), 95% in [1.2, 22];
-- ``lapse ~ Beta(1, 19)``: mean 0.05;
-- ``rounding ~ Beta(1, 9)``: mean 0.1;
-- ``cost_weight ~ HalfNormal(1)`` nats per token;
-- ``alpha_mu ~ Normal(0, 1)``, ``alpha_sigma ~ HalfNormal(0.5)`` (also ``beta_mu``, ``beta_sigma``);
-- ``tau ~ HalfNormal(2)`` nats: per-state deviations of the clue's log-semantics from the LM's.
+The agents are pure JAX on per-item arrays (``log_lm [item, utterance, state]``, ``utt_mask``,
+``log_s0``, ``clue_length``): :func:`lm_literal_listener`, :func:`item_rsa_listener`,
+:func:`rsa_clue_listener`, :func:`lm_rsa_listener`, :func:`appendix_c_listener`,
+:func:`inverse_rsa_speaker`. The NumPyro models (:func:`uniform_model`, :func:`literal_model`,
+:func:`lm_rsa_model`, :func:`appendix_c_model`, :func:`lm_rsa_by_item_model`,
+:func:`lm_prior_model`; priors :data:`PRIORS`) report the real clue's listener on the slider
+(:mod:`pragmodels.likelihoods.slider`, with rounding and a lapse). Also: simulation, the
+per-item alpha profile, item cross-validation (:func:`cross_validate`) and
+:func:`listener_for`. The equations, the response model and the priors:
+``docs/studies/wavelength.md``, "The models".
 """
 
 from __future__ import annotations

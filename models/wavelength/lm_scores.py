@@ -1,32 +1,11 @@
 """The Wavelength study's language-model step: alternatives, literal tables, production samples.
 
 Everything here talks to a language model (through :mod:`pragmodels.lm`, normally a
-:class:`~pragmodels.lm.CachedLM`, so a re-run scores nothing twice) and turns its answers into
-arrays; nothing here fits. The fits (``models/wavelength/listeners.py``) read the saved tables only.
-
-Per item (one scale, one target, its real clue):
-
-1. **Alternatives** (:func:`generate_alternatives`): for each of the 21 states one clue sampled
-   from the LM speaker (:func:`~models.wavelength.prompts.speaker_prompt`, temperature 1, no top-k or
-   top-p), as the paper's Section 4.1 and upstream do. The answer is begun with ``<answer>`` and
-   the model writes the clue, which ends at ``</answer>`` or a line break (SmolLM2-135M left to
-   itself rarely keeps the format at all). A sample that is empty, longer than :data:`MAX_WORDS`
-   words or holds markup is a parse failure: counted per item (``alt_failed``), no alternative.
-2. **Utterance set** (:func:`utterance_sets`): the real clue first, then the parsed alternatives
-   in state order, deduplicated after stripping whitespace and case-folding (upstream dedups exact
-   strings; "Snow" and "snow" are one clue to a listener), without the real clue itself. The null
-   utterance (uniform L0) is added by the models, not stored.
-3. **Literal listener table** (:func:`score_study`'s listener pass): ``log_lm[item, utterance, state]``, the
-   LM's log-probability of each answer ``<answer>s</answer>`` (through the end-of-turn token)
-   given the listener prompt with that clue. Not normalised over states (the models do that).
-4. **Speaker table** (the speaker pass, Appendix C): ``log_s0[item, utterance, state]``, the
-   length-normalised log-probability of the clue as the speaker's answer given target ``s``.
-5. **Production** (:func:`production_samples`): 32 clues sampled for the item's own target,
-   counted by distinct clue (S0 from sample frequencies), with their literal listener tables.
-
-The arrays are saved by :func:`score_study` as netCDF, keyed by item id and
-:data:`~models.wavelength.prompts.PROMPT_VERSION`; the upstream texts (scales, real clues) are not saved,
-only the LM's own clues (in a CSV beside it).
+:class:`pragmodels.lm.CachedLM`) and turns its answers into arrays; nothing here fits.
+:func:`score_study` runs the passes item by item and saves them as netCDF keyed by item id and
+the prompt version; :func:`load_scores` reads them back for the study. The five steps per item
+(alternatives, utterance set, listener and speaker tables, production):
+``docs/studies/wavelength.md``, "Scoring with a language model".
 """
 
 from __future__ import annotations
@@ -258,7 +237,7 @@ def _compatible(old: xr.Dataset, attrs: dict[str, Any]) -> bool:
 def score_study(lm: LanguageModel, items: pd.DataFrame, *, name: str, seed: int, folder: str | Path,
                 n_production: int = 32, passes: Sequence[str] = PASSES, production_items: Sequence[int] | None = None,
                 save_every: int = 5, progress: bool = False, log: Any = None) -> Path:
-    """Run the module docstring's steps for one LM, item by item, saving as it goes.
+    """Run the steps of docs/studies/wavelength.md ("Scoring with a language model") for one LM, item by item, saving as it goes.
 
     The file ``<folder>/<name>.nc`` records which items each pass has finished
     (``done_listener``, ``done_speaker``, ``done_production``); a run that was stopped picks up

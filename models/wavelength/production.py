@@ -1,31 +1,10 @@
-r"""Wavelength production (the paper's Section 5.1): direct LM clues against Inverse-RSA clues.
+r"""Wavelength production (the paper's Section 5.1): the LM's own clues against Inverse-RSA clues.
 
-For each item the production pass (``models/wavelength/lm_scores.py``) sampled 32 clues from the LM
-speaker for the item's own target ``t`` and kept the distinct ones with their counts; the
-listener pass scored each of them. From those:
-
-- **direct**: the LM's own clue, ``u ~ S0(u | t) = count(u) / Σ count`` (reported as the
-  expectation over that distribution, and for the most frequent clue);
-- **Inverse-RSA**: ``S1(u | t) ∝ S0(u | t) · L0(t | u)^α`` at the paper's ``α = 1``, with
-  ``L0`` the LM's literal listener (:func:`wavelength.inverse_rsa_speaker`); reported as the
-  expectation over ``S1`` and for its most probable clue (the paper's choice).
-
-Each produced clue is judged by two listeners, on the item's target:
-
-- **the LM's own literal listener** ``L0(s | u)`` (``β = 1``). This judge is circular for
-  Inverse-RSA, which chose its clue to raise exactly ``L0(t | u)``: a gain there is built in, not
-  found;
-- **the human-fitted listener**: LM-RSA with alpha and beta at their posterior means from the fit
-  to the human guesses (``wavelength.rsa_clue_listener``), the produced clue heard against the
-  item's LM-generated alternatives (an alternative spelled like the produced clue, after
-  :func:`models.wavelength.lm_scores.normalise_clue`, is dropped so that a clue does not compete with itself).
-  It is the best stand-in for people that the study has; no person judged these clues. It can only
-  tell clues apart as far as its semantics (the LM's) do: the table reports that resolution, the
-  standard deviation over an item's produced clues of the judge's mean, averaged over items.
-
-Scores per judge and speaker: the judge's probability of the target state, and the absolute
-error of its mean from the target (scale units). Inverse-RSA minus direct is given with a 95%
-bootstrap interval over items (2,000 resamples, percentile).
+:func:`production_scores` judges each item's produced clues by two listeners (the LM's own
+literal listener, circular for Inverse-RSA, and the LM-RSA listener fitted to the humans);
+:func:`summarise` gives Inverse-RSA minus direct with bootstrap intervals over items;
+:func:`judge_tables` builds the judges' tables. What is compared and why:
+``docs/studies/wavelength.md``, "Production: direct clues against Inverse-RSA clues".
 """
 
 from __future__ import annotations

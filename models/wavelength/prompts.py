@@ -1,20 +1,9 @@
 """Prompts for the Wavelength game (Qiu et al. 2025), in this project's own words.
 
-The task follows the paper's and the upstream code's design (linlu-qiu/wavelength-eval @ 6dfed5c,
-``listeners.py`` and ``speakers.py``): a scale from 0 (left concept) to 100 (right concept), a few
-worked examples, the answer inside ``<answer>...</answer>``, values in steps of 5. The wording and
-the worked examples are this project's, not upstream's (the upstream repository has no licence).
-
+:func:`listener_prompt` (L0: where on the scale does a clue point?, scored with the 21
+continuations :func:`answers`) and :func:`speaker_prompt` (S0: a clue for a target value).
 The prompts are frozen: :data:`PROMPT_VERSION` is the sha256 of their texts, and every LM score
-the study keeps is keyed by it. Changing a word here changes the hash, and the study then scores
-afresh instead of mixing scores of two prompts.
-
-- :func:`listener_prompt` (L0): where on the scale does a clue point? Scored with the 21
-  continuations :func:`answer` (``"<answer>0</answer>"`` ... ``"<answer>100</answer>"``), each
-  through its closing tag and the model's end-of-turn token, so ``"7"`` is not a prefix of ``"75"``.
-- :func:`speaker_prompt` (S0): give a clue for a target value. Sampled for alternative clues
-  (one per state, deduplicated) and for production (32 per target); scored with a clue as the
-  continuation for the Appendix C listener's S0.
+the study keeps is keyed by it. Their design: ``docs/studies/wavelength.md``, "Prompts".
 """
 
 from __future__ import annotations

@@ -1,27 +1,13 @@
 """Study 2: the Wavelength game (Qiu et al. 2025), LM-RSA listeners fitted to 4,000 human guesses.
 
-Entry point ``"study": "models/wavelength/study.py:run"`` (``fits/wavelength.json``), run by
-``pragmodels run fits/wavelength.json``. The LM scores are data: they are made beforehand by
-``python -m models.wavelength.score`` (through the score cache) and committed in
-``fits/wavelength/lm_scores/``; this study never calls a language model.
-
-For each LM the study
-
-1. takes the items its listener pass has scored (the scoring runs in a fixed random order, so a
-   partial run is a random subset, named in the report);
-2. fits, with NUTS through :func:`pragmodels.inference.fit_many`, on the raw guesses (slider kernel +
-   lapse, :mod:`pragmodels.likelihoods.slider`): the semantics-free baseline, the LM literal listener, LM-RSA
-   (with and without a clue-length cost), the Appendix C listener where the speaker pass has
-   scored those items, and LM-RSA with a rationality per item (non-centred);
-3. compares the flat models by PSIS-LOO over guesses, and (full mode) the LM-as-prior model
-   against the others by K-fold cross-validation over items (its per-item semantics learn from
-   the guesses they are scored on, so pointwise LOO would flatter it);
-4. computes the paper's metrics (absolute error of the mean, W1 to the raw human guesses, entropy,
-   Pearson r of means) for the humans, the LM at the paper's fixed settings (L0; LM-RSA at
-   alpha = beta = 1) and each fitted model (posterior mean listener);
-5. checks the posterior predictive against each item's 40 guesses (mean and SD inside the 94%
-   interval of replicated data) and against the LM's own distribution;
-6. draws the item grid and the forest plot, writes tables and the report.
+Entry point ``"study": "models/wavelength/study.py:run"`` (``fits/wavelength.json``; schema
+:class:`Config`), run by ``pragmodels run fits/wavelength.json``. The LM scores are data, made
+beforehand by ``python -m models.wavelength.score`` and committed in ``fits/wavelength/lm_scores/``;
+this study never calls a language model. Per LM it fits the listeners by NUTS, compares them by
+LOO (and item cross-validation), computes the paper's metrics, checks the posterior predictive,
+judges the LM's own clues, and writes tables, figures and :func:`report_markdown`. Public helpers
+for notebooks: :func:`fit_data`, :func:`fixed_listeners`, :func:`listener_metrics`,
+:func:`human_metrics`, :func:`listener_draws`. The steps: ``docs/studies/wavelength.md``.
 """
 
 from __future__ import annotations
@@ -226,7 +212,8 @@ def _ppc(tree: xr.DataTree, data: dict[str, Any], n_items: int) -> pd.DataFrame:
 
 
 def run(config: dict, out_dir: Path, mode: str, progress: bool, record: Run) -> None:
-    """The study's entry point (:func:`pragmodels.runs.study.run_study` calls it; see the module docstring).
+    """The study's entry point (:func:`pragmodels.runs.study.run_study` calls it; the steps:
+    docs/studies/wavelength.md).
 
     Parameters
     ----------

@@ -81,7 +81,7 @@ def test_a_vanishing_feature_is_not_blown_up_into_a_full_size_regressor():
 def test_p_exact_floor_wall_lies_beyond_the_llms_scenario_knowledge():
     """The floor of ``p_exact`` (1e-4) keeps the normalised feature at full size up to θ = 7 at
     Claude ALT's posterior (alpha 1.75, cost 1.38), where the LLMs' θ_μ never reaches; the former
-    1e-3 had cut it to 0.91 at θ = 6 and 0.64 at 7 (module docstring, "Features that vanish"). The
+    1e-3 had cut it to 0.91 at θ = 6 and 0.64 at 7 (docs/studies/social_meaning.md, "Features that vanish"). The
     QUD feature keeps the floor 1e-3 that cuts the human cost's plateau off (test above)."""
     assert rsa.FEATURE_SD_FLOOR == {"p_exact": 1e-4, "p_qud_fit": 1e-3}
     theta = jnp.linspace(-0.5, 0.5, 6, dtype=jnp.float32)
@@ -120,7 +120,7 @@ def test_centred_scenario_effects_have_the_non_centred_prior():
 def test_qud_fit_contrasts_are_identified_and_motives_contrasts_are_not():
     """Per attribute the data fix three contrasts (form, context, interaction). The motives link's
     three features span only two of them at any alpha (its 3 x 3 contrast matrix is singular); the
-    qud_fit link's two features span two, well conditioned (module docstring, "Identification")."""
+    qud_fit link's two features span two, well conditioned (docs/studies/social_meaning.md, "Identification")."""
     def contrasts(link, alpha, cost):
         f = np.asarray(rsa.listener_features(jnp.array(alpha), jnp.array(cost), jnp.array([1.2]), jnp.zeros(2), link))[0]
         main = (f[:, 0] - f[:, 1]).mean(0)
@@ -318,7 +318,7 @@ def test_fit_recovers_parameters_at_the_human_data_size():
     knowledge, rater scores integrated out, the production prior on the coarse-QUD log-odds, a dense
     mass matrix over the RSA block). Tolerances: alpha and the coarse-QUD log-odds inside their 94%
     intervals (6% miss rate each; the seed is fixed). Their widths are not tested: at this design
-    the ratings pin the listener's inferences, not alpha or that log-odds (module docstring, "What
+    the ratings pin the listener's inferences, not alpha or that log-odds (docs/studies/social_meaning.md, "What
     the ratings cannot identify"; the real human posterior of alpha, 0.32-4.41, is little narrower
     than its prior's 0.40-6.7, and until 2026-12-05 this test required half the prior's width and
     failed, at r_hat 1.75 under the former wide prior). At least 10 of the 12 population loadings ``beta`` and 5
@@ -375,7 +375,7 @@ def test_fit_recovers_parameters_at_the_human_data_size():
 
 
 def test_study_samples_llm_scenario_effects_centred_and_human_ones_non_centred():
-    """The study's parametrisation (module docstring, "Scenario effects"): an LLM fit's data ask for
+    """The study's parametrisation (docs/studies/social_meaning.md, "Scenario effects"): an LLM fit's data ask for
     centred scenario effects (the ``zeta_contrast`` site), a human fit's keep the non-centred
     default (``zeta_raw``); the data dict is what the fit's hash and cache key are made of."""
     from models.social_meaning.study import fit_spec
