@@ -51,6 +51,7 @@ from pragmodels.inference.provenance import (
 from pragmodels.io.errors import ResultSaveError
 from pragmodels.io.netcdf import save_netcdf
 from pragmodels.params import ModelInfo, inspect_model, with_priors
+from pragmodels.validation import check_one_of
 
 __all__ = ["fit", "CHAIN_METHODS", "PostprocessingWarning", "FitPostprocessingError", "validate_data",
            "check_settings", "to_datatree"]
@@ -128,14 +129,12 @@ def check_settings(num_warmup: object, num_samples: object, num_chains: object, 
                              ("num_chains", num_chains, 1)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
             raise ValueError(f"{name} must be an integer >= {low}; got {value!r}.")
-    if chain_method not in CHAIN_METHODS:
-        raise ValueError(f"chain_method must be one of {CHAIN_METHODS}; got {chain_method!r}.")
+    check_one_of("chain_method", chain_method, CHAIN_METHODS)
     if isinstance(target_accept, bool) or not isinstance(target_accept, (int, float)) or not 0 < target_accept < 1:
         raise ValueError(f"target_accept must be a number in (0, 1); got {target_accept!r}.")
     if isinstance(max_tree_depth, bool) or not isinstance(max_tree_depth, (int, np.integer)) or max_tree_depth < 1:
         raise ValueError(f"max_tree_depth must be an integer >= 1; got {max_tree_depth!r}.")
-    if init not in INITS:
-        raise ValueError(f"init must be one of {list(INITS)}; got {init!r}.")
+    check_one_of("init", init, list(INITS))
 
 
 def to_datatree(run: NutsRun, loglik: dict[str, np.ndarray], pp: dict[str, np.ndarray] | None,

@@ -44,6 +44,7 @@ from pragmodels.inference.compile_cache import (
 )
 from pragmodels.likelihoods.categorical import tabulate_potential
 from pragmodels.model_key import structure_key
+from pragmodels.validation import check_one_of
 
 __all__ = ['CHAIN_METHODS', 'ChainMethod', 'NutsRun', 'run_nuts', 'as_rng_key', 'build_chain_fn', 'dense_mass_key', 'pointwise_log_likelihood']
 
@@ -198,8 +199,7 @@ def dense_mass_key(dense_mass: Any) -> bool | tuple[tuple[str, ...], ...]:
 
 def _layout(chain_method: str, num_chains: int) -> tuple[str, int]:
     """(method that runs, devices used)."""
-    if chain_method not in CHAIN_METHODS:
-        raise ValueError(f"chain_method must be one of {CHAIN_METHODS}; got {chain_method!r}.")
+    check_one_of("chain_method", chain_method, CHAIN_METHODS)
     if num_chains == 1:
         return "single", 1
     if chain_method == "parallel":
