@@ -22,3 +22,128 @@ def mirror() -> Path:
     if not path.is_dir():
         pytest.fail(f"offline mirror not found at {path}; set PRAGMODELS_DATA_DIR")
     return path
+
+
+# ---- tiers ---------------------------------------------------------------------------------------
+# Markers say what a test does (listed in pyproject.toml): `nuts` runs NUTS (the compiled NUTS
+# program or numpyro's MCMC, directly or through fit, fit_many or a study run), `lm` loads a real
+# language model (llama.cpp in process or as a server), `subprocess` starts a Python process (a fresh
+# interpreter, the CLI, a process pool, a Dask cluster, a notebook kernel), `slow` takes minutes and is
+# left out of `make test`. The fast tier (`make test-fast`) is the tests that carry none of them.
+#
+# The markers are checked, not trusted: while a test runs (its set-up included), building a NUTS
+# kernel fails it unless it is marked `nuts`, loading a llama.cpp model unless `lm`, starting a Python
+# process unless `subprocess`. A NUTS program that an earlier test compiled is reused without a new
+# kernel, so an unmarked NUTS test can pass in the full run; the fast tier, which runs none of them,
+# catches it.
+
+# fixtures that make every test using them one kind
+_FIXTURE_MARKS = {"smollm2": ("lm",), "server_url": ("lm", "subprocess"), "http_lm": ("lm", "subprocess")}
+_CHECKED = ("nuts", "lm", "subprocess")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        for fixture in getattr(item, "fixturenames", ()):
+            for name in _FIXTURE_MARKS.get(fixture, ()):
+                item.add_marker(name)
+
+
+class TierError(AssertionError):
+    """A test did what its markers say it does not."""
+
+
+class _Tier:
+    forbidden: frozenset[str] = frozenset()
+    seen: list[str] = []
+
+    @classmethod
+    def check(cls, kind: str, what: str) -> None:
+        if kind in cls.forbidden:
+            msg = f"this test {what} but is not marked @pytest.mark.{kind} (see the tiers in tests/conftest.py)"
+            cls.seen.append(msg)
+            raise TierError(msg)
+
+
+def _install_tier_checks() -> None:
+    """Wrap the three entry points once; the wrappers pass through unless the running test forbids them."""
+    import functools
+    import multiprocessing.popen_fork
+    import multiprocessing.util
+    import subprocess
+    import sys
+    from importlib.util import find_spec
+
+    import numpyro.infer.hmc
+
+    hmc = numpyro.infer.hmc.hmc
+
+    @functools.wraps(hmc)
+    def guarded_hmc(*args, **kwargs):
+        _Tier.check("nuts", "builds a NUTS kernel")
+        return hmc(*args, **kwargs)
+
+    numpyro.infer.hmc.hmc = guarded_hmc  # numpyro's NUTS and pragmodels.inference.nuts both call this name
+    for module in list(sys.modules.values()):  # a module that imported the name already
+        if getattr(module, "hmc", None) is hmc and module is not numpyro.infer.hmc:
+            module.hmc = guarded_hmc
+
+    popen_init = subprocess.Popen.__init__
+    python_bin = Path(sys.executable).parent
+
+    def guarded_popen_init(self, args, *a, **k):
+        argv0 = args if isinstance(args, (str, bytes, os.PathLike)) else (list(args)[:1] or [""])[0]
+        program = Path(os.fsdecode(argv0).split()[0]) if argv0 else Path()
+        if program.name.startswith("python") or program.parent == python_bin:
+            _Tier.check("subprocess", f"starts a Python process ({program.name})")
+        popen_init(self, args, *a, **k)
+
+    subprocess.Popen.__init__ = guarded_popen_init  # type: ignore[method-assign]
+    spawn = multiprocessing.util.spawnv_passfds
+
+    def guarded_spawn(*args, **kwargs):
+        _Tier.check("subprocess", "starts a Python process (multiprocessing)")
+        return spawn(*args, **kwargs)
+
+    multiprocessing.util.spawnv_passfds = guarded_spawn
+    launch = multiprocessing.popen_fork.Popen._launch
+
+    def guarded_launch(self, *args, **kwargs):
+        _Tier.check("subprocess", "forks a Python process (multiprocessing)")
+        return launch(self, *args, **kwargs)
+
+    multiprocessing.popen_fork.Popen._launch = guarded_launch  # type: ignore[method-assign]
+    if find_spec("llama_cpp") is not None:
+        import llama_cpp
+
+        def guarded_llama_new(cls, *args, **kwargs):  # before __init__: no half-built model to finalise
+            _Tier.check("lm", "loads a llama.cpp model")
+            return object.__new__(cls)
+
+        llama_cpp.Llama.__new__ = guarded_llama_new  # type: ignore[method-assign]
+
+
+_install_tier_checks()
+
+
+def _run_checked(item: pytest.Item):
+    marks = {m.name for m in item.iter_markers()}
+    # the slow and hf tests are in no tier that promises anything, and are not checked
+    _Tier.forbidden = frozenset() if marks & {"slow", "hf"} else frozenset(_CHECKED) - marks
+    _Tier.seen = []
+    try:
+        return (yield)
+    finally:
+        seen, _Tier.forbidden, _Tier.seen = _Tier.seen, frozenset(), []
+        if seen:  # raised where it happened; failed here too in case the code under test caught it
+            pytest.fail(seen[0], pytrace=False)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item):
+    return (yield from _run_checked(item))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item):
+    return (yield from _run_checked(item))

@@ -31,6 +31,7 @@ def test_gitattributes_names_the_filter():
     assert "*.ipynb filter=nbstripout" in lines
 
 
+@pytest.mark.subprocess
 def test_running_a_notebook_leaves_the_tracked_file_unmodified(tmp_path):
     if shutil.which("git") is None:
         pytest.fail("git is needed to check the notebook filter")

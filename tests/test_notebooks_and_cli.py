@@ -28,13 +28,15 @@ def _files(folder: Path) -> set[str]:
     return {p.name for p in folder.iterdir()}
 
 
-# the social-meaning and Wavelength notebooks (2-4 minutes each from a cold compilation cache) run in
-# `make test-all`; the default run keeps the quick start (kernel in the repository root) and DRInQ
-# (kernel in notebooks/, about 80 s), to hold the default run near 15 minutes
+# the three study notebooks (DRInQ about 80 s, the others 2-4 minutes each from a cold compilation
+# cache) run in `make test-all`; the default run keeps the quick start (kernel in the repository root:
+# inline figures, progress widgets). What a kernel in notebooks/ relies on is checked without one: the
+# relative data folder (tests/datasets/test_data_dir.py) and the studies' import (tests/runs/test_study.py)
+@pytest.mark.subprocess
 @pytest.mark.parametrize("name, kernel_dir", [("quickstart.ipynb", "."),
                                              pytest.param("social_meaning.ipynb", "notebooks", marks=pytest.mark.slow),
                                              pytest.param("wavelength.ipynb", "notebooks", marks=pytest.mark.slow),
-                                             ("implicature.ipynb", "notebooks")])
+                                             pytest.param("implicature.ipynb", "notebooks", marks=pytest.mark.slow)])
 def test_notebooks_run_and_show_their_figures(name, kernel_dir, mirror, monkeypatch):
     """Each notebook runs headless, one kernel started in the repository root and one in notebooks/
     (where Jupyter starts it), with the relative PRAGMODELS_DATA_DIR that make sets. Every cell
@@ -73,6 +75,7 @@ def test_every_notebook_is_run_by_the_notebook_test():
     assert listed == {p.name for p in (ROOT / "notebooks").glob("*.ipynb")}
 
 
+@pytest.mark.subprocess
 def test_progress_bars_are_text_in_a_terminal():
     """tqdm.auto (the sampler's and fit_many's bars) outside a notebook: plain text, no warning."""
     code = "from tqdm.auto import tqdm\nfor _ in tqdm(range(3), desc='NUTS'): pass"
@@ -80,6 +83,8 @@ def test_progress_bars_are_text_in_a_terminal():
     assert "NUTS: 100%|" in err and "IProgress" not in err and "Warning" not in err
 
 
+@pytest.mark.filterwarnings("ignore::pragmodels.inference.diagnostics.FitWarning")  # --quick: short chains
+@pytest.mark.nuts
 def test_cli_run_quick_writes_run_folder(tmp_path, capsys):
     out = tmp_path / "run"
     assert main(["run", str(ROOT / "fits" / "reference_game.json"), "--out", str(out), "--quick", "--no-progress"]) == 0

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import pragmodels as pm
 
 STUB = Path(pm.__file__).with_suffix(".pyi")
@@ -20,12 +22,14 @@ def _python(code: str, **env: str) -> str:
     return out.stdout.strip()
 
 
+@pytest.mark.subprocess
 def test_import_loads_no_scientific_stack():
     got = _python("import sys, pragmodels; print(sorted(m for m in ('jax', 'numpyro', 'xarray', 'pandas', 'matplotlib') "
                   "if m in sys.modules))")
     assert got == "[]"
 
 
+@pytest.mark.subprocess
 def test_help_answers_without_jax():
     code = ("import sys\nfrom pragmodels.cli import main\nsys.argv = ['pragmodels', '--help']\n"
             "try:\n    main()\nexcept SystemExit as e:\n    assert e.code in (0, None), e.code\n"
@@ -45,6 +49,7 @@ def test_every_public_name_resolves_and_the_stub_lists_it():
     assert pm.likelihoods.speaker_choices is pm.likelihoods.categorical.speaker_choices
 
 
+@pytest.mark.subprocess
 def test_eager_import_loads_everything_at_once():
     got = _python("import sys, pragmodels; print('jax' in sys.modules and 'pragmodels.inference.fitting' in sys.modules)",
                   EAGER_IMPORT="1")

@@ -13,6 +13,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.subprocess
 def test_mypy_passes_on_the_package():
     pytest.importorskip("mypy", reason="mypy comes with the dev extra")
     res = subprocess.run([sys.executable, "-m", "mypy", "pragmodels"], cwd=ROOT, capture_output=True,

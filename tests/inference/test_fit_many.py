@@ -90,6 +90,7 @@ def dask_client():
     cluster.close()
 
 
+@pytest.mark.nuts
 def test_sequential_records_failure_and_runs_the_rest(sequential):
     r = sequential
     assert r.executor == "sequential" and len(r) == 3 and not r.ok
@@ -110,6 +111,8 @@ def test_sequential_records_failure_and_runs_the_rest(sequential):
     assert not np.array_equal(_draws(r.trees["a"])["p"], _draws(r.trees["b"])["p"])
 
 
+@pytest.mark.nuts
+@pytest.mark.subprocess
 def test_process_pool_matches_sequential(sequential):
     r = _run(executor="process", max_workers=2, progress=False)
     assert r.executor == "process"
@@ -118,6 +121,8 @@ def test_process_pool_matches_sequential(sequential):
     assert r.trees["b"].attrs["sampler_settings"] == sequential.trees["b"].attrs["sampler_settings"]
 
 
+@pytest.mark.nuts
+@pytest.mark.subprocess
 def test_dask_matches_sequential_and_saves_one_file_per_success(sequential, dask_client, tmp_path):
     out = tmp_path / "run"
     r = _run(executor=dask_client, out_dir=out, progress=False)

@@ -69,6 +69,7 @@ def grid_quantile(values, mass, q):
     return float(np.interp(q, cdf, values))
 
 
+@pytest.mark.nuts
 def test_nuts_matches_exact_grid_posterior(fitted, speaker_data):
     """NUTS quantiles vs quantiles of the posterior enumerated on an 801 x 1201 grid.
 
@@ -92,6 +93,7 @@ def test_nuts_matches_exact_grid_posterior(fitted, speaker_data):
     assert np.quantile(a, 0.025) < TRUE_ALPHA < np.quantile(a, 0.975)
 
 
+@pytest.mark.nuts
 def test_datatree_groups_dims_and_provenance(fitted, speaker_data):
     for group in ("posterior", "sample_stats", "log_likelihood", "posterior_predictive", "observed_data"):
         assert group in fitted.children, group
@@ -117,6 +119,7 @@ def test_datatree_groups_dims_and_provenance(fitted, speaker_data):
     assert attrs["pragmodels_version"] == pm.__version__
 
 
+@pytest.mark.nuts
 def test_netcdf_roundtrip_and_atomic_overwrite(fitted, tmp_path):
     path = tmp_path / "fit.nc"
     pm.save_netcdf(fitted, path)
@@ -132,6 +135,8 @@ def test_netcdf_roundtrip_and_atomic_overwrite(fitted, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["fit.nc"]  # no temp files left
 
 
+@pytest.mark.filterwarnings("ignore::pragmodels.inference.diagnostics.FitWarning")  # a bad fit on purpose: its other warnings are expected
+@pytest.mark.nuts
 def test_bad_fit_warns_and_strict_fit_writes_nothing(speaker_data, tmp_path):
     model = speaker_model(priors={"lapse": 0.0})
     with pytest.warns(FitWarning, match="ESS"):
@@ -164,6 +169,7 @@ def test_fit_rejects_bad_input_by_name(speaker_data):
         pm.Prior("Normall", loc=0, scale=1)
 
 
+@pytest.mark.subprocess
 def test_persistent_compilation_cache_is_written(tmp_path):
     """The cache is switched on by an explicit call (reading PRAGMODELS_COMPILATION_CACHE), never
     by the import alone (tests/test_params.py checks that)."""
@@ -174,6 +180,7 @@ def test_persistent_compilation_cache_is_written(tmp_path):
     assert any((tmp_path / "cache").iterdir())
 
 
+@pytest.mark.nuts
 def test_refit_with_another_data_size_in_one_process(speaker_data):
     """Regression: a kernel cached for one data size must not be reused for another (the
     social-meaning main job fitted 1,440 ratings, then 1,342, and numpyro failed inside vmap)."""
@@ -203,6 +210,7 @@ def _two_basins(y):
     numpyro.sample("y", dist.Normal(x, 100.0), obs=y)
 
 
+@pytest.mark.nuts
 def test_optimize_init_starts_chains_in_the_dominant_basin():
     """Against the known answer: the posterior mass is ~1 - 1e-6 in the basin at +4 (the prior
     tilts it to a normal with mean 3.78). Started near the prior median (-4), a chain stays in the

@@ -74,7 +74,10 @@ def compiles():
     monitoring.unregister_event_duration_listener(listener)
 
 
-@pytest.mark.parametrize("method", ["vectorized", "sequential"])
+# sequential chains in `make test-all`: the default run checks them draw for draw against numpyro's
+# MCMC (test_draws_equal_numpyro_mcmc), and vectorized chains against the exact posterior here
+@pytest.mark.nuts
+@pytest.mark.parametrize("method", ["vectorized", pytest.param("sequential", marks=pytest.mark.slow)])
 def test_posterior_matches_exact_beta_posterior(method):
     """Means and 5/50/95% quantiles of each group's rate within 4 Monte Carlo standard errors of the
     exact Beta posterior, for vectorized and for sequential chains (so the chain methods agree in
@@ -137,6 +140,8 @@ def _run_script(script):
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.nuts
+@pytest.mark.subprocess
 def test_draws_equal_numpyro_mcmc():
     """Same key, same model: the same trajectories (identical tree sizes) and draws as
     MCMC(NUTS(init_to_median(15))), for one chain, vectorized and sequential chains. In float64,
@@ -156,6 +161,7 @@ def test_draws_equal_numpyro_mcmc():
             assert r["steps"] < 0.8 and r["mu"] > 0.1, r
 
 
+@pytest.mark.nuts
 def test_same_seed_same_draws_other_seed_differs():
     kw = dict(num_chains=3, chain_method="vectorized", **SHORT)
     a = nuts.run_nuts(7, normal_means, dict(y=YN), **kw)
@@ -168,6 +174,7 @@ def test_same_seed_same_draws_other_seed_differs():
     assert not np.allclose(a.samples["mu"][0], a.samples["mu"][1])  # chains differ from each other
 
 
+@pytest.mark.nuts
 def test_new_values_same_shape_hit_without_recompiling(compiles):
     nuts.run_nuts(0, normal_means, dict(y=YN), num_chains=1, **SHORT)  # compiled here or earlier
     traces, n_compiles = TRACES["n"], compiles["n"]
@@ -178,6 +185,7 @@ def test_new_values_same_shape_hit_without_recompiling(compiles):
     assert run.samples["mu"].mean() > YN.mean() + 2.0  # and the new values were used
 
 
+@pytest.mark.nuts
 def test_new_shape_or_static_value_misses():
     nuts.run_nuts(0, normal_means, dict(y=YN), num_chains=1, **SHORT)
     traces = TRACES["n"]
@@ -246,6 +254,7 @@ def test_structure_key_rules():
     assert key(hierarchical_listener_model()) == key(hierarchical_listener_model())
 
 
+@pytest.mark.nuts
 def test_factory_closures_share_one_entry():
     y = np.array([0.3, -0.2, 1.1, 0.4])
     first = nuts.run_nuts(0, make_model(Prior("Normal", loc=0.0, scale=3.0)), dict(y=y), num_chains=1, **SHORT)
@@ -283,6 +292,7 @@ def test_lru_bound_and_clear_cache():
         compile_cache.set_cache_size(32)
 
 
+@pytest.mark.nuts
 def test_pointwise_log_likelihood_equals_numpyro():
     run = nuts.run_nuts(0, normal_means, dict(y=YN), num_chains=3, chain_method="vectorized", **SHORT)
     ll = nuts.pointwise_log_likelihood(normal_means, run, dict(y=YN), batch_size=7)
@@ -318,6 +328,12 @@ print(json.dumps(dict(devices=jax.local_device_count(), method=p.chain_method, u
 """
 
 
+# `make test-all` (a fresh process, ~25 s): the default run fits 4 parallel chains on the tests' two
+# devices in process (tests/inference/test_fitting.py: `fitted`, checked against the exact grid
+# posterior) and checks the fallback for a chain count the devices do not divide (test_params.py)
+@pytest.mark.slow
+@pytest.mark.nuts
+@pytest.mark.subprocess
 def test_parallel_chains_on_two_devices():
     """In a fresh process with two CPU devices, in float64: 4 chains run 2 per device, near the
     conjugate posterior mean (within 5 MCSE, counting an ESS of half the draws), and they are the
@@ -331,6 +347,7 @@ def test_parallel_chains_on_two_devices():
     assert res["z"] < 5 and res["steps"] == 1.0 and res["diff"] < 1e-8, res
 
 
+@pytest.mark.nuts
 def test_init_params_and_errors():
     start = {"mu": jnp.array([[5.0, 5.0, 5.0], [-5.0, -5.0, -5.0], [0.0, 0.0, 0.0]])}  # leading chain axis
     run = nuts.run_nuts(0, normal_means, dict(y=YN), num_chains=3, chain_method="vectorized", init_params=start,
@@ -354,6 +371,7 @@ def test_init_params_and_errors():
         nuts.run_nuts(0, normal_means, dict(y=bad), num_chains=1, **SHORT)
 
 
+@pytest.mark.nuts
 def test_progress_bar_runs():
     run = nuts.run_nuts(0, normal_means, dict(y=YN), num_chains=3, chain_method="vectorized", progress_bar=True,
                            **SHORT)

@@ -25,6 +25,8 @@ def test_prior_predictive_draws_match_the_prior():
     assert float(narrow["prior"]["b"].std()) == pytest.approx(0.1, abs=0.01)
 
 
+@pytest.mark.filterwarnings("ignore::pragmodels.inference.diagnostics.FitWarning")  # short chains: convergence is not checked here
+@pytest.mark.nuts
 def test_predict_new_data_from_a_saved_fit(tmp_path):
     rng = np.random.default_rng(0)
     x = np.linspace(-1, 1, 30)

@@ -24,6 +24,7 @@ def tiny(y):
 
 
 # 30 draws: the diagnostics warn, and only the attributes are under test
+@pytest.mark.nuts
 @pytest.mark.filterwarnings("ignore::pragmodels.inference.diagnostics.FitWarning")
 def test_fit_and_fit_batched_agree_on_every_shared_attribute():
     data = {"y": np.linspace(-1.0, 2.0, 7)}

@@ -98,6 +98,7 @@ def test_references_are_told_apart():
     assert not imports.is_file_reference("package.module")
 
 
+@pytest.mark.subprocess
 def test_another_process_imports_what_this_one_imported_by_location(package):
     imports.import_file(package / "sub" / "model.py")
     locations = imports.imported_by_location()
@@ -108,6 +109,7 @@ def test_another_process_imports_what_this_one_imported_by_location(package):
     assert done.stdout.strip() == "2.0"
 
 
+@pytest.mark.subprocess
 @pytest.mark.filterwarnings("ignore::pragmodels.inference.diagnostics.FitWarning")  # 50 draws: a smoke fit
 def test_fit_many_workers_find_a_package_imported_by_location(package):
     """A model from a package imported by location (as a study's) is pickled by reference: the

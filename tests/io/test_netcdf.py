@@ -199,6 +199,7 @@ def _dead_pid() -> int:
     return proc.pid
 
 
+@pytest.mark.subprocess
 def test_leftovers_of_killed_saves_are_removed_by_the_next_save(tmp_path):
     host = atomic._host_tag()
     live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
@@ -249,6 +250,7 @@ def test_data_hash_encodes_keys_and_values_unambiguously():
 _PINNED_DATA_HASH = "7ee98386670c7466f4aeb10c0bf5121d51a8430a7c49d66ca627f815d6098b9a"
 
 
+@pytest.mark.subprocess
 def test_data_hash_is_deterministic_and_order_free():
     h = checksums.data_hash
     data = {"b": np.arange(4), "a": [0.5, 1.5], "k": 3, "s": "text", "n": None}

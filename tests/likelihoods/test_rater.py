@@ -103,6 +103,8 @@ def test_traced_indices_need_slots_and_predictive_draws_follow_the_model():
     assert abs(freq - p3) < 0.02, (freq, p3)
 
 
+@pytest.mark.filterwarnings("ignore::pragmodels.inference.diagnostics.FitWarning")  # short chains: convergence is not checked here
+@pytest.mark.nuts
 def test_fit_draws_the_posterior_predictive_of_a_rater_site():
     """Through pragmodels.fit: log-likelihood per rater and a posterior predictive group, with no
     postprocessing error (a ``mask`` attribute once shadowed ``Distribution.mask``, which numpyro's

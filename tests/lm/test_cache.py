@@ -92,6 +92,7 @@ def _writer(path: str, worker: int) -> None:
         c.score(f"prompt {k % 7}", [f"w{worker}-{k}", "shared"])
 
 
+@pytest.mark.subprocess
 def test_two_processes_writing_at_once_do_not_corrupt_it(tmp_path):
     path = str(tmp_path / "c.sqlite")
     ctx = mp.get_context("spawn")

@@ -7,6 +7,7 @@ from pragmodels.lm import LlamaCppLM, OpenAICompatibleLM, smollm2_path
 from pragmodels.lm.entry import BUNDLED_PROMPT_FORMATS, LMEntry
 
 
+@pytest.mark.lm
 def test_a_bundled_model_opens_in_process_with_its_prompt_format():
     lm = LMEntry(model="smollm2").open(n_ctx=256, threads=1)
     assert isinstance(lm, LlamaCppLM) and lm.path == smollm2_path() and lm.n_ctx == 256

@@ -21,7 +21,9 @@ def reference():
     """llama-cpp-python's own high-level path: ``Llama(logits_all=True)``, ``eval``, ``scores``."""
     from llama_cpp import Llama
 
-    return Llama(model_path=str(smollm2_path()), n_ctx=512, logits_all=True, verbose=False)
+    # one thread, as the smollm2 fixture (tests/lm/conftest.py): a second one stalls on shared cores
+    return Llama(model_path=str(smollm2_path()), n_ctx=512, logits_all=True, n_threads=1, n_threads_batch=1,
+                 verbose=False)
 
 
 def _from_scratch(ref, lm: LlamaCppLM, prompt: str, cont: str) -> float:

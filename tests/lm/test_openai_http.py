@@ -81,10 +81,13 @@ def http_lm(server_url):
         yield lm
 
 
-def test_scores_equal_the_in_process_backend(http_lm):
-    ref = LlamaCppLM(smollm2_path(), n_ctx=512, prompt_format=FMT)
-    got = http_lm.score(PROMPT, ANSWERS)
-    want = ref.score(PROMPT, ANSWERS)
+# the server spends 30-80 ms of CPU per echoed token: the default run scores every fourth answer
+# (0, 20, ..., 100: one, two and three digits), `make test-all` all 21
+@pytest.mark.parametrize("answers", [ANSWERS[::4], pytest.param(ANSWERS, marks=pytest.mark.slow)], ids=["6", "21"])
+def test_scores_equal_the_in_process_backend(http_lm, answers):
+    ref = LlamaCppLM(smollm2_path(), n_ctx=512, n_threads=1, prompt_format=FMT)  # one thread, as the server
+    got = http_lm.score(PROMPT, answers)
+    want = ref.score(PROMPT, answers)
     # the same llama.cpp build on the same file and tokens: equal up to float32 logit noise from
     # different batch splits (the server evaluates each text after its cached prefix, the
     # in-process backend in its own prefix order); measured max difference ~1e-6
@@ -97,8 +100,8 @@ def test_scores_equal_the_in_process_backend(http_lm):
 def test_a_shifted_echo_is_refused(server_url):
     # a plain-text prompt does not begin with SmolLM2's BOS token: llama-cpp-python 0.3.36 shifts
     # its echo log-probabilities by one token, which must not come back as scores
-    lm = OpenAICompatibleLM(server_url, "smollm2", prompt_format=PromptFormat.plain())
-    with pytest.raises(ServerError, match="SHIFTED BY ONE TOKEN"):
+    with OpenAICompatibleLM(server_url, "smollm2", prompt_format=PromptFormat.plain()) as lm, \
+            pytest.raises(ServerError, match="SHIFTED BY ONE TOKEN"):
         lm.score("The capital of France is", ["Paris."])
 
 
@@ -112,11 +115,11 @@ def test_sampling(server_url, http_lm):
     a = http_lm.sample(PROMPT, 3, temperature=1.0, max_tokens=6, seed=5)
     assert len(a) == 3 and all(isinstance(t, str) for t in a)
     assert http_lm.sample(PROMPT, 3, temperature=1.0, max_tokens=6, seed=5) == a  # seed + i per request
-    chat = OpenAICompatibleLM(server_url, prompt_format=FMT, sample_api="chat",
-                              sampling_params=LLAMA_CPP_PURE_SAMPLING)
-    assert len(chat.sample(PROMPT, 2, max_tokens=4, stop=["\n"])) == 2
-    assert chat.identity == f"openai:{server_url}|{smollm2_path()}"  # the one model the server lists
-    assert isinstance(chat, LanguageModel)
+    with OpenAICompatibleLM(server_url, prompt_format=FMT, sample_api="chat",
+                            sampling_params=LLAMA_CPP_PURE_SAMPLING) as chat:
+        assert len(chat.sample(PROMPT, 2, max_tokens=4, stop=["\n"])) == 2
+        assert chat.identity == f"openai:{server_url}|{smollm2_path()}"  # the one model the server lists
+        assert isinstance(chat, LanguageModel)
 
 
 def test_context_overflow_on_the_server(http_lm):
@@ -126,9 +129,9 @@ def test_context_overflow_on_the_server(http_lm):
 
 def test_a_down_server_fails_quickly():
     url = f"http://127.0.0.1:{_free_port()}/v1"
-    lm = OpenAICompatibleLM(url, "m", max_retries=2, backoff_s=0.05, timeout_s=5)
     t = time.monotonic()
-    with pytest.raises(ServerError, match=f"{url}/completions: cannot connect.*after 3 attempts"):
+    with OpenAICompatibleLM(url, "m", max_retries=2, backoff_s=0.05, timeout_s=5) as lm, \
+            pytest.raises(ServerError, match=f"{url}/completions: cannot connect.*after 3 attempts"):
         lm.score("Q", ["A"])
     assert time.monotonic() - t < 5
     assert lm.requests_sent == 3
@@ -196,8 +199,15 @@ def fake_url():
 def fake(fake_url):
     _Fake.mode = "ok"
     _Fake.headers_seen.clear()
-    return lambda **kw: OpenAICompatibleLM(fake_url, "fake", max_retries=kw.pop("max_retries", 1),
-                                           backoff_s=0.01, **kw)
+    made: list[OpenAICompatibleLM] = []
+
+    def make(**kw):
+        made.append(OpenAICompatibleLM(fake_url, "fake", max_retries=kw.pop("max_retries", 1), backoff_s=0.01, **kw))
+        return made[-1]
+
+    yield make
+    for lm in made:  # their connections, closed here rather than by the garbage collector (a ResourceWarning)
+        lm.close()
 
 
 def test_arithmetic_on_a_well_formed_echo(fake):
@@ -247,9 +257,9 @@ def test_configuration_from_the_environment(fake_url, monkeypatch):
     monkeypatch.setenv("PRAGMODELS_LM_MODEL", "env-model")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     _Fake.mode, _Fake.headers_seen[:] = "ok", []
-    lm = OpenAICompatibleLM()
-    assert lm.identity == f"openai:{fake_url}/v1|env-model"
-    assert lm.sample("Q", 2, max_tokens=3) == ["!", "!"]
+    with OpenAICompatibleLM() as lm:
+        assert lm.identity == f"openai:{fake_url}/v1|env-model"
+        assert lm.sample("Q", 2, max_tokens=3) == ["!", "!"]
     assert all(h.get("Authorization") == "Bearer sk-test" for h in _Fake.headers_seen)
     monkeypatch.delenv("PRAGMODELS_LM_BASE_URL")
     with pytest.raises(ValueError, match="PRAGMODELS_LM_BASE_URL"):
@@ -267,6 +277,7 @@ def test_bad_input(fake):
     assert _Fake.headers_seen == []  # nothing was sent
 
 
+@pytest.mark.subprocess
 def test_the_package_imports_without_httpx():
     code = ("import sys; sys.modules['httpx'] = None; import pragmodels.lm, pragmodels.lm.openai_http as m; "
             "lm = m.OpenAICompatibleLM('http://127.0.0.1:9', 'x'); print(lm.prompt_format.name)")

@@ -82,6 +82,7 @@ def test_table_equals_llamacpp_scores_and_a_rerun_computes_nothing(smollm2, tmp_
         "path": "", "from_cache": 5, "computed": 0}
 
 
+@pytest.mark.lm
 def test_a_failed_run_leaves_the_earlier_table(tmp_path, capsys):
     """A prompt longer than the context, after a good one: one line, exit 2, the old table kept."""
     src = _write(tmp_path / "p.jsonl", [json.dumps(PROMPTS[0]),

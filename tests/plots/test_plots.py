@@ -188,6 +188,7 @@ def test_human_vs_model_means_draws_whole_markers_at_the_scale_ends():
     assert lo < 1.0 and hi > 7.0
 
 
+@pytest.mark.subprocess
 def test_importing_the_plots_selects_no_backend():
     """``matplotlib.use("Agg")`` on import switched a notebook's inline backend off: after
     importing pragmodels.plots (and drawing) the backend is still the one the user had."""

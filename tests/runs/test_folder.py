@@ -171,6 +171,7 @@ def _dead_pid() -> int:
     return p.pid
 
 
+@pytest.mark.subprocess
 def test_stale_temp_folders_of_dead_runs_are_removed_live_ones_kept(old_run):
     stale = old_run.parent / f".{old_run.name}.tmp-{_dead_pid()}-deadbeef"
     (stale / "posteriors").mkdir(parents=True)
@@ -212,6 +213,7 @@ def _wait_for(path: Path, proc, timeout=60):
         time.sleep(0.05)
 
 
+@pytest.mark.subprocess
 def test_a_second_run_into_the_same_folder_fails_at_once_naming_the_holder(old_run, tmp_path):
     script = tmp_path / "holder.py"
     script.write_text(HOLDER)
@@ -235,6 +237,7 @@ def test_a_second_run_into_the_same_folder_fails_at_once_naming_the_holder(old_r
         _write_new(run.path)
 
 
+@pytest.mark.subprocess
 def test_sigterm_during_a_cli_run_removes_the_partial_folder(fake_repo, tmp_path):
     out = tmp_path / "runs" / "out"
     out.mkdir(parents=True)
@@ -397,6 +400,7 @@ def test_social_meaning_config_is_validated_by_its_study():
     assert "`sampler.quick.human.num_sample`: unknown key; did you mean `num_samples`?" in err
 
 
+@pytest.mark.subprocess
 def test_the_library_never_imports_a_study():
     code = ("import sys, pragmodels, pragmodels.cli, pragmodels.runs.fit_config, pragmodels.runs; "
             "bad = sorted(m for m in sys.modules if m == 'models' or m.startswith('models.')); "

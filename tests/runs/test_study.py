@@ -33,6 +33,7 @@ def _flips(n: int = 30) -> dict:
     return {"flips": np.random.default_rng(0).integers(0, 2, n).astype(np.int32)}
 
 
+@pytest.mark.nuts
 def test_study_folder_runs_the_steps_every_study_takes(tmp_path):
     lines = []
     with runs.open_run(tmp_path / "run", mode="quick", entry_point="test") as record:
@@ -64,6 +65,7 @@ def test_study_folder_runs_the_steps_every_study_takes(tmp_path):
     assert len(lines) == 1 and lines[0].startswith("[") and lines[0].endswith(" s] loading data")
 
 
+@pytest.mark.nuts
 def test_study_folder_raises_on_a_failed_fit_and_saves_nothing(tmp_path):
     bad = {"flips": np.array([0.5, 1.0], dtype=np.float32)}  # not 0/1: the Bernoulli refuses it at the trace
     with pytest.raises(FitManyError, match="1 of 2 fits failed"):
@@ -78,6 +80,7 @@ def _in_subprocess(code: str, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-c", code], cwd=cwd, env=ENV, capture_output=True, text=True)
 
 
+@pytest.mark.subprocess
 def test_a_study_config_resolves_from_any_working_directory(tmp_path):
     """The study named by a committed config is imported by its location, from a working directory
     outside the repository and with the repository root on no sys.path: its module is
@@ -93,6 +96,7 @@ def test_a_study_config_resolves_from_any_working_directory(tmp_path):
     assert done.stdout.split() == ["models.implicature.study", str(ROOT / "models")]
 
 
+@pytest.mark.subprocess
 def test_import_studies_gives_a_notebook_the_repositorys_models(tmp_path):
     code = ("import sys; before = list(sys.path); from pragmodels.runs.entry_points import import_studies; "
             "models = import_studies(); from models.social_meaning import rsa; "

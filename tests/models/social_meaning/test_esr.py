@@ -79,6 +79,7 @@ def test_bad_input_is_named():
         esr.effect_statistics(frame.assign(rating=[np.nan, 4.0]), None, ())
 
 
+@pytest.mark.nuts
 def test_nuts_matches_the_exact_gaussian_posterior():
     """With normal priors on the effects and normal likelihoods the posterior is Gaussian in
     closed form; NUTS must match its means and SDs (tolerance: 0.1 posterior SD for the mean and 10%
