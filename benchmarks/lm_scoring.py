@@ -116,7 +116,7 @@ class NaiveOutputs:
 
     def __init__(self, path: Path, n_ctx: int, threads: int):
         from llama_cpp import Llama
-        from llama_cpp import llama_cpp as C
+        from llama_cpp import llama_cpp as C  # noqa: N812 - llama.cpp's C functions, C.llama_*
 
         self.C = C
         self.llm = Llama(model_path=str(path), n_ctx=n_ctx, n_batch=n_ctx, logits_all=False, n_threads=threads,

@@ -125,7 +125,7 @@ def _global_key(value: object) -> Hashable:
 
 def _cell_full(cell: types.CellType) -> bool:
     try:
-        cell.cell_contents
+        cell.cell_contents  # noqa: B018 - reading an empty cell raises ValueError
     except ValueError:
         return False
     return True

@@ -53,7 +53,8 @@ __all__ = [
 INFER_KEY = "pragmodels"
 STANDARD_NORMAL = Prior("Normal", loc=0.0, scale=1.0)
 _FIXED = "pragmodels_fixed"  # message type of a parameter fixed by an override (not sampled)
-_OVERRIDES: contextvars.ContextVar[Mapping[str, Any]] = contextvars.ContextVar("pragmodels_priors", default={})
+# never mutated: overrides are set as a new mapping
+_OVERRIDES: contextvars.ContextVar[Mapping[str, Any]] = contextvars.ContextVar("pragmodels_priors", default={})  # noqa: B039
 
 #: a link of :func:`group_effect` named by a string
 Link = Literal["identity", "exp", "sigmoid", "softplus"]

@@ -180,7 +180,7 @@ def test_centred_group_effect_samples_the_effect_itself_with_the_same_density():
         _trace(lambda: pm.group_effect("a", dim="group", size=0, loc=0.0, scale=1.0, centred=True))
 
 
-def _scaled(scaled: bool, prior=pm.Prior("Normal", loc=0.5, scale=2.0)):
+def _scaled(scaled: bool, prior=pm.Prior("Normal", loc=0.5, scale=2.0)):  # noqa: B008 - a frozen Prior
     def model(y):
         s = pm.param("s", pm.Prior("LogNormal", loc=0.0, scale=0.5), dims={"k": 3})
         if scaled:
@@ -375,7 +375,8 @@ def test_sum_to_zero_effects_centred_and_not_have_the_same_prior():
     cases = [dict(centred=False), dict(centred=True), dict(centred=True, unit=unit, unit_name="noise")]
     for kw in cases:
         def model():
-            sum_to_zero_effect("zeta", tau, dim="group", size=5, dims={"attribute": 3}, scale_name="tau", **kw)
+            sum_to_zero_effect("zeta", tau, dim="group", size=5, dims={"attribute": 3}, scale_name="tau",
+                               **kw)  # noqa: B023 - the model is sampled within this iteration
 
         zeta = np.asarray(Predictive(model, num_samples=20_000, parallel=True)(jax.random.key(1))["zeta"])
         assert zeta.shape == (20_000, 5, 3)

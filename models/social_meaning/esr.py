@@ -212,7 +212,7 @@ def calibration(data: dict, n_replicates: int = 100, seed: int = 0, prob: float 
     n_warned = sum(issubclass(w.category, pm.diagnostics.FitWarning) for w in caught)
     lo_q, hi_q = (1 - prob) / 2, 1 - (1 - prob) / 2
     rows = []
-    for k, (name, tree) in enumerate(trees.items()):
+    for k, tree in enumerate(trees.values()):
         shape = truths[k].shape
         ratios = {"model": tree["posterior"]["esr"].values.reshape((-1,) + shape),
                   "ignore human SE": tree["posterior"]["delta_m"].values.reshape((-1,) + shape) / sets[k]["d_h"]}

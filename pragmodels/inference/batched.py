@@ -183,7 +183,7 @@ def fit_batched(rng_key: int | jax.Array, model: Callable[..., Any], datasets: S
     static, stacked, mask, sizes = _pad(datasets, pad)
     n_max = mask.shape[1]
     masked = _Masked(model)
-    K = len(datasets)
+    K = len(datasets)  # noqa: N806 - K datasets, as the docstring counts them
     arrays = {**{k: jnp.asarray(v) for k, v in stacked.items()}, "_pad_mask": jnp.asarray(mask)}
 
     settings = (num_warmup, num_samples, float(target_accept), max_tree_depth, nuts.dense_mass_key(dense_mass), init)

@@ -23,7 +23,8 @@ import numpy as np
 
 from pragmodels.model_key import structure_key
 
-__all__ = ['split_data', 'data_signature', 'static_items', 'CompiledEntry', 'lookup', 'store', 'cache_info', 'clear_cache', 'set_cache_size', 'bound_model', 'model_label']
+__all__ = ['split_data', 'data_signature', 'static_items', 'CompiledEntry', 'lookup', 'store', 'cache_info',
+           'clear_cache', 'set_cache_size', 'bound_model', 'model_label']
 
 _STATIC_TYPES = (bool, int, float, str)
 

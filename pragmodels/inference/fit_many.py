@@ -358,7 +358,7 @@ def configure_worker(threads: int | None = None, cache_dir: str | None = None) -
         try:
             enable_compilation_cache(cache_dir)
         except OSError as e:  # an unwritable cache slows the fits down but must not fail them
-            warnings.warn(f"compilation cache not enabled in this worker: {e}", RuntimeWarning)
+            warnings.warn(f"compilation cache not enabled in this worker: {e}", RuntimeWarning, stacklevel=2)
     return applied
 
 

@@ -195,7 +195,7 @@ class TableCounts(dist.Distribution):
         raise NotImplementedError("TableCounts is a potential term only; sample the TableCategorical site.")
 
 
-class tabulate_potential(Messenger):
+class tabulate_potential(Messenger):  # noqa: N801 - a NumPyro handler, named like numpyro's handlers
     """NumPyro handler: evaluate observed :class:`TableCategorical` sites as :class:`TableCounts`.
 
     The log density is unchanged (up to float rounding) and so is its gradient; only the way it

@@ -304,7 +304,7 @@ class _BatchScorer:
 
     def __init__(self, llm: Any, *, n_ctx: int, n_threads: int, n_seq_max: int = 22):
         from llama_cpp import _internals as internals
-        from llama_cpp import llama_cpp as C
+        from llama_cpp import llama_cpp as C  # noqa: N812 - llama.cpp's C functions, C.llama_*
 
         self._C = C
         self._llm = llm
@@ -394,7 +394,7 @@ class _BatchScorer:
             if entries and any(e[3] for e in entries):
                 self._decode(entries)
             pos = 0
-            for j, ci in enumerate(group):
+            for ci in group:
                 c = conts[ci]
                 rows[ci] = list(range(pos, pos + len(c) - 1))
                 pos += len(c)

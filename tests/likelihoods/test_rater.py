@@ -33,7 +33,7 @@ def _naive(latent, cut, loading, lapse, rater, cell, item, y, n_raters):
 
         def f(e):
             val = stats.norm.pdf(e)
-            for j in rows:
+            for j in rows:  # noqa: B023 - f is integrated within this iteration
                 eta = latent[cell[j], item[j]] + loading[item[j]] * e
                 c = np.concatenate([[-np.inf], cut[item[j]], [np.inf]])
                 p = expit(c[y[j]] - eta) - expit(c[y[j] - 1] - eta)  # y 1-based

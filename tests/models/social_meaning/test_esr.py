@@ -108,7 +108,7 @@ def test_claims_on_the_papers_own_numbers_give_its_verdicts(real):
     overreaches its table (Gemini under KMA breaks "interactions worse"; KMA does not help GPT)."""
     human, sets = real
     data, labels = esr.model_data(human, sets)
-    R = claims.Ratios((data["d_m"] / data["d_h"])[None], labels)
+    R = claims.Ratios((data["d_m"] / data["d_h"])[None], labels)  # noqa: N806 - R, as claims.py names the ratios
     np.testing.assert_allclose(R.cds("claude", "KMA"), 0.310, atol=0.001)
     np.testing.assert_allclose(R.cds("gemini", "MIN"), 1.480, atol=0.001)
     verdict = {c.id: bool(c.test(R)[0]) for c in claims.CLAIMS}
