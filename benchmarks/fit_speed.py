@@ -18,7 +18,6 @@ import time
 import warnings
 from pathlib import Path
 
-
 import pragmodels as pm
 from benchmarks._results import write_results
 from pragmodels.rsa_models import hierarchical_listener_model, speaker_model

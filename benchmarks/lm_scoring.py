@@ -115,8 +115,10 @@ class NaiveOutputs:
     """(a'): the whole text from scratch in one llama.cpp batch, logits at the continuation's positions only."""
 
     def __init__(self, path: Path, n_ctx: int, threads: int):
-        from llama_cpp import Llama
-        from llama_cpp import llama_cpp as C  # noqa: N812 - llama.cpp's C functions, C.llama_*
+        from llama_cpp import (
+            Llama,
+            llama_cpp as C,  # noqa: N812 - llama.cpp's C functions, C.llama_*
+        )
 
         self.C = C
         self.llm = Llama(model_path=str(path), n_ctx=n_ctx, n_batch=n_ctx, logits_all=False, n_threads=threads,

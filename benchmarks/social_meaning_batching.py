@@ -64,7 +64,6 @@ def main() -> None:
     import pragmodels as pm
     from models.social_meaning import study
     from pragmodels import datasets, metrics
-
     from pragmodels.runs import read_config
 
     llm = datasets.load_social_llm()

@@ -1,13 +1,14 @@
 """Type stub of the package: the names ``pragmodels/__init__.py`` loads on first use (lazy_loader)."""
 
-from . import agents as agents, likelihoods as likelihoods, semantics as semantics
 # subpackages and modules reachable as attributes (``pm.rsa_models``), imported on first use
 from . import (
+    agents as agents,
     datasets as datasets,
     errors as errors,
     evaluation as evaluation,
     inference as inference,
     io as io,
+    likelihoods as likelihoods,
     lm as lm,
     logmath as logmath,
     metrics as metrics,
@@ -17,6 +18,7 @@ from . import (
     rsa_models as rsa_models,
     runs as runs,
     runtime as runtime,
+    semantics as semantics,
     simulate as simulate,
     validation as validation,
 )

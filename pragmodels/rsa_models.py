@@ -143,7 +143,7 @@ def _factory(fn: Callable[..., Any], kind: str, priors: Mapping[str, Any] | None
              **options: Any) -> Callable[..., Any]:
     model = functools.partial(fn, **options)
     label = f"{kind}(" + ", ".join(f"{k}={v}" for k, v in options.items()) + ")"
-    setattr(model, "name", label)  # a partial takes attributes; typeshed's partial declares none
+    setattr(model, "name", label)  # noqa: B010 - a partial takes attributes; typeshed's partial declares none
     if priors:
         named = with_priors(model, priors)
         named.name = named.__name__ = label

@@ -11,13 +11,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 from numpyro import handlers
 
-import pragmodels as pm
-from pragmodels import agents
-from pragmodels import likelihoods
+from pragmodels import agents, likelihoods
 from pragmodels.rsa_models import rsa_listener, rsa_listener_by_item
 
 SEM = np.log(np.array([[1.0, 1.0, 0.0], [0.0, 1.0, 1.0], [1.0, 0.0, 1.0], [0.0, 0.0, 1.0]]) + 1e-30)

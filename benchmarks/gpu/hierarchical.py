@@ -62,21 +62,19 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
-
-import pragmodels as pm  # run.sh installs it, or puts the checkout on PYTHONPATH
-
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
+import numpy as np
 import numpyro  # noqa: E402
 import numpyro.distributions as dist  # noqa: E402
 from numpyro.diagnostics import effective_sample_size, split_gelman_rubin  # noqa: E402
 from numpyro.infer.util import initialize_model, potential_energy  # noqa: E402
 
+import pragmodels as pm  # run.sh installs it, or puts the checkout on PYTHONPATH
 from pragmodels import agents  # noqa: E402
-from pragmodels.rsa_models import hierarchical_listener_model  # noqa: E402
 from pragmodels.inference.compile_cache import bound_model, clear_cache, split_data  # noqa: E402
 from pragmodels.inference.nuts import run_nuts
+from pragmodels.rsa_models import hierarchical_listener_model  # noqa: E402
 from pragmodels.simulate import scale_listener_by_item  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]

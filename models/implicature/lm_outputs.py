@@ -18,10 +18,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from models.implicature import prompts
 from pragmodels.io.atomic import atomic_write
 from pragmodels.lm import LanguageModel
-
-from models.implicature import prompts
 
 __all__ = ["item_ids", "item_order", "score_letters", "sample_answers", "score_interpretations", "save_rows",
            "load_outputs", "PASSES", "FIT_TEMPLATE", "PRIOR_TEMPLATE", "ORDER_SEED", "SAMPLE_MAX_TOKENS",

@@ -16,11 +16,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from models.implicature import lm_outputs, prompts
 from pragmodels.datasets import load_drinq
 from pragmodels.lm import CachedLM
 from pragmodels.lm.entry import BUNDLED_PROMPT_FORMATS, LMEntry
-
-from models.implicature import lm_outputs, prompts
 
 SEED = 20261201
 N_DRAWS = 3

@@ -19,20 +19,19 @@ from typing import Any, Literal
 import jax
 import numpy as np
 import pandas as pd
-from scipy import stats
 import xarray as xr
 from pydantic import Field
+from scipy import stats
 
 import pragmodels as pm
+from models.implicature import listeners, lm_outputs, prompts
 from pragmodels.datasets import load_drinq
 from pragmodels.evaluation.model_comparison import loo_sentence
+from pragmodels.lm.entry import LMEntry
 from pragmodels.metrics.accuracy import accuracy_summary, mcnemar, paired_bootstrap
 from pragmodels.runs.folder import Run
-from pragmodels.lm.entry import LMEntry
 from pragmodels.runs.schema import StudyConfig, validate_config
 from pragmodels.runs.study import StudyFolder
-
-from models.implicature import listeners, lm_outputs, prompts
 
 #: the repository root (the committed LM outputs and relative paths in the config are under it)
 ROOT = Path(__file__).resolve().parents[2]

@@ -14,8 +14,8 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
-from pragmodels import metrics
 from models.social_meaning import esr, rsa
+from pragmodels import metrics
 
 #: posterior predictive interval of the checks
 PROB = 0.94

@@ -16,9 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from pragmodels.datasets import LLMS, PROMPTS
-
 from models.social_meaning.esr import EFFECTS, N_MAIN
+from pragmodels.datasets import LLMS, PROMPTS
 
 #: region of practical equivalence for "calibrated": |log r| < log 1.25
 ROPE = float(np.log(1.25))

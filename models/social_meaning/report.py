@@ -11,9 +11,9 @@ import numpy as np
 import pandas as pd
 
 import pragmodels as pm
+from models.social_meaning import rsa
 from pragmodels import datasets
 from pragmodels.evaluation.model_comparison import loo_sentence
-from models.social_meaning import rsa
 
 KEY_PARAMETERS = ("alpha", "cost_precise", "noise", "lapse", "theta_mu")
 

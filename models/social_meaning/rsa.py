@@ -31,8 +31,8 @@ from pragmodels.params import (
     scaled_param,
     sum_to_zero_effect,
 )
-from pragmodels.validation import check_one_of
 from pragmodels.priors import Prior
+from pragmodels.validation import check_one_of
 
 KNOWLEDGE = ("exact", "vague")
 MOTIVES = ("cooperative", "precise-minded", "casual")

@@ -24,15 +24,21 @@ import pydantic
 from pydantic import Field
 
 import pragmodels as pm
+from models.social_meaning import checks, claims, esr, paper, rsa
+from models.social_meaning.report import (  # noqa: F401
+    KEY_PARAMETERS,
+    _diag_short,
+    chain_table,
+    converged,
+    parameter_table,
+    report_markdown,
+)
 from pragmodels import datasets, metrics
+from pragmodels.io.atomic import atomic_write
+from pragmodels.likelihoods.rater import rater_slots
 from pragmodels.runs.folder import MODES, Run, lock_folder, read_manifest
 from pragmodels.runs.schema import ModeSamplers, SamplerSettings, Strict, StudyConfig, validate_config
 from pragmodels.runs.study import StudyFolder
-from pragmodels.likelihoods.rater import rater_slots
-from pragmodels.io.atomic import atomic_write
-from models.social_meaning import checks, claims, esr, paper, rsa
-from models.social_meaning.report import (KEY_PARAMETERS, _diag_short, chain_table, converged,  # noqa: F401
-                                          parameter_table, report_markdown)
 
 TABLE_COLUMNS = ["model", "prompt", "spearman", "ccc", "rmse", "cds_m", "cds_i", "cds", "das", "iss"]
 SCENARIOS = ("bicycle", "cinema", "conference", "house", "office", "pasta")
@@ -521,6 +527,7 @@ def contrast_figure(esr_tree, trees: dict, seed: int = 0):
     (``†``, faded) when its LLM fit, the human fit or the measurement model is below the sampling
     standards."""
     import xarray as xr
+
     from pragmodels import plots
 
     cds = esr_tree["posterior"]["cds"].stack(sample=("chain", "draw")).transpose("sample", "condition")

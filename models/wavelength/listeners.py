@@ -26,11 +26,11 @@ from numpyro import handlers
 
 from pragmodels import agents
 from pragmodels.evaluation.crossval import FoldResult, fit_fold, item_folds
+from pragmodels.likelihoods.slider import check_slider_values, slider_responses
 from pragmodels.logmath import log_normalize, log_sum_exp, masked_scale
 from pragmodels.params import STANDARD_NORMAL, group_effect, param
 from pragmodels.priors import Prior
 from pragmodels.semantics import lm_literal_semantics
-from pragmodels.likelihoods.slider import check_slider_values, slider_responses
 from pragmodels.validation import check_index
 
 N_STATE = 21
@@ -435,7 +435,7 @@ def lm_prior_model(log_lm: ArrayLike, item: ArrayLike, guess: ArrayLike | None =
 for _m, _n in ((uniform_model, "wavelength_uniform"), (literal_model, "wavelength_literal"),
                (lm_rsa_model, "wavelength_lm_rsa"), (appendix_c_model, "wavelength_appendix_c"),
                (lm_rsa_by_item_model, "wavelength_lm_rsa_by_item"), (lm_prior_model, "wavelength_lm_prior")):
-    setattr(_m, "name", _n)
+    _m.name = _n
 
 #: the listener models, by name
 MODELS: dict[str, Callable[..., Any]] = {

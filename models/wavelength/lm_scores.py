@@ -21,10 +21,9 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from models.wavelength import prompts
 from pragmodels.io.netcdf import save_netcdf
 from pragmodels.lm import LanguageModel, tagged
-
-from models.wavelength import prompts
 
 __all__ = ["generate_alternatives", "utterance_sets", "production_samples", "score_study", "load_scores",
            "normalise_clue", "N_UTTERANCE", "PASSES"]

@@ -17,10 +17,9 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from models.wavelength import listeners, lm_scores
 from pragmodels.logmath import log_normalize
 from pragmodels.semantics import lm_literal_semantics
-
-from models.wavelength import listeners, lm_scores
 
 __all__ = ["judge_tables", "production_scores", "summarise"]
 

@@ -16,11 +16,10 @@ from pathlib import Path
 
 import numpy as np
 
+from models.wavelength import lm_scores
 from pragmodels.datasets import load_wavelength
 from pragmodels.lm import CachedLM
 from pragmodels.lm.entry import BUNDLED_PROMPT_FORMATS, LMEntry
-
-from models.wavelength import lm_scores
 
 ORDER_SEED = 20261201
 SEED = 20261201

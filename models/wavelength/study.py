@@ -25,14 +25,13 @@ import xarray as xr
 from pydantic import Field, model_validator
 
 import pragmodels as pm
+from models.wavelength import listeners, lm_scores, production, prompts
 from pragmodels.datasets import load_wavelength
+from pragmodels.lm.entry import LMEntry
 from pragmodels.metrics import distributions
 from pragmodels.runs.folder import Run
-from pragmodels.lm.entry import LMEntry
 from pragmodels.runs.schema import SamplerSettings, StudyConfig, validate_config
 from pragmodels.runs.study import StudyFolder
-
-from models.wavelength import listeners, lm_scores, production, prompts
 
 #: the repository root (the committed LM scores and relative paths in the config are under it)
 ROOT = Path(__file__).resolve().parents[2]

@@ -31,16 +31,13 @@ import time
 import traceback
 import uuid
 import warnings
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 from typing import (
     TYPE_CHECKING,
     Any,
-    Callable,
-    Iterable,
-    Iterator,
     Literal,
-    Mapping,
     cast,
 )
 
@@ -124,7 +121,7 @@ class FitError:
         return f"{self.type}: {self.message}"
 
     @classmethod
-    def from_exception(cls, exc: BaseException) -> "FitError":
+    def from_exception(cls, exc: BaseException) -> FitError:
         tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
         return cls(type(exc).__name__, str(exc), tb)
 
@@ -230,7 +227,7 @@ class FitManyResult:
         df["diagnostics_ok"] = df["diagnostics_ok"].astype("boolean")
         return df
 
-    def raise_on_error(self) -> "FitManyResult":
+    def raise_on_error(self) -> FitManyResult:
         """Raise :class:`FitManyError` naming every failed fit (with the first traceback);
         return ``self`` when none failed."""
         if not self.failed:

@@ -41,8 +41,8 @@ from pragmodels.inference.nuts import (
 )
 from pragmodels.inference.predictive import (
     posterior_predictive as _posterior_predictive,
+    prior_predictive_draws,
 )
-from pragmodels.inference.predictive import prior_predictive_draws
 from pragmodels.inference.provenance import (
     model_name,
     provenance_attrs,

@@ -27,8 +27,7 @@ from numpyro.distributions import constraints
 from numpyro.primitives import Messenger
 
 from pragmodels.logmath import log_mix_uniform, log_normalize
-from pragmodels.validation import bad_index
-from pragmodels.validation import concrete as _concrete
+from pragmodels.validation import bad_index, concrete as _concrete
 
 __all__ = [
     "choices",

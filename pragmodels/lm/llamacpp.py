@@ -303,8 +303,10 @@ class _BatchScorer:
     """Prompt in sequence 0, continuations as sequences 1..k of one batch (docs, *Language models*)."""
 
     def __init__(self, llm: Any, *, n_ctx: int, n_threads: int, n_seq_max: int = 22):
-        from llama_cpp import _internals as internals
-        from llama_cpp import llama_cpp as C  # noqa: N812 - llama.cpp's C functions, C.llama_*
+        from llama_cpp import (
+            _internals as internals,
+            llama_cpp as C,  # noqa: N812 - llama.cpp's C functions, C.llama_*
+        )
 
         self._C = C
         self._llm = llm

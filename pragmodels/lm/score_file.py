@@ -20,7 +20,7 @@ import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -466,7 +466,7 @@ def score_file(prompts: str | os.PathLike[str], out: str | os.PathLike[str], lm:
     provenance = {
         "tool": "pragmodels lm score",
         "pragmodels_version": __version__,
-        "created_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "created_utc": datetime.now(UTC).isoformat(timespec="seconds"),
         "input": {"path": str(src.resolve()), "sha256": sha256_file(src), "prompts": len(items)},
         "model": {"identity": lm.identity, **_model_settings(lm)},
         "prompt_format": {"name": fmt.name, "before": fmt.before, "between": fmt.between, "end": fmt.end},

@@ -71,7 +71,7 @@ _PRIORS = tuple(_prior_model(f, params) for f, (_, params) in FAMILIES.items())
 if TYPE_CHECKING:
     PriorSpec = _PriorSpec
 else:
-    PriorSpec = Annotated[Union[_PRIORS], Field(discriminator="family")]
+    PriorSpec = Annotated[Union[_PRIORS], Field(discriminator="family")]  # noqa: UP007 - a Union of a tuple built at run time
 
 
 class _ModelOptions(Strict):
@@ -99,7 +99,7 @@ class HierarchicalListenerModel(_ModelOptions):
     factory: Literal["hierarchical_listener_model"]
 
 
-ModelSpec = Annotated[Union[SpeakerModel, ListenerModel, HierarchicalListenerModel], Field(discriminator="factory")]
+ModelSpec = Annotated[SpeakerModel | ListenerModel | HierarchicalListenerModel, Field(discriminator="factory")]
 
 
 class ReferenceGameSpeakerData(Strict):
@@ -125,7 +125,7 @@ class ScaleListenerByItemData(Strict):
     alpha_sigma: float = Field(0.5, ge=0, description="sd of log alpha over items")
 
 
-DataSpec = Annotated[Union[ReferenceGameSpeakerData, ScaleListenerByItemData], Field(discriminator="simulate")]
+DataSpec = Annotated[ReferenceGameSpeakerData | ScaleListenerByItemData, Field(discriminator="simulate")]
 
 
 class FitConfig(Strict):

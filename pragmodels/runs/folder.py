@@ -27,15 +27,15 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pragmodels.errors import PragmodelsError
 from pragmodels.io.atomic import remove_stale_folders, staging_folder, swap_in_folder
-from pragmodels.validation import check_one_of
 from pragmodels.io.checksums import sha256_file
+from pragmodels.validation import check_one_of
 
 if TYPE_CHECKING:
     import xarray as xr
@@ -206,7 +206,7 @@ def _signals_raise() -> Iterator[None]:
 
 # ------------------------------------------------------------------ manifest
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def _versions() -> dict:

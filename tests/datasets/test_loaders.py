@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from pragmodels import datasets
-from pragmodels.datasets import DataIntegrityError, DataSchemaError, REGISTRY
+from pragmodels.datasets import REGISTRY, DataIntegrityError, DataSchemaError
 from pragmodels.datasets.fetch import sha256_of
 
 

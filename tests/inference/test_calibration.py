@@ -18,8 +18,8 @@ from pragmodels import agents
 from pragmodels.likelihoods.categorical import speaker_choices
 from pragmodels.params import param
 from pragmodels.priors import Prior
-from pragmodels.simulate import REFERENCE_LEXICON
 from pragmodels.semantics import boolean_semantics
+from pragmodels.simulate import REFERENCE_LEXICON
 
 pytestmark = pytest.mark.slow
 

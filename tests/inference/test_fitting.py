@@ -11,8 +11,8 @@ import pytest
 from scipy import stats
 
 import pragmodels as pm
-from pragmodels.io.checksums import data_hash
 from pragmodels.inference.diagnostics import FitDiagnosticsError, FitWarning
+from pragmodels.io.checksums import data_hash
 from pragmodels.rsa_models import speaker_model
 from pragmodels.semantics import boolean_semantics
 
@@ -240,6 +240,7 @@ def test_optimize_init_starts_chains_in_the_dominant_basin():
 
 def test_multistart_rejects_bad_settings_by_name():
     import jax
+
     from pragmodels.inference.multistart import multistart_inits
 
     with pytest.raises(ValueError, match="n_starts must be an integer >= 1; got 0"):

@@ -17,7 +17,6 @@ import numpyro.distributions as dist
 import pytest
 from arviz_stats import ess, mcse
 from jax import monitoring
-from numpyro.infer import MCMC, NUTS, init_to_median
 from scipy import stats
 
 from pragmodels import model_key

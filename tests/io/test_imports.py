@@ -5,7 +5,6 @@ import hashlib
 import importlib
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest

@@ -266,8 +266,8 @@ def test_data_hash_is_deterministic_and_order_free():
 
 
 def test_error_types_are_pragmodels_errors():
-    from pragmodels.inference.diagnostics import FitDiagnosticsError
     from pragmodels.errors import ConfigError, PragmodelsError
+    from pragmodels.inference.diagnostics import FitDiagnosticsError
 
     assert issubclass(ResultFileError, PragmodelsError) and issubclass(ResultFileError, ValueError)
     assert issubclass(ResultChecksumError, ResultFileError)

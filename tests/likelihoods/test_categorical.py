@@ -8,8 +8,8 @@ import pytest
 from numpyro import handlers
 from scipy import stats
 
-from pragmodels.likelihoods import categorical
 from pragmodels.inference.predictive import unobserve
+from pragmodels.likelihoods import categorical
 from pragmodels.semantics import bin_edges, bin_index
 
 

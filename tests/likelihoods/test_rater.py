@@ -135,8 +135,8 @@ def test_node_log_probs_is_the_log_space_pair(lapse):
     """Probability-space node table = ordinal_log_probs then log_mix_uniform, in value and gradient,
     latents 30 logits beyond the cutpoints included (float32: 2e-6 absolute, 1e-4 relative)."""
     from pragmodels.likelihoods.categorical import ordinal_log_probs
-    from pragmodels.logmath import log_mix_uniform
     from pragmodels.likelihoods.rater import node_log_probs
+    from pragmodels.logmath import log_mix_uniform
 
     lat = jnp.linspace(-30, 30, 41, dtype=jnp.float32)
     cut = jnp.asarray([-2.0, -1.0, -0.2, 0.5, 1.5, 3.0], jnp.float32)

@@ -5,9 +5,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pragmodels import datasets, metrics
 from models.social_meaning import paper
 from models.social_meaning.study import TABLE_COLUMNS, discrepancies, reproduction_table
+from pragmodels import datasets, metrics
 
 # the only cells that differ from the printed tables by more than 0.001 (see DISCREPANCY_NOTES)
 KNOWN = {("claude", "MIN", "cds_m"), ("gemini", "COM", "spearman"),

@@ -9,13 +9,11 @@ import os
 import signal
 import subprocess
 import sys
-import textwrap
 import time
 import tomllib
 from pathlib import Path
 
 import pytest
-import xarray as xr
 
 from pragmodels import errors, runs
 from pragmodels.cli import main

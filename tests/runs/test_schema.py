@@ -14,9 +14,9 @@ import pytest
 
 from pragmodels import errors, rsa_models, runs, simulate
 from pragmodels.cli import main
-from pragmodels.runs.schema import SamplerSettings, StudyConfig, validate_config
-from pragmodels.runs.json_schema import schema_texts
 from pragmodels.errors import ConfigError, PragmodelsError
+from pragmodels.runs.json_schema import schema_texts
+from pragmodels.runs.schema import SamplerSettings, StudyConfig, validate_config
 
 ROOT = Path(__file__).resolve().parents[2]
 REFERENCE = json.loads((ROOT / "fits" / "reference_game.json").read_text())

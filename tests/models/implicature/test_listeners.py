@@ -10,9 +10,8 @@ import jax
 import numpy as np
 import pytest
 
-from models.implicature import listeners
-
 import pragmodels as pm
+from models.implicature import listeners
 
 
 def _softmax(x):

@@ -9,7 +9,6 @@ import pandas as pd
 import pytest
 
 from models.implicature import lm_outputs, prompts, study
-
 from pragmodels.lm import PromptFormat
 
 

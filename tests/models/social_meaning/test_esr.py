@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pragmodels import datasets, metrics
 from models.social_meaning import claims, esr
+from pragmodels import datasets, metrics
 
 #: the study's config: the only place its NUTS settings are written
 CONFIG = json.loads((Path(__file__).parents[3] / "fits" / "social_meaning.json").read_text())

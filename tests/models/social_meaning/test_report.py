@@ -80,7 +80,6 @@ def test_sampler_overrides_apply_to_the_human_fits_and_to_single_llm_fits():
     import pytest
 
     from models.social_meaning import study
-
     from pragmodels.runs import read_manifest
 
     root = Path(__file__).parents[3]

@@ -9,7 +9,6 @@ import pandas as pd
 import pytest
 
 from models.wavelength import lm_scores, prompts
-
 from pragmodels.lm import PromptFormat
 
 

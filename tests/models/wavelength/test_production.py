@@ -6,7 +6,6 @@ Tolerance: float32 JAX against float64 loops, 1e-5 on probabilities."""
 
 from __future__ import annotations
 
-
 import numpy as np
 import pandas as pd
 import xarray as xr
