@@ -21,6 +21,7 @@ import numpyro.distributions as dist
 import pandas as pd
 
 from pragmodels import metrics
+from pragmodels.inference.diagnostics import FitWarning
 
 #: the ten significant human effects (Section 3 of the paper), ``(kind, attribute)``
 EFFECTS = tuple([("main", a) for a in metrics.SIGNIFICANT_MAIN]
@@ -207,9 +208,9 @@ def calibration(data: dict, n_replicates: int = 100, seed: int = 0, prob: float 
         truths.append(r)
         sets.append(simulate(rng, data, r, data["d_h"]))
     with warnings.catch_warnings(record=True) as caught:  # counted, not printed: ``n_fit_warnings``
-        warnings.simplefilter("always", pm.diagnostics.FitWarning)
+        warnings.simplefilter("always", FitWarning)
         trees = pm.fit_batched(seed, esr_model, sets, **sampler, posterior_predictive=False)
-    n_warned = sum(issubclass(w.category, pm.diagnostics.FitWarning) for w in caught)
+    n_warned = sum(issubclass(w.category, FitWarning) for w in caught)
     lo_q, hi_q = (1 - prob) / 2, 1 - (1 - prob) / 2
     rows = []
     for k, tree in enumerate(trees.values()):

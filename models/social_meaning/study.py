@@ -34,6 +34,7 @@ from models.social_meaning.report import (  # noqa: F401
     report_markdown,
 )
 from pragmodels import datasets, metrics
+from pragmodels.inference.diagnostics import FitWarning
 from pragmodels.io.atomic import atomic_write
 from pragmodels.likelihoods.rater import rater_slots
 from pragmodels.runs.folder import MODES, Run, lock_folder, read_manifest
@@ -239,10 +240,10 @@ def fit_one(kind: str, df: pd.DataFrame, participants: bool, seed: int, sampler:
     ``tree.attrs["warnings"]``."""
     spec = fit_spec("fit", kind, df, participants, seed, sampler, motive_prior, priors)
     with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", pm.diagnostics.FitWarning)
+        warnings.simplefilter("always", FitWarning)
         tree = pm.fit(spec.seed, spec.model, spec.data, progress_bar=progress, priors=spec.priors, **spec.sampler)
     return _annotate(tree, kind, motive_prior,
-                     [str(w.message) for w in caught if issubclass(w.category, pm.diagnostics.FitWarning)])
+                     [str(w.message) for w in caught if issubclass(w.category, FitWarning)])
 
 
 def _draws(tree, n: int, seed: int) -> list[dict]:
@@ -361,7 +362,7 @@ def fit_all(human, llm, seed: int, sampler: dict, progress: bool, motive_prior: 
           f"NUTS {split_sampler(sampler)[0]} for the humans; overrides for {sorted(sampler.get('fits') or {})}; "
           f"motive prior {motive_prior})")
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", pm.diagnostics.FitWarning)  # kept per fit in tree.attrs["warnings"]
+        warnings.simplefilter("ignore", FitWarning)  # kept per fit in tree.attrs["warnings"]
         result = pm.fit_many(specs, executor=executor, progress=progress)
     result.raise_on_error()
     trees = {}
@@ -436,9 +437,9 @@ def measurement(human: pd.DataFrame, llm: pd.DataFrame, table: pd.DataFrame, con
     posterior probabilities (:mod:`models.social_meaning.claims`; all 12 conditions needed)."""
     data, labels = esr.model_data(human, llm_sets(llm, conditions))
     with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", pm.diagnostics.FitWarning)
+        warnings.simplefilter("always", FitWarning)
         tree = esr.fit_measurement(data, labels, seed=seed, **sampler)
-    tree.attrs["warnings"] = json.dumps([str(w.message) for w in caught if issubclass(w.category, pm.diagnostics.FitWarning)])
+    tree.attrs["warnings"] = json.dumps([str(w.message) for w in caught if issubclass(w.category, FitWarning)])
     esr_table, cds = esr.esr_summary(tree), esr.cds_summary(tree)
     observed = table[["model", "prompt", "cds_m", "cds_i", "cds"]].rename(
         columns=lambda c: f"observed_{c}" if c.startswith("cds") else c)
