@@ -83,5 +83,5 @@ test-hf: install
 	PRAGMODELS_TEST_HF=1 PRAGMODELS_DATA_DIR=$${PRAGMODELS_DATA_DIR:-../shared/data} $(PY) -m pytest -q tests/lm/test_hf.py
 
 bench: install
-	$(PY) benchmarks/listener_table.py
-	$(PY) benchmarks/fit_speed.py
+	$(PY) -m benchmarks.listener_table
+	$(PY) -m benchmarks.fit_speed
