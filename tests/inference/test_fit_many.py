@@ -111,6 +111,9 @@ def test_sequential_records_failure_and_runs_the_rest(sequential):
     assert not np.array_equal(_draws(r.trees["a"])["p"], _draws(r.trees["b"])["p"])
 
 
+# `make test-all` (two fresh worker processes import JAX and compile: ~20 s): the default run keeps the process
+# executor (tests/io/test_imports.py fits in one) and checks worker draws against sequential ones through Dask
+@pytest.mark.slow
 @pytest.mark.nuts
 @pytest.mark.subprocess
 def test_process_pool_matches_sequential(sequential):

@@ -89,8 +89,9 @@ def test_a_failed_run_leaves_the_earlier_table(tmp_path, capsys):
                                         json.dumps({"id": "long", "prompt": "word " * 600, "continuations": ["a"]})])
     out = tmp_path / "scores.csv"
     out.write_text("earlier table\n")
-    assert main(["lm", "score", str(src), "--model", "smollm2", "--n-ctx", "512", "--out", str(out), "--no-cache",
-                 "--no-progress"]) == 2
+    # one thread (tests/lm/conftest.py says why); the table test keeps the default two
+    assert main(["lm", "score", str(src), "--model", "smollm2", "--n-ctx", "512", "--threads", "1", "--out", str(out),
+                 "--no-cache", "--no-progress"]) == 2
     line = _error_line(capsys)
     assert "prompt 'long' (line 2):" in line and "do not fit the context window n_ctx = 512" in line
     assert out.read_text() == "earlier table\n"
