@@ -49,17 +49,22 @@ docs: install
 	rm -rf docs/api/generated
 	$(VENV)/bin/sphinx-build -W --keep-going -q -b html docs docs/_build/html
 
+# pytest in one worker process per core (pytest-xdist), each test file in one worker (its module fixtures, such
+# as a fit or a llama.cpp server, are built once); most of the run is JAX compiling, one core per process
+XDIST := -n auto --dist loadfile
+
 # the one CI command (.ci/run): every test but the slow tier (tiers: tests/conftest.py), the 20 slowest listed
 test: install docs
 	$(VENV)/bin/mypy pragmodels
 	$(VENV)/bin/ruff check
 	$(VENV)/bin/lint-imports
-	PRAGMODELS_DATA_DIR=$${PRAGMODELS_DATA_DIR:-../shared/data} $(PY) -m pytest -q --durations=20 -m "not slow" tests
+	PRAGMODELS_DATA_DIR=$${PRAGMODELS_DATA_DIR:-../shared/data} $(PY) -m pytest -q $(XDIST) --durations=20 \
+	  -m "not slow" tests
 
 # the quick loop while editing (about a minute): no NUTS, no language model, no subprocess
 test-fast: install
 	$(VENV)/bin/ruff check
-	PRAGMODELS_DATA_DIR=$${PRAGMODELS_DATA_DIR:-../shared/data} $(PY) -m pytest -q \
+	PRAGMODELS_DATA_DIR=$${PRAGMODELS_DATA_DIR:-../shared/data} $(PY) -m pytest -q $(XDIST) \
 	  -m "not slow and not nuts and not lm and not subprocess and not hf" tests
 
 # everything, the slow tier too (calibration, recoveries, the study notebooks and quick study runs: tens of minutes)
@@ -67,7 +72,7 @@ test-all: install
 	$(VENV)/bin/mypy pragmodels
 	$(VENV)/bin/ruff check
 	$(VENV)/bin/lint-imports
-	PRAGMODELS_DATA_DIR=$${PRAGMODELS_DATA_DIR:-../shared/data} $(PY) -m pytest -q --durations=20 tests
+	PRAGMODELS_DATA_DIR=$${PRAGMODELS_DATA_DIR:-../shared/data} $(PY) -m pytest -q $(XDIST) --durations=20 tests
 
 # constraints.txt anew from .venv, after a version was moved on purpose (.venv/bin/pip install -U NAME; make test)
 # or an extra's dependencies changed: every installed distribution at its exact version, pragmodels itself left out
