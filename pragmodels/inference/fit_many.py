@@ -431,9 +431,14 @@ def run_fit(name: str, spec: FitSpec | bytes, out_path: str | None = None, *, co
     if configure:
         configure_worker(threads, cache_dir)
     try:
-        if imports:
-            import_locations(imports)
-        fit_spec: FitSpec = pickle.loads(spec) if isinstance(spec, (bytes, bytearray)) else spec
+        failed_imports = import_locations(imports) if imports else {}
+        try:
+            fit_spec: FitSpec = pickle.loads(spec) if isinstance(spec, (bytes, bytearray)) else spec
+        except (ImportError, AttributeError) as e:
+            if not failed_imports:
+                raise
+            raise type(e)(f"{e} (in this worker, importing what the caller had imported by location failed: "
+                          f"{failed_imports})") from e
         model = resolve_model(fit_spec.model) if isinstance(fit_spec.model, str) else fit_spec.model
         settings = {**_SAMPLER_DEFAULTS, **fit_spec.sampler}
         with warnings.catch_warnings(record=True) as caught:

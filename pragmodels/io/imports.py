@@ -228,8 +228,12 @@ def imported_by_location() -> dict[str, str]:
     return out
 
 
-def import_locations(locations: Mapping[str, str]) -> None:
+def import_locations(locations: Mapping[str, str]) -> dict[str, str]:
     """Import, in this process, what another imported by location (:func:`imported_by_location`).
+
+    A module that fails to import here (it may need what only the other process had, e.g. a test
+    package on its ``sys.path``) is skipped and reported, not raised: the caller may never need it,
+    and if it does, unpickling its fit fails with an error that can name these failures.
 
     Parameters
     ----------
@@ -238,13 +242,19 @@ def import_locations(locations: Mapping[str, str]) -> None:
 
     Returns
     -------
-    None
+    dict of str to str
+        Module name -> ``"ExceptionType: message"`` for each import that failed (empty if none).
     """
+    failed: dict[str, str] = {}
     for name, file in locations.items():
         path = Path(file)
         if name in sys.modules or not path.is_file():
             continue
-        if path.name == "__init__.py":
-            import_package(path.parent)
-        else:
-            import_file(path)
+        try:
+            if path.name == "__init__.py":
+                import_package(path.parent)
+            else:
+                import_file(path)
+        except Exception as e:  # any failure of the imported code, reported to the caller
+            failed[name] = f"{type(e).__name__}: {e}"
+    return failed

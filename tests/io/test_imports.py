@@ -122,3 +122,12 @@ def test_fit_many_workers_find_a_package_imported_by_location(package):
     result = pm.fit_many([spec], executor="process", max_workers=1, progress=False)
     assert result.failed == [], result.errors
     assert result.trees["coin"]["posterior"]["p"].shape == (1, 50)
+
+
+def test_a_location_that_fails_here_is_reported_not_raised(tmp_path, package):
+    broken = tmp_path / "broken_loose.py"
+    broken.write_text("import no_such_package_anywhere\n")
+    good = package / "sub" / "model.py"
+    failed = imports.import_locations({"broken_loose_mod": str(broken), f"{package.name}.sub.model": str(good)})
+    assert list(failed) == ["broken_loose_mod"]
+    assert failed["broken_loose_mod"].startswith("ModuleNotFoundError: No module named 'no_such_package_anywhere'")
