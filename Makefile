@@ -24,7 +24,7 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 install: $(VENV)/.installed
 
 $(VENV)/.notebooks: $(VENV)/.installed
-	$(PY) -m pip install --quiet -e ".[dev,benchmarks,notebooks]"
+	$(PY) -m pip install --quiet -c $(CONSTRAINTS) -e ".[dev,benchmarks,notebooks]"
 	touch $@
 
 # JupyterLab on notebooks/ (kernels start there; a relative PRAGMODELS_DATA_DIR is resolved against the

@@ -438,7 +438,7 @@ def main():
         ("" if cases == {"bda", "hier"} else "_" + "_".join(sorted(cases)))
     write_results(rows, stem, "Fit overhead: MCMC-based fit (old) vs the cached sampler (new)",
                   f"Old: pragmodels/inference.py at {baseline[:10]} (numpyro MCMC); new: the working tree's pm.fit "
-                  "on pragmodels.sampler. Each implementation in its own fresh process, 2 CPU devices, no persistent "
+                  "on pragmodels.inference.nuts. Each implementation in its own fresh process, 2 CPU devices, no persistent "
                   "compilation cache; compiling = JAX's trace + lowering + XLA compile events. The machine's 2 cores "
                   "were shared with other work while this ran, so walls are noisy (ratios from the same run)."
                   + (f" {args.note}" if args.note else ""))

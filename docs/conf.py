@@ -8,13 +8,11 @@ executed in the build: the notebooks and the code on these pages are executed by
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))  # the checkout's pragmodels, also where it is not installed editable
+from pragmodels.version import __version__  # the installed (editable) package: make docs installs it first
 
-from pragmodels.version import __version__  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 project = "pragmodels"
 author = "the pragmodels authors"

@@ -1,4 +1,4 @@
-"""No module of the library reaches into another module's private (underscore) names.
+"""No module of the library or the studies reaches into another module's private (underscore) names.
 
 Parses every module of ``pragmodels/`` with :mod:`ast` and fails on
 
@@ -137,3 +137,34 @@ def test_the_checker_sees_what_it_should(tmp_path: Path) -> None:
 @pytest.mark.parametrize("path", sorted(ROOT.rglob("*.py")), ids=lambda p: str(p.relative_to(ROOT.parent)))
 def test_no_module_imports_another_modules_private_names(path: Path) -> None:
     assert violations(path) == []
+
+
+
+STUDIES = ROOT.parent / "models"
+
+
+def study_violations(path: Path, own: str | None = None) -> list[str]:
+    """A study module's ``from models.x import _name`` / ``from pragmodels.x import _name`` of another
+    module (the studies build on public names only); ``own`` is the file's dotted name."""
+    own = own or ".".join(path.relative_to(ROOT.parent).with_suffix("").parts)
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level and node.module != own \
+                and node.module.split(".")[0] in ("models", "pragmodels"):
+            found += [f"{path.name}:{node.lineno}: from {node.module} import {a.name}"
+                      for a in node.names if _private(a.name)]
+    return found
+
+
+def test_the_study_checker_sees_what_it_should(tmp_path: Path) -> None:
+    """A negative control: a private name of another study module, or of the library, is flagged."""
+    probe = tmp_path / "probe.py"
+    probe.write_text("from models.social_meaning.report import _helper\nfrom pragmodels.io.atomic import _tmp\n"
+                     "from models.social_meaning.probe import _own\nfrom pragmodels.io import atomic\n", encoding="utf-8")
+    found = study_violations(probe, own="models.social_meaning.probe")
+    assert len(found) == 2 and "_helper" in found[0] and "_tmp" in found[1], found
+
+
+@pytest.mark.parametrize("path", sorted(STUDIES.rglob("*.py")), ids=lambda p: str(p.relative_to(ROOT.parent)))
+def test_no_study_imports_another_modules_private_names(path: Path) -> None:
+    assert study_violations(path) == []

@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings, strategies
 from numpyro import handlers
 
 from pragmodels import agents, likelihoods
@@ -140,13 +140,13 @@ def test_undefined_row_under_a_lapse_is_a_uniform_guess_with_or_without_rows():
 
 # ----------------------------------------------------------------------------- properties
 
-@st.composite
+@strategies.composite
 def lexicons(draw):
-    n_u = draw(st.integers(1, 5))
-    n_s = draw(st.integers(1, 6))
-    kind = draw(st.sampled_from(["boolean", "graded"]))
-    cells = st.booleans() if kind == "boolean" else st.floats(0.0, 1.0)
-    truth = np.array(draw(st.lists(st.lists(cells, min_size=n_s, max_size=n_s), min_size=n_u, max_size=n_u)), float)
+    n_u = draw(strategies.integers(1, 5))
+    n_s = draw(strategies.integers(1, 6))
+    kind = draw(strategies.sampled_from(["boolean", "graded"]))
+    cells = strategies.booleans() if kind == "boolean" else strategies.floats(0.0, 1.0)
+    truth = np.array(draw(strategies.lists(strategies.lists(cells, min_size=n_s, max_size=n_s), min_size=n_u, max_size=n_u)), float)
     with np.errstate(divide="ignore"):
         return np.log(truth)
 
@@ -155,8 +155,8 @@ PROPS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCh
 
 
 @PROPS
-@given(log_sem=lexicons(), log_alpha=st.floats(np.log(1e-3), np.log(1e3)), depth=st.integers(0, 10),
-       dtype=st.sampled_from(["float32", "float64"]))
+@given(log_sem=lexicons(), log_alpha=strategies.floats(np.log(1e-3), np.log(1e3)), depth=strategies.integers(0, 10),
+       dtype=strategies.sampled_from(["float32", "float64"]))
 def test_listener_finite_where_defined(log_sem, log_alpha, depth, dtype):
     """Random lexicons (0/1 with empty rows and columns, or graded), alpha in [1e-3, 1e3], depth
     0-10: no NaN; defined rows sum to 1; the gradient in alpha is finite."""
@@ -176,7 +176,7 @@ def test_listener_finite_where_defined(log_sem, log_alpha, depth, dtype):
 
 
 @PROPS
-@given(log_sem=lexicons(), bad=st.sampled_from([np.nan, np.inf]), where=st.integers(0, 10_000))
+@given(log_sem=lexicons(), bad=strategies.sampled_from([np.nan, np.inf]), where=strategies.integers(0, 10_000))
 def test_invalid_lexicon_values_are_rejected_by_name(log_sem, bad, where):
     idx = np.unravel_index(where % log_sem.size, log_sem.shape)
     sem = log_sem.copy()
@@ -187,7 +187,7 @@ def test_invalid_lexicon_values_are_rejected_by_name(log_sem, bad, where):
 
 
 @PROPS
-@given(log_sem=lexicons(), w=st.floats(1e-6, 1.0), seed=st.integers(0, 2**16))
+@given(log_sem=lexicons(), w=strategies.floats(1e-6, 1.0), seed=strategies.integers(0, 2**16))
 def test_choice_likelihood_finite_under_a_lapse(log_sem, w, seed):
     """With a lapse >= 1e-6 (float32 holds it) every choice has finite log-likelihood and gradient,
     whatever the lexicon."""

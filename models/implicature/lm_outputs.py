@@ -31,7 +31,7 @@ ORDER_SEED = 20261201
 SAMPLE_MAX_TOKENS = 160
 EXPLANATION_MAX_TOKENS = 80
 
-#: the listener model's two scoring prompts (in implicature_prompts, so PROMPT_VERSION covers them)
+#: the listener model's two scoring prompts (in models.implicature.prompts, so PROMPT_VERSION covers them)
 FIT_TEMPLATE = prompts.FIT_TEMPLATE
 PRIOR_TEMPLATE = prompts.PRIOR_TEMPLATE
 

@@ -65,7 +65,8 @@ def _diag_line(label, tree) -> str:
             f"{'; '.join(w) if w else 'none'} |")
 
 
-def _diag_short(tree) -> str:
+def diagnostics_line(tree) -> str:
+    """One progress line of a finished fit: wall time, divergences, max r_hat, min bulk ESS, init."""
     d = _diagnostics(tree)
     return (f"  done in {tree.attrs['wall_time_s']:.0f} s: {d['divergences']} divergences, max r_hat "
             f"{d['max_rhat']:.3f}, min bulk ESS {d['min_ess_bulk']:.0f}; init: {_init_cell(tree)}")

@@ -27,9 +27,9 @@ import pragmodels as pm
 from models.social_meaning import checks, claims, esr, paper, rsa
 from models.social_meaning.report import (  # noqa: F401
     KEY_PARAMETERS,
-    _diag_short,
     chain_table,
     converged,
+    diagnostics_line,
     parameter_table,
     report_markdown,
 )
@@ -370,7 +370,7 @@ def fit_all(human, llm, seed: int, sampler: dict, progress: bool, motive_prior: 
         tree = _annotate(result.trees[outcome.name], kinds[outcome.name], motive_prior, outcome.warnings)
         if outcome.name in invalid:
             tree.attrs["n_invalid_excluded"] = invalid[outcome.name]
-        log(f"{labels[outcome.name]}: " + _diag_short(tree))
+        log(f"{labels[outcome.name]}: " + diagnostics_line(tree))
         trees[labels[outcome.name]] = tree
     baseline = trees.pop("baseline")
     trees["human (motives link)"] = trees.pop("motives")  # after the LLM fits: they are contrasted with "human"

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 from pragmodels.lm.base import LanguageModel
 
@@ -39,7 +39,9 @@ class LMEntry(BaseModel):
                                                                          "(a server)")
     model: str = Field(description="'smollm2', 'gemma3', a .gguf path, or the server's model name")
     base_url: str | None = Field(None, description="the server's base URL (backend 'openai')")
-    outputs: str | None = Field(None, description="where the study reads this LM's outputs, made beforehand by its "
+    # `scores`: what Wavelength configs called it before the studies became packages
+    outputs: str | None = Field(None, validation_alias=AliasChoices("outputs", "scores"),
+                                description="where the study reads this LM's outputs, made beforehand by its "
                                                   "scoring script (relative to the repository root; default: the "
                                                   "study's folder under fits/)")
 

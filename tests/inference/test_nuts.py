@@ -1,4 +1,4 @@
-"""pragmodels.sampler: the cached NUTS program against an exact posterior and against numpyro's MCMC,
+"""pragmodels.inference.nuts and compile_cache: the cached NUTS program against an exact posterior and against numpyro's MCMC,
 its cache (keys, hits without recompiling, LRU bound, clearing), chain methods, log-likelihood."""
 
 import functools
@@ -309,7 +309,7 @@ def test_pointwise_log_likelihood_equals_numpyro():
 
 PARALLEL_SCRIPT = """
 import json, numpy as np
-import pragmodels.runtime as c; c.configure_host_devices(2)
+import pragmodels.runtime as runtime; runtime.configure_host_devices(2)
 import jax; jax.config.update("jax_enable_x64", True)
 from pragmodels.inference import compile_cache, nuts
 from tests.inference.test_nuts import normal_means, YN, SHORT

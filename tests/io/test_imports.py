@@ -101,8 +101,8 @@ def test_references_are_told_apart():
 def test_another_process_imports_what_this_one_imported_by_location(package):
     imports.import_file(package / "sub" / "model.py")
     locations = imports.imported_by_location()
-    code = ("import sys, pragmodels.io.imports as i; i.import_locations(eval(sys.argv[1])); "
-            f"import {package.name}.sub.model as m; print(m.helper.A)")
+    code = ("import sys, pragmodels.io.imports as imports; imports.import_locations(eval(sys.argv[1])); "
+            f"import {package.name}.sub.model as model; print(model.helper.A)")
     done = subprocess.run([sys.executable, "-c", code, repr(locations)], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "2.0"

@@ -29,8 +29,16 @@ def test_a_server_entry_opens_a_client_without_contacting_it():
 def test_an_entry_is_checked_like_every_config_section():
     assert LMEntry.model_validate({"model": "smollm2"}).backend == "llamacpp"
     with pytest.raises(ValidationError, match="extra"):
-        LMEntry.model_validate({"model": "smollm2", "scores": "x.nc"})
+        LMEntry.model_validate({"model": "smollm2", "score": "x.nc"})
     with pytest.raises(ValidationError, match="backend"):
         LMEntry.model_validate({"model": "smollm2", "backend": "opnai"})
     with pytest.raises(ValidationError, match="string"):
         LMEntry.model_validate({"model": 3})
+
+
+def test_the_former_key_scores_still_names_the_outputs():
+    """Wavelength configs before the studies became packages called the outputs `scores`."""
+    assert LMEntry.model_validate({"model": "smollm2", "scores": "fits/x"}).outputs == "fits/x"
+    assert LMEntry.model_validate({"model": "smollm2", "outputs": "fits/y"}).outputs == "fits/y"
+    with pytest.raises(ValidationError, match="extra"):  # both at once: the second is an unknown key
+        LMEntry.model_validate({"model": "smollm2", "scores": "fits/x", "outputs": "fits/y"})

@@ -279,8 +279,8 @@ def test_bad_input(fake):
 
 @pytest.mark.subprocess
 def test_the_package_imports_without_httpx():
-    code = ("import sys; sys.modules['httpx'] = None; import pragmodels.lm, pragmodels.lm.openai_http as m; "
-            "lm = m.OpenAICompatibleLM('http://127.0.0.1:9', 'x'); print(lm.prompt_format.name)")
+    code = ("import sys; sys.modules['httpx'] = None; import pragmodels.lm, pragmodels.lm.openai_http as openai_http; "
+            "lm = openai_http.OpenAICompatibleLM('http://127.0.0.1:9', 'x'); print(lm.prompt_format.name)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "plain"

@@ -192,8 +192,8 @@ def test_human_vs_model_means_draws_whole_markers_at_the_scale_ends():
 def test_importing_the_plots_selects_no_backend():
     """``matplotlib.use("Agg")`` on import switched a notebook's inline backend off: after
     importing pragmodels.plots (and drawing) the backend is still the one the user had."""
-    code = ("import matplotlib; matplotlib.use('svg'); import pragmodels.plots as p, pandas as pd;"
-            "p.human_vs_model_means(pd.DataFrame(dict(model='m', prompt='MIN', human=[2.0], llm=[3.0])));"
+    code = ("import matplotlib; matplotlib.use('svg'); import pragmodels.plots as plots, pandas;"
+            "plots.human_vs_model_means(pandas.DataFrame(dict(model='m', prompt='MIN', human=[2.0], llm=[3.0])));"
             "print(matplotlib.get_backend())")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "svg"

@@ -1,4 +1,4 @@
-"""Configs are validated against a schema before any work starts (pragmodels.config_schema,
+"""Configs are validated against a schema before any work starts (pragmodels.runs.schema,
 pragmodels.runs.fit_config.FitConfig), and every command-line failure is one line (pragmodels.cli).
 
 No test here fits a model: each stops at a validation error (the fit is replaced by a failure)."""
