@@ -1,31 +1,18 @@
 """pragmodels: Bayesian cognitive models of pragmatics.
 
-The modelling vocabulary is at the top level (``pm.pragmatic_listener``, ``pm.param``, ``pm.fit``, ...);
-the machinery lives in subpackages, each importing only from the layers below it (checked by
-import-linter; ``docs/architecture.md``)::
+The modelling vocabulary is at the top level (``pm.pragmatic_listener``, ``pm.param``, ``pm.Prior``,
+``pm.fit``, ...); the machinery lives in subpackages named for what they do (``inference``,
+``evaluation``, ``metrics``, ``io``, ``runs``, ``lm``, ``datasets``, ``plots``), in layers that
+import-linter checks (``docs/architecture.md``). The names load on first use (``lazy_loader``;
+their list, with types, is ``__init__.pyi``; ``EAGER_IMPORT=1`` loads all at once), so
+``import pragmodels`` imports no JAX.
 
-    cli
-    runs/                         configs, run folders, manifests, study and single-fit runners
-    plots/  lm/                   figures (draw only); language models
-    evaluation/ metrics/ datasets/  LOO, cross-validation, contrasts; the papers' metrics; data files
-    inference/                    fit, NUTS program, compile cache, batched, fit_many, predictive
-    rsa_models simulate           model factories, simulators
-    likelihoods/ params           observed and latent numpyro.sample sites
-    agents priors                 RSA agents (pure JAX); prior declarations
-    semantics -> logmath          pure JAX
-    validation model_key runtime io/   checks, model keys, host set-up, results on disk
-    errors version
+Importing pragmodels changes no global state (no ``XLA_FLAGS``, no compilation cache, no
+matplotlib backend). Ask for them explicitly, as with numpyro's ``set_host_device_count`` (the
+``pragmodels`` command line does both)::
 
-Importing pragmodels changes no global state: no ``XLA_FLAGS``, no compilation cache, no
-matplotlib backend. Ask for them explicitly, as with numpyro's ``set_host_device_count``::
-
-    import pragmodels as pm
     pm.configure_host_devices()      # one CPU device per core, for parallel chains (before JAX starts)
     pm.enable_compilation_cache()    # reuse compiled kernels across processes (PRAGMODELS_COMPILATION_CACHE)
-
-The ``pragmodels`` command line does both for itself. The names are loaded on first use
-(``lazy_loader``; their list, with types, is ``__init__.pyi``), so ``import pragmodels`` and
-``pragmodels --help`` import no JAX; set ``EAGER_IMPORT=1`` to load everything at once.
 """
 
 import lazy_loader
