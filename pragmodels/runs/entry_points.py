@@ -168,7 +168,7 @@ def read_config(path: str | os.PathLike, what: str = "config") -> dict[str, Any]
     Raises
     ------
     ConfigError
-        Naming the file: it is missing, a folder, unreadable or not UTF-8, not valid JSON (``NaN``
+        Naming the file: it is missing, a folder, unreadable or not UTF-8, empty, not valid JSON (``NaN``
         and ``Infinity`` included), or not a JSON object.
     """
     path = Path(path)
@@ -182,6 +182,8 @@ def read_config(path: str | os.PathLike, what: str = "config") -> dict[str, Any]
         raise ConfigError(f"{what} {path}: not UTF-8 text ({e.reason} at byte {e.start}).", path=path) from None
     except OSError as e:
         raise ConfigError(f"{what} {path}: cannot be read ({e.strerror or e}).", path=path) from None
+    if not text.strip():
+        raise ConfigError(f"{what} {path}: the file is empty (expected a JSON object {{...}}).", path=path)
     try:
         cfg = json.loads(text, parse_constant=_no_constant)
     except json.JSONDecodeError as e:

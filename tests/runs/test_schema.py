@@ -220,6 +220,8 @@ def test_the_docs_describe_every_key():
     ('{"name": "x",', "not valid JSON (Expecting"),
     ('{"name": NaN}', "not valid JSON (NaN is not a JSON number)"),
     (None, "is a folder, not a JSON file"),
+    ("", "the file is empty (expected a JSON object {...})"),
+    (" \n\t\n", "the file is empty"),
 ])
 def test_an_unreadable_config_is_one_line_naming_the_file(tmp_path, capsys, content, expected):
     path = tmp_path / "cfg.json"
