@@ -13,15 +13,18 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
 
 from pragmodels.lm.base import LanguageModel
 
-__all__ = ["LMEntry", "BUNDLED_PROMPT_FORMATS"]
+__all__ = ["LMEntry", "BUNDLED_PROMPT_FORMATS", "OPENAI_COMPATIBLE_SERVERS"]
 
 #: how each bundled model is prompted: SmolLM2-135M-Instruct with its chat template, Gemma-3-270M
 #: (a base model) with plain text
 BUNDLED_PROMPT_FORMATS = {"smollm2": "chat", "gemma3": "plain"}
+
+#: servers that speak the OpenAI API, as users name them in ``backend``: each is ``"openai"``
+OPENAI_COMPATIBLE_SERVERS = ("vllm", "sglang", "tgi", "ollama", "lmstudio", "llamacpp-server", "llama.cpp server")
 
 
 class LMEntry(BaseModel):
@@ -44,6 +47,14 @@ class LMEntry(BaseModel):
                                 description="where the study reads this LM's outputs, made beforehand by its "
                                                   "scoring script (relative to the repository root; default: the "
                                                   "study's folder under fits/)")
+
+    @field_validator("backend", mode="before")
+    @classmethod
+    def _server_names_are_openai(cls, value: object) -> object:
+        if isinstance(value, str) and value.strip().lower() in OPENAI_COMPATIBLE_SERVERS:
+            raise ValueError(f"expected 'llamacpp' or 'openai'; a {value} server speaks the OpenAI API: use "
+                             "backend 'openai' with its base_url and the model name it serves")
+        return value
 
     def open(self, *, prompt_format: Literal["chat", "plain"] | None = None, chat_template_gguf: str | None = None,
              n_ctx: int | None = None, threads: int | None = None) -> LanguageModel:

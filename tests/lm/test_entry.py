@@ -42,3 +42,12 @@ def test_the_former_key_scores_still_names_the_outputs():
     assert LMEntry.model_validate({"model": "smollm2", "outputs": "fits/y"}).outputs == "fits/y"
     with pytest.raises(ValidationError, match="extra"):  # both at once: the second is an unknown key
         LMEntry.model_validate({"model": "smollm2", "scores": "fits/x", "outputs": "fits/y"})
+
+
+@pytest.mark.parametrize("name", ["vllm", "vLLM", "sglang", "ollama"])
+def test_a_server_named_as_the_backend_is_told_it_is_openai(name):
+    with pytest.raises(ValidationError, match=rf"expected 'llamacpp' or 'openai'; a {name} server speaks the OpenAI API: "
+                                              r"use backend 'openai'"):
+        LMEntry.model_validate({"model": "m", "backend": name, "base_url": "http://127.0.0.1:8000/v1"})
+    with pytest.raises(ValidationError, match=r"Input should be 'llamacpp' or 'openai'"):  # any other name: as before
+        LMEntry.model_validate({"model": "m", "backend": "opnai"})
