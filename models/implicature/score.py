@@ -18,8 +18,7 @@ from pathlib import Path
 
 from models.implicature import lm_outputs, prompts
 from pragmodels.datasets import load_drinq
-from pragmodels.lm import CachedLM
-from pragmodels.lm.entry import BUNDLED_PROMPT_FORMATS, LMEntry
+from pragmodels.lm.entry import add_lm_arguments, open_lm_from_arguments
 
 SEED = 20261201
 N_DRAWS = 3
@@ -28,11 +27,7 @@ OUTPUTS = Path(__file__).resolve().parents[2] / "fits" / "implicature" / "lm_out
 
 def score_lm(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--lm", required=True,
-                    help=f"a name: {sorted(BUNDLED_PROMPT_FORMATS)} (bundled) or any label with --base-url")
-    ap.add_argument("--base-url", help="an OpenAI-compatible server (vLLM, llama.cpp server) instead of a bundled GGUF")
-    ap.add_argument("--server-model", help="the server's model name (with --base-url)")
-    ap.add_argument("--chat-template-gguf", help="score in that GGUF's chat format (default: plain text)")
+    add_lm_arguments(ap)
     ap.add_argument("--passes", nargs="+", default=["interpretations", "score"], choices=list(lm_outputs.PASSES))
     ap.add_argument("--conditions", nargs="+", default=list(prompts.CONDITIONS), choices=list(prompts.CONDITIONS))
     ap.add_argument("--limit", type=int, default=None, help="only the first N items of the fixed order (all passes)")
@@ -40,7 +35,6 @@ def score_lm(argv: list[str] | None = None) -> int:
                     help="the sampled-answer pass on only the first N items of the fixed order")
     ap.add_argument("--explanation-limit", type=int, default=None,
                     help="the scored explanation condition on only the first N items (it writes a justification first)")
-    ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--out", default=str(OUTPUTS), help="the folder of the output tables")
     args = ap.parse_args(argv)
     for name in ("limit", "sample_limit", "explanation_limit"):
@@ -50,16 +44,7 @@ def score_lm(argv: list[str] | None = None) -> int:
     items = load_drinq()
     order = lm_outputs.item_order(len(items))[: args.limit]
     items = items.iloc[order].reset_index(drop=True)
-    if args.base_url:
-        if not args.server_model:
-            ap.error("--base-url needs --server-model (the model name the server serves).")
-        entry = LMEntry(backend="openai", model=args.server_model, base_url=args.base_url)
-        lm = CachedLM(entry.open(chat_template_gguf=args.chat_template_gguf))
-    elif args.lm in BUNDLED_PROMPT_FORMATS:
-        lm = CachedLM(LMEntry(model=args.lm).open(n_ctx=2048, threads=args.threads))
-    else:
-        ap.error(f"--lm {args.lm!r}: not a bundled model ({sorted(BUNDLED_PROMPT_FORMATS)}); pass --base-url for a "
-                 "server.")
+    lm = open_lm_from_arguments(ap, args, n_ctx=2048)
     out = Path(args.out)
     for pass_ in args.passes:
         path = out / f"{args.lm}_{pass_}.csv"

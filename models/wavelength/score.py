@@ -18,8 +18,7 @@ import numpy as np
 
 from models.wavelength import lm_scores
 from pragmodels.datasets import load_wavelength
-from pragmodels.lm import CachedLM
-from pragmodels.lm.entry import BUNDLED_PROMPT_FORMATS, LMEntry
+from pragmodels.lm.entry import add_lm_arguments, open_lm_from_arguments
 
 ORDER_SEED = 20261201
 SEED = 20261201
@@ -43,30 +42,16 @@ def item_order(n: int = 100) -> np.ndarray:
 
 def score_lm(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--lm", required=True,
-                    help=f"a name: {sorted(BUNDLED_PROMPT_FORMATS)} (bundled) or any label with --base-url")
-    ap.add_argument("--base-url", help="an OpenAI-compatible server (vLLM, llama.cpp server) instead of a bundled GGUF")
-    ap.add_argument("--server-model", help="the server's model name (with --base-url)")
-    ap.add_argument("--chat-template-gguf", help="score in that GGUF's chat format (default: plain text)")
+    add_lm_arguments(ap)
     ap.add_argument("--passes", nargs="+", default=["listener"], choices=list(lm_scores.PASSES))
     ap.add_argument("--limit", type=int, default=None, help="score only the first N items of the fixed order")
-    ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--n-production", type=int, default=32)
     args = ap.parse_args(argv)
     if args.limit is not None and args.limit < 1:  # 0 would rewrite the scores file with no items
         ap.error(f"--limit {args.limit}: expected a positive number of items.")
     items = load_wavelength()
     order = item_order(len(items))[: args.limit]
-    if args.base_url:
-        if not args.server_model:
-            ap.error("--base-url needs --server-model (the model name the server serves).")
-        entry = LMEntry(backend="openai", model=args.server_model, base_url=args.base_url)
-        lm = CachedLM(entry.open(chat_template_gguf=args.chat_template_gguf))
-    elif args.lm in BUNDLED_PROMPT_FORMATS:
-        lm = CachedLM(LMEntry(model=args.lm).open(n_ctx=1024, threads=args.threads))
-    else:
-        ap.error(f"--lm {args.lm!r}: not a bundled model ({sorted(BUNDLED_PROMPT_FORMATS)}); pass --base-url for a "
-                 "server.")
+    lm = open_lm_from_arguments(ap, args, n_ctx=1024)
     lm_scores.score_study(lm, items.set_index("item").loc[order].reset_index(), name=args.lm, seed=SEED, folder=SCORES,
                    n_production=args.n_production, passes=args.passes, save_every=1, progress=False,
                    log=lambda s: print(s, flush=True))

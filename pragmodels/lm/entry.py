@@ -6,18 +6,19 @@ Layering: ``pydantic``, :mod:`pragmodels.lm.base` and :mod:`pragmodels.lm.score_
 A study config lists its LMs by name (``"lms": {"smollm2": {"backend": "llamacpp", "model":
 "smollm2"}}``), each an :class:`LMEntry`; the study reads the outputs that were made beforehand
 (it never calls an LM), and the study's scoring script opens the same entry with
-:meth:`LMEntry.open`.
+:meth:`LMEntry.open` (from its command line: :func:`add_lm_arguments`, :func:`open_lm_from_arguments`).
 """
 
 from __future__ import annotations
 
+import argparse
 from typing import Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
 
 from pragmodels.lm.base import LanguageModel
 
-__all__ = ["LMEntry", "BUNDLED_PROMPT_FORMATS", "OPENAI_COMPATIBLE_SERVERS"]
+__all__ = ["LMEntry", "BUNDLED_PROMPT_FORMATS", "OPENAI_COMPATIBLE_SERVERS", "add_lm_arguments", "open_lm_from_arguments"]
 
 #: how each bundled model is prompted: SmolLM2-135M-Instruct with its chat template, Gemma-3-270M
 #: (a base model) with plain text
@@ -91,3 +92,58 @@ class LMEntry(BaseModel):
                               n_ctx=n_ctx, threads=threads, base_url=self.base_url, server_model=self.model)
         fmt = prompt_format or BUNDLED_PROMPT_FORMATS.get(BUNDLED_NAMES.get(self.model.lower(), ""), "chat")
         return open_model(self.model, prompt_format=fmt, n_ctx=n_ctx, threads=threads)
+
+
+def add_lm_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the options that choose a scoring script's LM: ``--lm``, ``--base-url``, ``--server-model``,
+    ``--chat-template-gguf`` and ``--threads`` (read back by :func:`open_lm_from_arguments`).
+
+    Parameters
+    ----------
+    parser : argparse.ArgumentParser
+        The script's parser.
+
+    Returns
+    -------
+    None
+    """
+    parser.add_argument("--lm", required=True,
+                        help=f"a name: {sorted(BUNDLED_PROMPT_FORMATS)} (bundled) or any label with --base-url")
+    parser.add_argument("--base-url", help="an OpenAI-compatible server (vLLM, llama.cpp server) instead of a bundled "
+                                           "GGUF")
+    parser.add_argument("--server-model", help="the server's model name (with --base-url)")
+    parser.add_argument("--chat-template-gguf", help="score in that GGUF's chat format (default: plain text)")
+    parser.add_argument("--threads", type=int, default=2)
+
+
+def open_lm_from_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace, *, n_ctx: int) -> LanguageModel:
+    """The LM the options of :func:`add_lm_arguments` name, behind the score cache (:class:`~pragmodels.lm.cache.CachedLM`).
+
+    A server (``--base-url``, which needs ``--server-model``) or a bundled GGUF (``--lm`` one of
+    :data:`BUNDLED_PROMPT_FORMATS`, in this process with ``n_ctx`` and ``--threads``); anything
+    else is ``parser.error`` naming the value.
+
+    Parameters
+    ----------
+    parser : argparse.ArgumentParser
+        The script's parser (for its one-line errors).
+    args : argparse.Namespace
+        The parsed arguments.
+    n_ctx : int
+        Context window of a bundled GGUF.
+
+    Returns
+    -------
+    LanguageModel
+    """
+    from pragmodels.lm.cache import CachedLM
+
+    if args.base_url:
+        if not args.server_model:
+            parser.error("--base-url needs --server-model (the model name the server serves).")
+        entry = LMEntry.model_validate({"backend": "openai", "model": args.server_model, "base_url": args.base_url})
+        return CachedLM(entry.open(chat_template_gguf=args.chat_template_gguf))
+    if args.lm not in BUNDLED_PROMPT_FORMATS:
+        parser.error(f"--lm {args.lm!r}: not a bundled model ({sorted(BUNDLED_PROMPT_FORMATS)}); pass --base-url for a "
+                     "server.")
+    return CachedLM(LMEntry.model_validate({"model": args.lm}).open(n_ctx=n_ctx, threads=args.threads))

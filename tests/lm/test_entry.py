@@ -51,3 +51,22 @@ def test_a_server_named_as_the_backend_is_told_it_is_openai(name):
         LMEntry.model_validate({"model": "m", "backend": name, "base_url": "http://127.0.0.1:8000/v1"})
     with pytest.raises(ValidationError, match=r"Input should be 'llamacpp' or 'openai'"):  # any other name: as before
         LMEntry.model_validate({"model": "m", "backend": "opnai"})
+
+
+def test_a_scoring_script_opens_its_lm_from_its_command_line(capsys):
+    """The options every study scoring script shares (add_lm_arguments) and their one-line errors."""
+    import argparse
+
+    from pragmodels.lm.cache import CachedLM
+    from pragmodels.lm.entry import add_lm_arguments, open_lm_from_arguments
+
+    parser = argparse.ArgumentParser(prog="score")
+    add_lm_arguments(parser)
+    for argv, message in ((["--lm", "x", "--base-url", "http://127.0.0.1:9"], "--base-url needs --server-model"),
+                          (["--lm", "nope"], "--lm 'nope': not a bundled model")):
+        with pytest.raises(SystemExit) as exit_:
+            open_lm_from_arguments(parser, parser.parse_args(argv), n_ctx=512)
+        assert exit_.value.code == 2 and f"score: error: {message}" in capsys.readouterr().err
+    server = open_lm_from_arguments(parser, parser.parse_args(["--lm", "big", "--base-url", "http://127.0.0.1:9",
+                                                                "--server-model", "m"]), n_ctx=512)
+    assert isinstance(server, CachedLM) and isinstance(server.model, OpenAICompatibleLM)
