@@ -42,11 +42,6 @@ class unobserve(Messenger):  # noqa: N801 - a NumPyro handler, named like numpyr
             msg["infer"] = {**(msg.get("infer") or {}), "was_observed": True}
 
 
-def _split(data: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    static = {k: v for k, v in data.items() if v is None or isinstance(v, (bool, int, float, str))}
-    return static, {k: v for k, v in data.items() if k not in static}
-
-
 def posterior_predictive(rng_key: jax.Array, model: Callable[..., Any], samples: Mapping[str, Any],
                          data: Mapping[str, Any], sites: list[str], batch_ndims: int = 2
                          ) -> dict[str, np.ndarray]:
