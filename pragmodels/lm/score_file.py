@@ -17,6 +17,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -131,6 +132,9 @@ def read_prompts(path: str | os.PathLike[str]) -> list[PromptItem]:
                 obj = json.loads(raw)
             except json.JSONDecodeError as e:
                 raise ValueError(f"{where}: not valid JSON ({e.msg} at column {e.colno}).") from None
+            except RecursionError:
+                raise ValueError(f"{where}: not valid JSON (nested more than the parser allows, about "
+                                 f"{sys.getrecursionlimit()} levels).") from None
             if not isinstance(obj, dict):
                 raise ValueError(f"{where}: expected a JSON object with keys id, prompt, continuations; "
                                  f"got {type(obj).__name__}.")

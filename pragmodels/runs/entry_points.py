@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
@@ -169,7 +170,7 @@ def read_config(path: str | os.PathLike, what: str = "config") -> dict[str, Any]
     ------
     ConfigError
         Naming the file: it is missing, a folder, unreadable or not UTF-8, empty, not valid JSON (``NaN``
-        and ``Infinity`` included), or not a JSON object.
+        and ``Infinity`` included, or nested too deeply to parse), or not a JSON object.
     """
     path = Path(path)
     try:
@@ -191,6 +192,9 @@ def read_config(path: str | os.PathLike, what: str = "config") -> dict[str, Any]
                           path=path) from None
     except ValueError as e:
         raise ConfigError(f"{what} {path}: not valid JSON ({e}).", path=path) from None
+    except RecursionError:
+        raise ConfigError(f"{what} {path}: not valid JSON (nested more than the parser allows, about "
+                          f"{sys.getrecursionlimit()} levels; a config is a few levels deep).", path=path) from None
     if not isinstance(cfg, dict):
         kind = {list: "a list", str: "a string", int: "a number", float: "a number", bool: "a boolean"}
         raise ConfigError(f"{what} {path}: expected a JSON object {{...}}; got {kind.get(type(cfg), 'null')}.",

@@ -109,6 +109,8 @@ def test_a_failed_run_leaves_the_earlier_table(tmp_path, capsys):
      "unknown key 'length_normalise'"),
     (['{"id": "a", "prompt": "x", "continuations": ["y"]}', '{"id": "a", "prompt": "z", "continuations": ["y"]}'],
      "line 2", "id 'a' is already used on line 1"),
+    (['{"id": "a", "prompt": "x", "continuations": ["y"]}', "[" * 100_000 + "]" * 100_000],  # issue 33, item 4
+     "line 2", "not valid JSON (nested more than"),
 ])
 def test_malformed_lines_are_one_line_errors(lines, where, problem, tmp_path, capsys):
     src = _write(tmp_path / "bad.jsonl", lines)

@@ -222,6 +222,9 @@ def test_the_docs_describe_every_key():
     (None, "is a folder, not a JSON file"),
     ("", "the file is empty (expected a JSON object {...})"),
     (" \n\t\n", "the file is empty"),
+    # issue 33, item 4: a RecursionError, exit 1
+    ("[" * 100_000 + "]" * 100_000, "not valid JSON (nested more than"),
+    ('{"a": ' * 100_000 + "1" + "}" * 100_000, "not valid JSON (nested more than"),
 ])
 def test_an_unreadable_config_is_one_line_naming_the_file(tmp_path, capsys, content, expected):
     path = tmp_path / "cfg.json"
