@@ -71,9 +71,32 @@ def _worst(ds: xr.Dataset, fn: Callable[[np.ndarray], Any]) -> tuple[float, str]
     return worst, where
 
 
-def _nan_sites(ds: xr.Dataset, names: Sequence[str]) -> list[str]:
-    """Those of ``names`` whose diagnostic is NaN for some element."""
-    return [n for n in names if n in ds.data_vars and bool(np.isnan(np.asarray(ds[n])).any())]
+def _labels(name: str, mask: np.ndarray) -> list[str]:
+    """The elements of variable ``name`` where ``mask`` is true: ``'x'``, ``'theta[1, 0]'``."""
+    return [name + (f"[{', '.join(map(str, i))}]" if mask.ndim else "") for i in np.argwhere(mask)]
+
+
+def _nan_elements(ds: xr.Dataset | None, names: Sequence[str]) -> list[str]:
+    """The elements of ``names`` whose diagnostic in ``ds`` is NaN."""
+    if ds is None:
+        return []
+    return [e for n in names if n in ds.data_vars for e in _labels(n, np.isnan(np.asarray(ds[n], dtype=float)))]
+
+
+def _still_elements(post: xr.Dataset, names: Sequence[str]) -> list[str]:
+    """The elements of ``names`` whose draws ``[chain, draw, ...]`` are all equal in some chain."""
+    out: list[str] = []
+    for n in names:
+        if n in post.data_vars and post[n].sizes["draw"] > 0:
+            vals = np.asarray(post[n].transpose("chain", "draw", ...))
+            out += _labels(n, (vals == vals[:, :1]).all(axis=1).any(axis=0))
+    return out
+
+
+def _listed(names: Sequence[str], show: int = 10) -> str:
+    """``names`` as a list: the first ``show`` of them, then how many more."""
+    more = f", ... and {len(names) - show} more" if len(names) > show else ""
+    return "[" + ", ".join(map(repr, names[:show])) + more + "]"
 
 
 def diagnose(tree: xr.DataTree, emit: bool = True, max_tree_depth: int | None = None,
@@ -83,9 +106,11 @@ def diagnose(tree: xr.DataTree, emit: bool = True, max_tree_depth: int | None = 
     With ``max_tree_depth``, also flag NUTS trajectories that hit the depth limit (the sampler
     was cut short, so it explores slowly and the ESS estimates deserve suspicion).
 
-    With ``latent`` (the sampled sites), a NaN r_hat or ESS of any of their elements is a
-    failure: its draws do not vary (a chain that never moved, or too few draws). NaN diagnostics
-    of deterministic sites (e.g. a cost fixed at 0 for some utterance) are not counted.
+    A NaN r_hat or ESS of any element of a posterior variable is a failure that names it
+    (``'theta[1, 0]'``): its draws do not vary (a chain that never moved, or too few draws); so
+    is a posterior without draws. With ``latent`` (the sampled sites, as :func:`pragmodels.fit`
+    passes them) only those count: NaN diagnostics of deterministic sites (e.g. a cost fixed at
+    0 for some utterance) are then not failures.
 
     Shapes: ``posterior`` variables ``[chain, draw, ...]``; ``sample_stats`` ``diverging`` and
     ``n_steps`` ``[chain, draw]``.
@@ -104,12 +129,20 @@ def diagnose(tree: xr.DataTree, emit: bool = True, max_tree_depth: int | None = 
         r, r_name = _worst(r_ds, np.nanmax) if r_ds is not None else (np.nan, "")
         eb, eb_name = _worst(eb_ds, np.nanmin)
         et, et_name = _worst(et_ds, np.nanmin)
-    if latent is not None:
-        frozen = sorted(set(_nan_sites(eb_ds, latent)) | set(_nan_sites(et_ds, latent))
-                        | (set(_nan_sites(r_ds, latent)) if r_ds is not None else set()))
-        if frozen:
-            problems.append(f"r_hat or ESS is NaN for {frozen}: their draws do not vary (a chain that never "
-                            "moved, or too few draws); the fit cannot be trusted.")
+    if int(post.sizes["draw"]) == 0:
+        problems.append("the posterior has no draws: nothing to diagnose; the fit cannot be trusted.")
+    names = [str(n) for n in post.data_vars] if latent is None else list(latent)
+    hint = (" (A deterministic site constant by design does so too: pass latent=[the sampled sites].)"
+            if latent is None else "")
+    frozen = list(dict.fromkeys(e for ds in (r_ds, eb_ds, et_ds) for e in _nan_elements(ds, names)))
+    frozen_set = set(frozen)
+    if frozen:
+        problems.append(f"r_hat or ESS is NaN for {_listed(frozen)}: their draws do not vary (a chain that never "
+                        "moved, or too few draws); the fit cannot be trusted." + hint)
+    still = [e for e in _still_elements(post, names) if e not in frozen_set]
+    if still:
+        problems.append(f"the draws of {_listed(still)} do not vary within a chain (a chain that never moved): "
+                        "their r_hat and ESS mean nothing; the fit cannot be trusted." + hint)
     if div:
         problems.append(
             f"{div} divergent transitions after warm-up: the posterior is not explored reliably; "
