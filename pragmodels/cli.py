@@ -68,6 +68,13 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"pragmodels: error: {message} (see `{self.prog} --help`)\n")
 
 
+def _given(value: str) -> str:
+    """An argument's value, if not empty: ``--out ''`` was read as the default run folder or as ``.``."""
+    if not value.strip():
+        raise argparse.ArgumentTypeError(f"the value is empty ({value!r}); expected a path or a name")
+    return value
+
+
 def _study_names(start: Path) -> list[str]:
     from pragmodels.runs.entry_points import search_path
 
@@ -136,8 +143,8 @@ def _parser() -> argparse.ArgumentParser:
         description="Run a fit or study config and write its run folder, fits/<name>/full/ (or quick/). "
                     "A config with a 'study' key runs that study's entry point; any other config is a "
                     "single fit. The folder is written aside and swapped in whole when the run finishes.")
-    run.add_argument("config", help="the config file, e.g. fits/social_meaning.json or fits/reference_game.json")
-    run.add_argument("--out", metavar="DIR",
+    run.add_argument("config", type=_given, help="the config file, e.g. fits/social_meaning.json or fits/reference_game.json")
+    run.add_argument("--out", type=_given, metavar="DIR",
                      help="run folder to write (default: beside the config, fits/<name>/quick|full/)")
     run.add_argument("--quick", action="store_true",
                      help="a smoke run: the config's quick sampler settings (short chains), into quick/")
@@ -149,9 +156,9 @@ def _parser() -> argparse.ArgumentParser:
         help="reproduce a study's tables from the raw data",
         description="Write a study's reproduction tables (the 'tables' entry point its config names) "
                     "from the raw data, and print them beside the published values.")
-    tab.add_argument("study", help="a study config, or the study's name: fits/<name>.json, e.g. social_meaning "
+    tab.add_argument("study", type=_given, help="a study config, or the study's name: fits/<name>.json, e.g. social_meaning "
                                    "(dashes are read as underscores)")
-    tab.add_argument("--out", required=True, metavar="FILE.csv", help="CSV file to write")
+    tab.add_argument("--out", type=_given, required=True, metavar="FILE.csv", help="CSV file to write")
     tab.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                      help="on failure, print the traceback too")
     _lm_parser(sub.add_parser("lm", formatter_class=fmt, help="language models: score a prompt file",
@@ -178,11 +185,11 @@ def _lm_parser(lm: argparse.ArgumentParser) -> None:
                     "Scores go through the score cache, so a rerun computes nothing twice and a run cut\n"
                     "short resumes. The model is a GGUF file in this process (--model) or an\n"
                     "OpenAI-compatible server (--base-url).")
-    sc.add_argument("prompts", metavar="PROMPTS.jsonl", help="the prompt file, one JSON object per line")
-    sc.add_argument("--out", required=True, metavar="FILE",
+    sc.add_argument("prompts", type=_given, metavar="PROMPTS.jsonl", help="the prompt file, one JSON object per line")
+    sc.add_argument("--out", type=_given, required=True, metavar="FILE",
                     help="table to write: FILE.csv, or FILE.parquet (needs pyarrow); the provenance goes to "
                          "FILE.json beside it (e.g. scores.csv.json)")
-    sc.add_argument("--model", metavar="PATH.gguf|smollm2|gemma3",
+    sc.add_argument("--model", type=_given, metavar="PATH.gguf|smollm2|gemma3",
                     help="a GGUF file, or a bundled model (smollm2: SmolLM2-135M-Instruct, gemma3: Gemma 3 270M "
                          "base); with --base-url, read for its chat template only")
     sc.add_argument("--prompt-format", choices=("chat", "plain"), default="chat",
@@ -193,13 +200,13 @@ def _lm_parser(lm: argparse.ArgumentParser) -> None:
                          "and continuation must fit")
     sc.add_argument("--threads", type=int, metavar="N",
                     help=f"CPU threads of the in-process model (default {DEFAULT_N_THREADS})")
-    sc.add_argument("--base-url", metavar="URL",
+    sc.add_argument("--base-url", type=_given, metavar="URL",
                     help="score through an OpenAI-compatible server instead, e.g. http://127.0.0.1:8080/v1 "
                          "(default $PRAGMODELS_LM_BASE_URL when --model is not given)")
-    sc.add_argument("--server-model", metavar="NAME",
+    sc.add_argument("--server-model", type=_given, metavar="NAME",
                     help="the model name sent to the server (default $PRAGMODELS_LM_MODEL, else the only one "
                          "it lists)")
-    sc.add_argument("--cache", metavar="PATH",
+    sc.add_argument("--cache", type=_given, metavar="PATH",
                     help="the score cache's SQLite file (default $PRAGMODELS_LM_CACHE, else "
                          "~/.cache/pragmodels/lm_scores.sqlite)")
     sc.add_argument("--no-cache", action="store_true", help="score everything afresh and store nothing")

@@ -86,10 +86,16 @@ def run_folder(config_path: str | os.PathLike, mode: str, out: str | os.PathLike
     Raises
     ------
     ValueError
-        ``mode`` is not one of :data:`MODES`.
+        ``mode`` is not one of :data:`MODES`, or ``out`` is empty (``""`` is not "not given").
     """
     check_one_of("mode", mode, MODES)
-    return Path(out) if out else Path(config_path).with_suffix("") / mode
+    default = Path(config_path).with_suffix("") / mode
+    if out is None:
+        return default
+    if not str(out).strip():
+        raise ValueError(f"run folder {str(out)!r}: empty; expected a folder path, or None for "
+                         f"{default.relative_to(default.parent.parent)}.")
+    return Path(out)
 
 
 def check_writable(final: str | os.PathLike) -> Path:

@@ -264,6 +264,13 @@ def test_quick_and_full_runs_never_share_a_folder(fake_repo, capsys):
     assert "holds a full run" in capsys.readouterr().err and runs.read_manifest(full)["mode"] == "full"
 
 
+def test_an_empty_run_folder_is_an_error_not_the_default(tmp_path):
+    """Issue 33, item 4: out='' was taken as 'not given' (the default folder beside the config)."""
+    assert runs.run_folder(tmp_path / "x.json", "full", None) == tmp_path / "x" / "full"
+    with pytest.raises(ValueError, match=r"run folder '': empty; expected a folder path, or None for x/full"):
+        runs.run_folder(tmp_path / "x.json", "full", "")
+
+
 def test_run_json_records_the_run(fake_repo):
     t0 = time.time()
     folder = runs.run_study(fake_repo, mode="quick", log=lambda m: None)

@@ -255,6 +255,34 @@ def test_usage_errors_are_one_line(capsys):
     assert "the following arguments are required: config" in _one_line_error(capsys)
 
 
+@pytest.mark.parametrize("argv, argument", [
+    (["run", "{cfg}", "--out", ""], "--out"),  # issue 33, item 4: ran into the default folder
+    (["run", "", "--quick"], "config"),
+    (["tables", "", "--out", "t.csv"], "study"),
+    (["tables", "social_meaning", "--out", " "], "--out"),
+    (["lm", "score", "", "--out", "s.csv", "--model", "smollm2"], "PROMPTS.jsonl"),
+    (["lm", "score", "{prompts}", "--out", "", "--model", "smollm2"], "--out"),
+    (["lm", "score", "{prompts}", "--out", "s.csv", "--model", ""], "--model"),
+    (["lm", "score", "{prompts}", "--out", "s.csv", "--base-url", "", "--prompt-format", "plain"], "--base-url"),
+    (["lm", "score", "{prompts}", "--out", "s.csv", "--server-model", "", "--prompt-format", "plain"],
+     "--server-model"),
+    (["lm", "score", "{prompts}", "--out", "s.csv", "--model", "smollm2", "--cache", ""], "--cache"),
+])
+def test_an_empty_path_or_name_is_a_usage_error_naming_the_argument(tmp_path, capsys, no_fit, monkeypatch, argv,
+                                                                    argument):
+    """An empty value was read as '.' (the current folder) or as 'not given' (the default run folder)."""
+    monkeypatch.chdir(tmp_path)
+    prompts = tmp_path / "p.jsonl"
+    prompts.write_text('{"id": "a", "prompt": "x", "continuations": ["y"]}\n')
+    argv = [a.format(cfg=_config(tmp_path), prompts=prompts) for a in argv]
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    assert info.value.code == 2
+    err = _one_line_error(capsys)
+    assert f"argument {argument}: the value is empty" in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cfg.json", "p.jsonl"]  # nothing was written
+
+
 def _help(argv, capsys) -> str:
     with pytest.raises(SystemExit) as info:
         main(argv)
