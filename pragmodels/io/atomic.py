@@ -52,6 +52,9 @@ def pid_alive(pid: int) -> bool:
     """Whether a process ``pid`` exists on this host (the one liveness check of run-folder locks and
     save temporaries).
 
+    A zombie (a killed process its parent has not waited for yet; Linux, read from ``/proc``)
+    is not alive: it runs no more code.
+
     Parameters
     ----------
     pid : int
@@ -68,8 +71,20 @@ def pid_alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     except PermissionError:  # exists, owned by someone else
-        return True
-    return True
+        pass
+    return not _exited(pid)
+
+
+def _exited(pid: int) -> bool:
+    """Whether ``pid``, found by ``os.kill``, has exited (a zombie: state Z or X in ``/proc/<pid>/stat``)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            state = f.read().rsplit(b")", 1)[1].split()[0]  # after the command name, which may hold ')'
+    except FileNotFoundError:  # gone since os.kill (Linux); or no /proc at all (elsewhere): alive
+        return os.path.exists("/proc/self/stat")
+    except (OSError, IndexError):
+        return False
+    return state in (b"Z", b"X")
 
 
 def _host_tag() -> str:

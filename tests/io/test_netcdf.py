@@ -231,6 +231,76 @@ def test_leftovers_of_killed_saves_are_removed_by_the_next_save(tmp_path):
         live.wait()
 
 
+@pytest.mark.subprocess
+@pytest.mark.skipif(not os.path.exists("/proc/self/stat"), reason="a process's state is read from /proc (Linux)")
+def test_the_temporary_of_a_killed_writer_not_yet_reaped_is_removed(tmp_path):
+    """Issue 33, item 7: a writer killed by its parent (a notebook, a job runner) stays a zombie
+    until the parent waits for it; os.kill(pid, 0) still finds it, so its temporary was kept."""
+    host = atomic._host_tag()
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    killed = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        killed.kill()
+        deadline = time.time() + 30
+        while not _is_zombie(killed.pid) and time.time() < deadline:
+            time.sleep(0.01)
+        assert _is_zombie(killed.pid)
+        assert not atomic.pid_alive(killed.pid) and atomic.pid_alive(live.pid) and atomic.pid_alive(os.getpid())
+        left = f".fit.nc.{killed.pid}-{host}-0123abcd.pragmodels.tmp"
+        running = f".fit.nc.{live.pid}-{host}-0123abcd.pragmodels.tmp"
+        for name in (left, running):
+            (tmp_path / name).write_bytes(b"x" * 100)
+        pm.save_netcdf(make_tree(), tmp_path / "fit.nc")
+        assert sorted(p.name for p in tmp_path.iterdir()) == sorted([running, "fit.nc"])
+    finally:
+        for proc in (live, killed):
+            proc.kill()
+            proc.wait()
+
+
+_SAVE_FOREVER = """
+import sys, numpy as np, xarray as xr, pragmodels as pm
+post = xr.Dataset({"x": (("chain", "draw", "i"), np.random.default_rng(0).random((4, 1000, 2000)))})
+tree = xr.DataTree.from_dict({"posterior": post})
+while True:
+    pm.save_netcdf(tree, sys.argv[1])
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.subprocess
+@pytest.mark.skipif(not os.path.exists("/proc/self/stat"), reason="a process's state is read from /proc (Linux)")
+@pytest.mark.parametrize("sig", ["SIGKILL", "SIGTERM"])
+def test_a_save_killed_midway_leaves_the_old_file_and_the_next_save_cleans_up(tmp_path, sig):
+    """Issue 33, item 7, for real: kill a process while it saves (64 MB files, over and over),
+    before its parent waits for it; the file there is whole, and the next save removes the
+    killed writer's temporary."""
+    import signal
+
+    path = tmp_path / "fit.nc"
+    writer = subprocess.Popen([sys.executable, "-c", _SAVE_FOREVER, str(path)])
+    try:
+        deadline = time.time() + 120
+        while not (path.exists() and list(tmp_path.glob(".fit.nc.*.pragmodels.tmp"))) and time.time() < deadline:
+            time.sleep(0.005)
+        writer.send_signal(getattr(signal, sig))
+        while not _is_zombie(writer.pid) and time.time() < deadline:
+            time.sleep(0.01)
+        left = list(tmp_path.glob(".fit.nc.*.pragmodels.tmp"))
+        assert len(left) == 1 and left[0].name.startswith(f".fit.nc.{writer.pid}-")
+        assert pm.load_netcdf(path)["posterior"]["x"].shape == (4, 1000, 2000)  # the earlier save, whole
+        pm.save_netcdf(make_tree(), path)
+        assert [p.name for p in tmp_path.iterdir()] == ["fit.nc"]
+    finally:
+        writer.kill()
+        writer.wait()
+
+
+def _is_zombie(pid: int) -> bool:
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+
+
 
 # ------------------------------------------------------------------ data_hash (issue 9)
 def test_data_hash_encodes_keys_and_values_unambiguously():
