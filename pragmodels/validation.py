@@ -15,7 +15,8 @@ from typing import TypeVar, cast
 import jax
 import numpy as np
 
-__all__ = ["concrete", "check_values", "check_shape", "check_int", "check_index", "bad_index", "check_one_of"]
+__all__ = ["concrete", "check_values", "check_shape", "check_int", "check_index", "bad_index", "check_normalised",
+           "check_increasing", "check_one_of"]
 
 
 def concrete(x: object) -> np.ndarray | None:
@@ -147,6 +148,66 @@ def check_index(fn: str, name: str, x: object, size: int) -> None:
         i = tuple(int(k) for k in np.argwhere(bad)[0]) if arr.ndim else ()
         raise ValueError(f"{fn}: {name}{list(i) if arr.ndim else ''} = {arr[i].item()!r}; expected an integer "
                          f"{name} index in 0..{size - 1}.")
+
+
+def check_normalised(fn: str, name: str, x: object, what: str, axis: int = -1) -> None:
+    """A concrete ``x`` of log-probabilities must sum to 1 (within 1e-3) along ``axis``, or be all
+    ``-inf`` there (an undefined row). Tracers pass unchecked.
+
+    Parameters
+    ----------
+    fn, name : str
+        The caller (e.g. ``"site 'choice'"``) and the argument, named in the error message.
+    x : array_like
+        Log-probabilities ``[..., option, ...]``.
+    what : str
+        What the ``axis`` runs over, e.g. ``"option"`` (the message says "over options").
+    axis : int
+        The axis that must be normalised.
+
+    Raises
+    ------
+    ValueError
+        Naming the first slice that does not sum to 1 and its sum.
+    """
+    arr = concrete(x)
+    if arr is None or arr.ndim == 0:
+        return
+    with np.errstate(over="ignore", invalid="ignore"):
+        total = np.exp(arr.astype(np.float64)).sum(axis)
+    bad = ~(np.isclose(total, 1.0, atol=1e-3) | (total == 0))
+    if bad.any():
+        i = tuple(int(k) for k in np.argwhere(bad)[0])
+        where: list[int | str] = list(i)
+        if axis % arr.ndim != arr.ndim - 1:
+            where.insert(axis % arr.ndim, ":")
+        raise ValueError(
+            f"{fn}: {name}{where} sums to {total[i]:.6g} over {what}s; pass "
+            "normalised log-probabilities (e.g. an agent's output, or apply log_normalize)."
+        )
+
+
+def check_increasing(fn: str, name: str, x: object, what: str = "cutpoints") -> None:
+    """A concrete ``x`` must be strictly increasing along its last axis (e.g. ordinal cutpoints).
+
+    Tracers pass unchecked; check the values (:func:`check_values`) first.
+
+    Shapes: ``x [..., k]``.
+
+    Raises
+    ------
+    ValueError
+        Naming the first entry that is not above the one before it, and both values.
+    """
+    arr = concrete(x)
+    if arr is None or arr.ndim == 0:
+        return
+    bad = ~(np.diff(arr.astype(np.float64), axis=-1) > 0)
+    if bad.any():
+        i = tuple(int(k) for k in np.argwhere(bad)[0])
+        hi, lo = i[:-1] + (i[-1] + 1,), i
+        raise ValueError(f"{fn}: {name}{list(hi)} = {arr[hi].item()!r} is not above {name}{list(lo)} = "
+                         f"{arr[lo].item()!r}; expected strictly increasing {what} (along the last axis).")
 
 
 T = TypeVar("T")

@@ -7,7 +7,9 @@ into the choice distribution (``lapse=0`` switches it off).
 
 Observed values are validated eagerly when they are concrete NumPy/JAX arrays (that is, when
 the model is traced once before sampling by :func:`pragmodels.fit`): an out-of-range value
-raises a ``ValueError`` that names the site, the index and the value.
+raises a ``ValueError`` that names the site, the index and the value. Every site checks its
+table of log-probabilities the same way, with :func:`check_table` (and ordinal cutpoints with
+:func:`check_cutpoints`), and names an observation its model gives probability 0 without a lapse.
 
 Predictive draws un-observe these sites (and any other observed site) with the
 :class:`pragmodels.inference.predictive.unobserve` handler; nothing here needs to know about it.
@@ -27,7 +29,7 @@ from numpyro.distributions import constraints
 from numpyro.primitives import Messenger
 
 from pragmodels.logmath import log_mix_uniform, log_normalize
-from pragmodels.validation import bad_index, concrete as _concrete
+from pragmodels.validation import bad_index, check_increasing, check_normalised, check_values, concrete as _concrete
 
 __all__ = [
     "choices",
@@ -75,34 +77,49 @@ class NormalizedCategorical(dist.CategoricalLogits):
         return jnp.take_along_axis(logits, idx, axis=-1)[..., 0]
 
 
+def check_table(fn: str, log_probs: ArrayLike, *, what: str, axis: int = -1, name: str = "log_probs") -> None:
+    """The one check of an observation site's table of log-probabilities (every likelihood of
+    :mod:`pragmodels.likelihoods` calls it): no NaN or ``+inf``, and each slice along ``axis``
+    normalised (or all ``-inf``: an undefined row). Values are checked where concrete (the eager
+    trace of :func:`pragmodels.fit`); inside ``jit`` they are tracers and pass.
+
+    Shapes: ``log_probs [..., option, ...]`` with the ``what`` axis at ``axis``.
+
+    Raises
+    ------
+    ValueError
+        Naming ``fn`` (e.g. ``"site 'choice'"``), ``name``, the first offending entry or slice and
+        its value or sum.
+    """
+    check_values(fn, name, log_probs, neg_inf=True)
+    check_normalised(fn, name, log_probs, what, axis)
+
+
+def check_cutpoints(fn: str, cutpoints: ArrayLike) -> None:
+    """Ordinal cutpoints ``[..., K - 1]`` must be finite and strictly increasing along the last axis
+    (concrete values; a tracer's shape only): else a ``ValueError`` naming ``fn`` and the entry.
+    Equal cutpoints would give a category probability 0, decreasing ones negative "probabilities"."""
+    if jnp.ndim(cutpoints) == 0 or jnp.shape(cutpoints)[-1] == 0:
+        raise ValueError(f"{fn}: cutpoints must have shape [..., K - 1] with at least one cutpoint; got shape "
+                         f"{jnp.shape(cutpoints)}.")
+    check_values(fn, "cutpoints", cutpoints)
+    check_increasing(fn, "cutpoints", cutpoints)
+
+
+def _impossible(site: str, first: str, n: int, unit: str) -> ValueError:
+    """The error for observations the model gives probability 0 (log-probability -inf)."""
+    return ValueError(
+        f"site {site!r}: {first} has probability 0 under the model and no lapse explains it ({n} such {unit}(s)); "
+        "check the data, or add a lapse (e.g. a lapse prior instead of lapse = 0)."
+    )
+
+
 def _check_possible(name: str, per_trial: np.ndarray, obs: np.ndarray, row_of: Any) -> None:
     """Name the first observed trial the model gives probability 0 (log-probability -inf)."""
     bad = np.isneginf(per_trial)
     if bad.any():
         i = int(np.argwhere(bad)[0][0])
-        raise ValueError(
-            f"site {name!r}: trial {i} ({name} = {obs[i].item()!r}, {row_of(i)}) has probability 0 under the "
-            f"model and no lapse explains it ({int(bad.sum())} such trial(s)); check the data, or add a lapse "
-            "(e.g. a lapse prior instead of lapse = 0)."
-        )
-
-
-def _check_normalised(name: str, log_probs: ArrayLike, what: str, axis: int = -1) -> None:
-    arr = _concrete(log_probs)
-    if arr is None:
-        return
-    with np.errstate(over="ignore"):
-        total = np.exp(arr.astype(np.float64)).sum(axis)
-    bad = ~(np.isclose(total, 1.0, atol=1e-3) | (total == 0))
-    if bad.any():
-        i = tuple(int(k) for k in np.argwhere(bad)[0])
-        where = list(i)
-        if axis % arr.ndim != arr.ndim - 1:
-            where.insert(axis % arr.ndim, ":")  # type: ignore[arg-type]
-        raise ValueError(
-            f"site {name!r}: log_probs{where} sums to {total[i]:.6g} over {what}s; pass "
-            "normalised log-probabilities (e.g. an agent's output, or apply log_normalize)."
-        )
+        raise _impossible(name, f"trial {i} ({name} = {obs[i].item()!r}, {row_of(i)})", int(bad.sum()), "trial")
 
 
 class TableCategorical(dist.Distribution):
@@ -287,7 +304,7 @@ def choices(name: str, log_probs: ArrayLike, obs: ArrayLike | None = None, *, la
         if obs is not None and np.shape(obs) != (n,):
             raise ValueError(f"site {name!r}: obs must have shape ({n},), one per row index; got {np.shape(obs)}.")
         _check_index(name, obs, k_opt, what)
-        _check_normalised(name, log_probs, what, axis=opt)
+        check_table(f"site {name!r}", log_probs, what=what, axis=opt)
         table = log_mix_uniform(log_probs, lapse, axis=opt)
         t_arr, o_arr = _concrete(table), _concrete(obs)
         r_arr = [a for a in (_concrete(r) for r in axes) if a is not None]
@@ -310,7 +327,7 @@ def choices(name: str, log_probs: ArrayLike, obs: ArrayLike | None = None, *, la
     if obs is not None and np.shape(obs) != (n,):
         raise ValueError(f"site {name!r}: obs must have shape ({n},) to match log_probs; got {np.shape(obs)}.")
     _check_index(name, obs, k, what)
-    _check_normalised(name, log_probs, what)
+    check_table(f"site {name!r}", log_probs, what=what)
     logits = log_mix_uniform(log_probs, lapse, axis=-1)
     l_arr, o_arr = _concrete(logits), _concrete(obs)
     if l_arr is not None and o_arr is not None:
@@ -362,9 +379,10 @@ def choice_counts(name: str, log_probs: ArrayLike, counts: ArrayLike, *, lapse: 
                   dim: str = "utterance") -> jax.Array:
     """Count vectors of responses (multinomial), one row per condition.
 
-    Shapes: ``log_probs [dim, option]``, ``counts [dim, option]`` non-negative integers, ``lapse []``
-    or ``[dim]`` -> counts ``[dim, option]``. The row totals are fixed by ``counts`` (also in
-    predictive mode, which redraws the counts).
+    Shapes: ``log_probs [dim, option]`` (normalised over ``option``), ``counts [dim, option]``
+    non-negative integers, ``lapse []`` or ``[dim]`` -> counts ``[dim, option]``. The row totals are
+    fixed by ``counts`` (also in predictive mode, which redraws the counts). The table is checked
+    as :func:`choices` checks it, and a count in a cell of probability 0 without a lapse is an error.
     """
     log_probs = jnp.asarray(log_probs)
     if log_probs.ndim != 2 or 0 in log_probs.shape:
@@ -378,11 +396,20 @@ def choice_counts(name: str, log_probs: ArrayLike, counts: ArrayLike, *, lapse: 
         if bad.any():
             i = tuple(int(k) for k in np.argwhere(bad)[0])
             raise ValueError(f"site {name!r}: counts{list(i)} = {arr[i].item()!r}; expected a non-negative integer.")
+    check_table(f"site {name!r}", log_probs, what="option")
     # sampling (predictive draws) needs a static bound on the row totals: known when concrete
     total_max = None if arr is None else int(arr.sum(-1).max(initial=0))
     counts = jnp.asarray(counts)
     total = counts.sum(-1)
-    logits = log_normalize(log_mix_uniform(log_probs, lapse, axis=-1), axis=-1)
+    mixed = log_mix_uniform(log_probs, lapse, axis=-1)
+    m_arr = _concrete(mixed)
+    if m_arr is not None and arr is not None:
+        impossible = (arr > 0) & np.isneginf(m_arr)
+        if impossible.any():
+            r, o = (int(k) for k in np.argwhere(impossible)[0])
+            raise _impossible(name, f"counts[{r}, {o}] = {arr[r, o].item()!r} (option {o} of log_probs[{r}])",
+                              int(impossible.sum()), "cell")
+    logits = log_normalize(mixed, axis=-1)
     with numpyro.plate(dim, log_probs.shape[0]):
         return numpyro.sample(
             name, ZeroSafeMultinomial(logits, total_count=total, total_count_max=total_max, validate_args=False), obs=counts,
@@ -408,6 +435,8 @@ def ordinal_log_probs(latent: ArrayLike, cutpoints: ArrayLike) -> jax.Array:
 
     ``P(y = k) = σ(c_k − η) − σ(c_{k−1} − η)`` with ``c_0 = −∞``, ``c_K = +∞``.
     Shapes: ``latent [...]``, ``cutpoints [..., K - 1]`` strictly increasing -> ``[..., K]``.
+    Concrete cutpoints that are not (or not finite), or a NaN latent, are a ``ValueError``
+    (:func:`check_cutpoints`).
 
     Computed without subtracting probabilities, from the identity
     ``σ(b) − σ(a) = σ(b) σ(−a) (1 − e^{a−b})`` (``a < b``):
@@ -416,6 +445,8 @@ def ordinal_log_probs(latent: ArrayLike, cutpoints: ArrayLike) -> jax.Array:
     where the difference of two sigmoids would round to zero in float32; near-deterministic
     raters need exactly those tails.
     """
+    check_values("ordinal_log_probs", "latent", latent)
+    check_cutpoints("ordinal_log_probs", cutpoints)
     latent = jnp.asarray(latent)[..., None]
     c = jnp.asarray(cutpoints)
     below = jax.nn.log_sigmoid(c - latent)  # log P(y <= k), [..., K-1]
@@ -444,12 +475,14 @@ def likert_ratings(name: str, latent: ArrayLike, cutpoints: ArrayLike, obs: Arra
                    rows: Rows | None = None) -> jax.Array:
     """Ordinal ratings on a ``low .. low + K - 1`` scale (ordered logistic on a latent score).
 
-    Shapes: ``latent [dim]``, ``cutpoints [K - 1]`` or ``[dim, K - 1]`` increasing, ``obs [dim]``
-    integer ratings. With ``rows [dim]``, ``latent [condition]`` and ``cutpoints
+    Shapes: ``latent [dim]``, ``cutpoints [K - 1]`` or ``[dim, K - 1]`` strictly increasing (a
+    ``ValueError`` where concrete, :func:`check_cutpoints`), ``obs [dim]`` integer ratings. With ``rows [dim]``, ``latent [condition]`` and ``cutpoints
     [condition, K - 1]`` describe conditions and rating ``i`` uses condition ``rows[i]`` (the
     ordinal probabilities are then computed once per condition). The sampled site holds the
     category index ``rating - low`` (0-based), ``[dim]``.
     """
+    check_values(f"site {name!r}", "latent", latent)
+    check_cutpoints(f"site {name!r}", cutpoints)
     log_probs = ordinal_log_probs(latent, cutpoints)
     check_ratings(name, obs, low, log_probs.shape[-1])
     idx = None if obs is None else jnp.asarray(obs) - low

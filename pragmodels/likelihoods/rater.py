@@ -25,9 +25,9 @@ import numpyro.distributions as dist
 from jax.typing import ArrayLike
 from numpyro.distributions import constraints
 
-from pragmodels.likelihoods.categorical import check_ratings, ordinal_log_probs
+from pragmodels.likelihoods.categorical import check_cutpoints, check_ratings, ordinal_log_probs
 from pragmodels.logmath import check_weight
-from pragmodels.validation import concrete as _concrete
+from pragmodels.validation import check_values, concrete as _concrete
 
 __all__ = ["quadrature", "node_log_probs", "RaterRatings", "likert_ratings_by_rater", "rater_layout", "rater_slots"]
 
@@ -111,7 +111,8 @@ def node_log_probs(latent: ArrayLike, cutpoints: ArrayLike, lapse: ArrayLike = 0
     :func:`pragmodels.likelihoods.categorical.ordinal_log_probs` followed by
     :func:`pragmodels.logmath.log_mix_uniform`, in a third of their time.
 
-    Shapes: ``latent [...]``, ``cutpoints [..., K − 1]`` (increasing), ``lapse`` scalar (a
+    Shapes: ``latent [...]``, ``cutpoints [..., K − 1]`` (strictly increasing: concrete cutpoints
+    are checked, :func:`pragmodels.likelihoods.categorical.check_cutpoints`), ``lapse`` scalar (a
     ``ValueError`` otherwise) -> ``[..., K]``.
 
     The rater likelihood evaluates this on every quadrature node (``24 × 6 × 81 × 7`` values per
@@ -127,6 +128,8 @@ def node_log_probs(latent: ArrayLike, cutpoints: ArrayLike, lapse: ArrayLike = 0
     exactly 0 the gradient in ``lapse`` is the true derivative ``(1/K − p) / p``, where
     ``log_mix_uniform`` returns 0.)"""
     check_weight(lapse, "node_log_probs", "lapse")
+    check_values("node_log_probs", "latent", latent)
+    check_cutpoints("node_log_probs", cutpoints)
     if jnp.ndim(lapse) != 0:
         raise ValueError(f"node_log_probs: lapse must be a scalar; got shape {jnp.shape(lapse)}.")
     fixed = _concrete(lapse)
@@ -200,8 +203,8 @@ def likert_ratings_by_rater(name: str, latent: ArrayLike, cutpoints: ArrayLike, 
     """Ordinal ratings of raters who each rated items of one cell, their scores integrated out
     (docs: *Declaring models*, "Ratings with each rater's score integrated out").
 
-    Shapes: ``latent [cell, item]`` and ``cutpoints [item, K − 1]`` (increasing) on the logistic
-    scale, ``loading [item]`` (the rater score's loading on that scale); per response ``rater``,
+    Shapes: ``latent [cell, item]`` and ``cutpoints [item, K − 1]`` (strictly increasing; concrete
+    values are checked) on the logistic scale, ``loading [item]`` (the rater score's loading on that scale); per response ``rater``,
     ``cell``, ``item [response]`` and ``obs [response]`` integer ratings in ``low .. low + K − 1``.
     The observed site ``name`` is the ``[rater, item]`` matrix of 0-based categories (``−1``: not
     rated) under ``numpyro.plate(dim, n_raters)``; returns it. ``slots``: :func:`rater_slots`,
@@ -211,6 +214,10 @@ def likert_ratings_by_rater(name: str, latent: ArrayLike, cutpoints: ArrayLike, 
     if latent.ndim != 2 or cutpoints.shape[:1] != latent.shape[1:] or cutpoints.ndim != 2 or loading.shape != latent.shape[1:]:
         raise ValueError(f"site {name!r}: expected latent [cell, item], cutpoints [item, K-1] and loading [item]; got "
                          f"shapes {latent.shape}, {cutpoints.shape}, {loading.shape}.")
+    site = f"site {name!r}"
+    check_values(site, "latent", latent)
+    check_cutpoints(site, cutpoints)
+    check_values(site, "loading", loading)
     n_cell, n_item = latent.shape
     k = cutpoints.shape[1] + 1
     r_a, c_a, i_a = (_concrete(a) for a in (rater, cell, item))

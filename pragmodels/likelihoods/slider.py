@@ -21,7 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.typing import ArrayLike
 
-from pragmodels.likelihoods.categorical import Rows, choices
+from pragmodels.likelihoods.categorical import Rows, check_table, choices
 from pragmodels.logmath import log_mix_uniform, log_normalize
 from pragmodels.validation import concrete
 
@@ -254,6 +254,7 @@ def slider_log_probs(log_p_state: ArrayLike, state_values: ArrayLike, width: Arr
     if lp.ndim == 0 or lp.shape[-1] != log_k.shape[0]:
         raise ValueError(f"slider_log_probs: log_p_state must have shape [..., state] with {log_k.shape[0]} states "
                          f"(one per state value); got shape {lp.shape}.")
+    check_table("slider_log_probs", lp, what="state", name="log_p_state")
     # Σ_s p(s) K(g | s) as a matrix product, each row scaled by its largest belief (5x faster than
     # a log-sum-exp over states, gradient included); the constant shift is stop-gradiented in both
     # places, so the gradient is exact. A value whose mass falls below _TINY times the mode's
@@ -324,6 +325,7 @@ def slider_responses(name: str, log_p_state: ArrayLike, obs: ArrayLike | None = 
             idx = check_slider_values(arr, low, high, name) - low
         else:
             idx = jnp.asarray(obs) - low
+    check_table(f"site {name!r}", log_p_state, what="state", name="log_p_state")
     table = slider_log_probs(log_p_state, state_values, width, 0.0, rounding=rounding, round_to=round_to,
                              low=low, high=high)
     return choices(name, table, idx, lapse=lapse, dim=dim, what="slider value", rows=rows)

@@ -119,3 +119,80 @@ def test_ordinal_log_probs_stay_accurate_and_informative_in_the_tails():
     # the gradient with respect to the latent still points towards a far-away observed rating
     g = jax.grad(lambda eta: categorical.ordinal_log_probs(eta, jnp.asarray(cut))[6])(jnp.float32(-40.0))
     assert float(g) > 0.9
+
+
+def _unnormalised_site(kind):
+    """Each observation site given a table (or beliefs) whose row 0 sums to 2: (site fn, args, kwargs, name, what)."""
+    p = np.array([[0.5, 0.3, 0.2], [0.2, 0.2, 0.6]])
+    bad = jnp.log(jnp.asarray(p * np.array([[2.0], [1.0]]), jnp.float32))
+    obs = np.array([0, 2])
+    if kind == "choices":
+        return categorical.choices, ("y", bad, obs), {}, "log_probs", "option"
+    if kind == "choices rows":
+        return categorical.choices, ("y", bad, obs), dict(rows=np.array([0, 1])), "log_probs", "option"
+    if kind == "binned_responses":
+        return categorical.binned_responses, ("y", bad, obs), {}, "log_probs", "bin"
+    if kind == "choice_counts":
+        return categorical.choice_counts, ("y", bad, np.array([[3, 1, 0], [0, 5, 5]])), {}, "log_probs", "option"
+    from pragmodels.likelihoods import slider
+    return (slider.slider_responses, ("y", bad, np.array([10, 90])),
+            dict(state_values=np.array([0.0, 50.0, 100.0]), width=5.0, lapse=0.1), "log_p_state", "state")
+
+
+@pytest.mark.parametrize("kind", ["choices", "choices rows", "binned_responses", "choice_counts", "slider_responses"])
+def test_every_site_checks_its_table_the_same_way(kind):
+    """Issue 33, item 3: choice_counts took an unnormalised table (a finite, wrong log-likelihood);
+    the slider named its derived table, not the user's beliefs. Every site now checks its table
+    with one checker (categorical.check_table) and names the site, the argument and the row."""
+    fn, args, kw, name, what = _unnormalised_site(kind)
+    with pytest.raises(ValueError, match=rf"site 'y': {name}\[0\] sums to 2 over {what}s; pass normalised"):
+        site_log_prob(fn, *args, **kw)
+    nan_table = np.array(args[1])
+    nan_table[1, 1] = np.nan
+    with pytest.raises(ValueError, match=rf"site 'y': {name}\[1, 1\] = nan; expected finite values or -inf"):
+        site_log_prob(fn, args[0], nan_table, *args[2:], **kw)
+
+
+def test_choice_counts_names_a_count_the_model_cannot_produce():
+    """Issue 33, item 3: a count in a probability-0 cell without a lapse gave -inf; now named as
+    choices names an impossible trial. A lapse explains it; a zero count there is no problem;
+    traced (inside the sampler) it stays -inf."""
+    p0 = np.array([[0.5, 0.5, 0.0], [0.2, 0.2, 0.6]])
+    counts = np.array([[3, 1, 1], [0, 5, 5]])
+    with pytest.raises(ValueError, match=r"site 'n': counts\[0, 2\] = 1 \(option 2 of log_probs\[0\]\) has probability "
+                                         r"0 under the model and no lapse explains it \(1 such cell\(s\)\); check the "
+                                         r"data, or add a lapse"):
+        site_log_prob(categorical.choice_counts, "n", jnp.log(p0), counts)
+    lp, _ = site_log_prob(categorical.choice_counts, "n", jnp.log(p0), counts, lapse=0.1)
+    assert np.isfinite(lp).all()
+    lp, _ = site_log_prob(categorical.choice_counts, "n", jnp.log(p0), np.array([[3, 1, 0], [0, 5, 5]]))
+    assert np.isfinite(lp).all()
+
+    def traced(lp):
+        tr = handlers.trace(handlers.seed(categorical.choice_counts, 0)).get_trace("n", lp, counts)
+        return tr["n"]["fn"].log_prob(tr["n"]["value"])
+
+    out = np.asarray(jax.jit(traced)(jnp.log(jnp.asarray(p0))))
+    assert np.isneginf(out[0]) and np.isfinite(out[1])
+
+
+@pytest.mark.parametrize("cut, match", [
+    ([-1.0, 0.0, 0.0, 1.0], r"cutpoints\[2\] = 0.0 is not above cutpoints\[1\] = 0.0; expected strictly increasing"),
+    ([1.0, 0.0, -1.0], r"cutpoints\[1\] = 0.0 is not above cutpoints\[0\] = 1.0; expected strictly increasing"),
+    ([-1.0, np.nan, 1.0], r"cutpoints\[1\] = nan; expected finite values"),
+    ([-1.0, 0.0, np.inf], r"cutpoints\[2\] = inf; expected finite values"),
+])
+def test_likert_cutpoints_must_be_strictly_increasing(cut, match):
+    """Issue 33, item 3: equal cutpoints were accepted (documented as strictly increasing) and
+    decreasing ones came out as 'log_probs sums to nan'. Concrete cutpoints are checked by the
+    site and by ordinal_log_probs; traced ones are not (jit still compiles)."""
+    latent = jnp.array([0.0, 1.0])
+    with pytest.raises(ValueError, match=r"site 'r': " + match):
+        site_log_prob(categorical.likert_ratings, "r", latent, jnp.asarray(cut), np.array([1, 2]), lapse=0.1)
+    with pytest.raises(ValueError, match=r"ordinal_log_probs: " + match):
+        categorical.ordinal_log_probs(latent, jnp.asarray(cut))
+    with pytest.raises(ValueError, match=r"site 'r': latent\[1\] = nan"):
+        site_log_prob(categorical.likert_ratings, "r", jnp.array([0.0, np.nan]), jnp.array([-1.0, 1.0]), np.array([1, 2]))
+    ok = jnp.array([-1.0, 0.0, 1.0])
+    out = jax.jit(categorical.ordinal_log_probs)(latent, ok)
+    np.testing.assert_allclose(np.asarray(categorical.ordinal_log_probs(latent, ok)), np.asarray(out), rtol=1e-6)

@@ -173,3 +173,27 @@ def test_node_log_probs_stays_finite_where_probability_space_underflows():
         val = f(lat, jnp.float32(w))
         g = jax.grad(lambda lat, w: f(lat, w).sum(), argnums=(0, 1))(lat, jnp.float32(w))
         assert np.isfinite(val).all() and all(np.isfinite(x).all() for x in g), w
+
+
+@pytest.mark.parametrize("row, match", [
+    ([-1.0, 0.0, 0.0, 1.0, 2.0, 3.0], r"cutpoints\[1, 2\] = 0.0 is not above cutpoints\[1, 1\] = 0.0; expected strictly"),
+    ([3.0, 2.0, 1.0, 0.0, -1.0, -2.0], r"cutpoints\[1, 1\] = 2.0 is not above cutpoints\[1, 0\] = 3.0"),
+    ([-1.0, 0.0, np.nan, 1.0, 2.0, 3.0], r"cutpoints\[1, 2\] = nan; expected finite values"),
+])
+def test_bad_cutpoints_are_named(row, match):
+    """Issue 33, item 3: decreasing cutpoints gave a NaN log-likelihood (node_log_probs: a floored
+    -87 'probability'); the site and node_log_probs now name them, as likert_ratings does."""
+    from pragmodels.likelihoods.rater import node_log_probs
+
+    rater, cell, item, rng = _design()
+    cut = np.tile(np.linspace(-2, 2, 6), (4, 1))
+    cut[1] = row
+    y = rng.integers(1, 8, rater.size)
+    with pytest.raises(ValueError, match=r"site 'y': " + match):
+        likert_ratings_by_rater("y", jnp.zeros((3, 4)), jnp.asarray(cut), jnp.ones(4), y, rater=rater, cell=cell,
+                                item=item, n_raters=9, lapse=0.05)
+    with pytest.raises(ValueError, match=r"node_log_probs: " + match):
+        node_log_probs(jnp.zeros(4), jnp.asarray(cut), 0.05)
+    with pytest.raises(ValueError, match=r"site 'y': loading\[2\] = nan"):
+        likert_ratings_by_rater("y", jnp.zeros((3, 4)), jnp.tile(jnp.linspace(-2, 2, 6), (4, 1)),
+                                jnp.array([1.0, 1.0, np.nan, 1.0]), y, rater=rater, cell=cell, item=item, n_raters=9)
