@@ -127,6 +127,12 @@ class ScaleListenerByItemData(Strict):
 
 DataSpec = Annotated[ReferenceGameSpeakerData | ScaleListenerByItemData, Field(discriminator="simulate")]
 
+#: simulator -> (what its data are, the model factories whose model takes those data as its arguments)
+FITS_DATA: dict[str, tuple[str, tuple[str, ...]]] = {
+    "reference_game_speaker": ("speaker choices by state", ("speaker_model",)),
+    "scale_listener_by_item": ("listener guesses by item and utterance", ("hierarchical_listener_model",)),
+}
+
 
 class FitConfig(Strict):
     """A single-fit config (``fits/<name>.json`` without a ``study`` key), run by :func:`run_config`."""
@@ -141,6 +147,14 @@ class FitConfig(Strict):
                                                                            "name (the report checks recovery)")
     sampler: SamplerSettings = Field(description="NUTS settings (--quick shortens the chains)")
     seed: Seed
+
+    @model_validator(mode="after")
+    def _model_fits_data(self) -> FitConfig:
+        what, factories = FITS_DATA[self.data.simulate]
+        if self.model.factory not in factories:
+            raise ValueError(f'`model.factory` = "{self.model.factory}" cannot fit the data of `data.simulate` = '
+                             f'"{self.data.simulate}" ({what}); expected {" or ".join(map(repr, factories))}')
+        return self
 
 
 def load_config(path: str | Path) -> dict[str, Any]:

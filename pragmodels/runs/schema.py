@@ -255,6 +255,8 @@ def _problem(model: type[BaseModel], e: Mapping[str, Any], data: Any) -> tuple[l
     msg = str(e["msg"])
     if msg.startswith("Value error, "):
         msg = msg[len("Value error, "):]
+        if not path:  # a check across keys (a model validator): its message names the keys
+            return path, dropped, etype, msg.rstrip(".")
     elif msg.startswith("Input should be "):
         msg = "must be " + msg[len("Input should be "):]
     elif msg.startswith("String should match pattern"):

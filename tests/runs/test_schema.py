@@ -126,6 +126,39 @@ def test_priors_and_truth_naming_no_parameter_fail_before_the_fit(tmp_path, caps
     assert "truth names ['alpah'] (did you mean 'alpha'?)" in err
 
 
+@pytest.mark.parametrize("factory, simulator", [
+    ("hierarchical_listener_model", "reference_game_speaker"),  # issue 33, item 4: a TypeError, exit 1
+    ("listener_model", "reference_game_speaker"),
+    ("speaker_model", "scale_listener_by_item"),
+])
+def test_a_model_that_cannot_fit_the_simulated_data_is_named_before_anything_runs(tmp_path, capsys, no_fit,
+                                                                                  factory, simulator):
+    def change(cfg):
+        cfg["model"] = {"factory": factory}
+        cfg["data"] = {"simulate": simulator, "seed": 1}
+        cfg["priors"], cfg["truth"] = {}, {}
+    path = _config(tmp_path, change)
+    assert main(["run", str(path), "--quick", "--no-progress"]) == 2
+    err = _one_line_error(capsys)
+    assert f'fit config {path}: `model.factory` = "{factory}" cannot fit the data of `data.simulate` = ' \
+           f'"{simulator}"' in err, err
+    assert "the config:" not in err and not (tmp_path / "cfg").exists()
+
+
+def test_the_factories_allowed_for_each_simulator_are_those_taking_its_data():
+    """FITS_DATA (what the config allows) agrees with the model functions' arguments."""
+    from pragmodels.runs.fit_config import FITS_DATA
+
+    small = {"reference_game_speaker": dict(n_per_state=2), "scale_listener_by_item": dict(n_items=2, n_per_item=2)}
+    for sim, kwargs in small.items():
+        data = getattr(simulate, sim)(seed=0, **kwargs)
+        keys = set(data[0] if isinstance(data, tuple) else data)
+        for factory in (n for n in rsa_models.__all__ if n.endswith("_model")):
+            model = getattr(rsa_models, factory)()
+            takes = set(inspect.signature(model.func).parameters)
+            assert (keys <= takes) == (factory in FITS_DATA[sim][1]), (sim, factory)
+
+
 def test_several_problems_are_all_named_on_one_line(tmp_path, capsys, no_fit):
     path = _config(tmp_path, lambda c: (c.__setitem__("seed", "x"), c.__setitem__("nam", 1)))
     assert main(["run", str(path)]) == 2
