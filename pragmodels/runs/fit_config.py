@@ -199,7 +199,8 @@ def _build(cfg: dict[str, Any], path: Path) -> tuple[Callable[..., Any], dict[st
 
 def _check_model(cfg: dict[str, Any], model: Callable[..., Any], data: dict[str, Any], path: Path) -> None:
     """``priors`` and ``truth`` may name only the model's parameters (``truth`` also its
-    deterministic sites), checked by one cheap trace of the model before the fit."""
+    deterministic sites), ``sampler.dense_mass`` only its latent sites: checked by one cheap trace
+    of the model before the fit."""
     from pragmodels.params import inspect_model
 
     try:
@@ -207,13 +208,22 @@ def _check_model(cfg: dict[str, Any], model: Callable[..., Any], data: dict[str,
     except ValueError as e:  # a prior override naming no parameter, or options the model rejects
         key = "priors" if str(e).startswith("priors[") else "model"
         raise ConfigError(f"fit config {path}: `{key}`: {e}", path=path) from None
+    latent = sorted(info.latent)
+    dense = cfg["sampler"].get("dense_mass")
+    for name in (n for block in dense for n in block) if isinstance(dense, list) else ():
+        if name not in latent:
+            raise ConfigError(f"fit config {path}: `sampler.dense_mass` names {name!r}, which is not a latent site "
+                              f"of the model{_did_you_mean(name, latent)}; its latent sites are {latent}.", path=path)
     names = sorted(set(info.priors) | set(info.undeclared) | set(info.deterministic))
     unknown = sorted(set(cfg.get("truth") or {}) - set(names))
     if unknown:
-        near = difflib.get_close_matches(unknown[0], names, n=1, cutoff=0.6)
-        hint = f" (did you mean {near[0]!r}?)" if near else ""
-        raise ConfigError(f"fit config {path}: truth names {unknown}{hint}, which the model does not have; "
-                          f"its parameters are {names}.", path=path)
+        raise ConfigError(f"fit config {path}: truth names {unknown}{_did_you_mean(unknown[0], names)}, which the "
+                          f"model does not have; its parameters are {names}.", path=path)
+
+
+def _did_you_mean(name: str, names: list[str]) -> str:
+    near = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
+    return f" (did you mean {near[0]!r}?)" if near else ""
 
 
 def run_config(path: str | Path, out_dir: str | Path | None = None, *, quick: bool = False,

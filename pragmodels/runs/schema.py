@@ -25,7 +25,7 @@ import typing
 from collections.abc import Mapping
 from typing import Annotated, Any, Generic, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from pragmodels.errors import ConfigError
 
@@ -49,6 +49,21 @@ EntryPoint = Annotated[str, Field(pattern=r"^[^:]+\.py:[A-Za-z_][A-Za-z0-9_]*$",
 SchemaRef = Annotated[str | None, Field(alias="$schema", description="a JSON Schema for editors (ignored)")]
 
 
+def _each_site_once(blocks: list[list[str]]) -> list[list[str]]:
+    seen: set[str] = set()
+    for block in blocks:
+        for name in block:
+            if name in seen:
+                raise ValueError(f"names {name!r} twice; a site may be in one block, once")
+            seen.add(name)
+    return blocks
+
+
+#: ``dense_mass`` blocks: a non-empty list of non-empty lists of site names, no site twice
+DenseMassBlocks = Annotated[list[Annotated[list[Annotated[str, Field(min_length=1)]], Field(min_length=1)]],
+                            Field(min_length=1), AfterValidator(_each_site_once)]
+
+
 class SamplerSettings(Strict):
     """NUTS settings of :func:`pragmodels.fit` (each key optional; the defaults are fit's)."""
 
@@ -59,7 +74,8 @@ class SamplerSettings(Strict):
         None, description="how chains run (default: parallel when there are enough devices)")
     target_accept: float = Field(0.8, gt=0, lt=1, description="NUTS target acceptance probability, in (0, 1)")
     max_tree_depth: int = Field(10, ge=1, le=30, description="maximum NUTS tree depth")
-    dense_mass: bool | list[list[str]] = Field(False, description="dense mass matrix: true, or groups of site names")
+    dense_mass: bool | DenseMassBlocks = Field(False, description="dense mass matrix: true, or blocks of latent "
+                                                                  "site names (each site in one block)")
     init: Literal["median", "uniform", "optimize"] = Field("median", description="how chains are initialised")
     posterior_predictive: bool = Field(True, description="draw the posterior predictive")
     prior_predictive: int = Field(0, ge=0, description="number of prior predictive draws")
@@ -252,6 +268,8 @@ def _problem(model: type[BaseModel], e: Mapping[str, Any], data: Any) -> tuple[l
         return path, dropped, "type", (f"{shown}: expected {allowed}" + (f"; did you mean {near!r}?" if near else ""))
     if etype in _JSON_TYPES:
         return path, dropped, "type", f"{shown}: expected {_JSON_TYPES[etype]}, got {_json_name(value)}"
+    if etype in ("too_short", "string_too_short") and ctx.get("min_length") == 1:
+        return path, dropped, etype, f"{shown}: must not be empty"
     msg = str(e["msg"])
     if msg.startswith("Value error, "):
         msg = msg[len("Value error, "):]
@@ -294,10 +312,14 @@ def format_validation_error(model: type[BaseModel], error: ValidationError, data
     out: dict[str, list[str]] = {}
     kinds: dict[str, str] = {}
     deep = {_key(p) for p, dropped, _, _ in raw if dropped}
+    # a union member that took the value's type but not its value (a list too short) explains it better
+    constrained = {_key(p) for p, dropped, kind, _ in raw if dropped and kind != "type"}
     for path, dropped, kind, msg in raw:
         key = _key(path)
         if dropped and any(d != key and d.startswith(key) and d[len(key):][:1] in ".[" for d in deep):
             continue  # a deeper error of another union member explains it better
+        if dropped and kind == "type" and key in constrained:
+            continue
         if key in out and kind == kinds[key] == "type":
             prev = out[key][-1]
             extra = msg.split(": expected ", 1)[-1].split(", got ")[0]

@@ -8,6 +8,7 @@ import inspect
 import json
 import re
 import urllib.error
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -99,6 +100,12 @@ def test_an_unknown_key_at_any_level_is_named_with_the_nearest_valid_key(tmp_pat
      '`priors.alpha.loc` = "a": expected a number or a list, got a string'),
     (_set("priors", "alpha", {"family": "Normall", "loc": 0, "scale": 1}), "did you mean 'Normal'?"),
     (lambda cfg: cfg.pop("sampler"), "`sampler`: required key missing"),
+    # issue 33, item 4: dense_mass blocks that numpyro refused with an AssertionError or ignored
+    (_set("sampler", "dense_mass", []), "`sampler.dense_mass` = []: must not be empty"),
+    (_set("sampler", "dense_mass", [[]]), "`sampler.dense_mass[0]` = []: must not be empty"),
+    (_set("sampler", "dense_mass", [["alpha", ""]]), '`sampler.dense_mass[0][1]` = "": must not be empty'),
+    (_set("sampler", "dense_mass", [["alpha", "lapse"], ["alpha"]]), "names 'alpha' twice; a site may be in one"),
+    (_set("sampler", "dense_mass", [["alpha", "alpha"]]), "names 'alpha' twice"),
 ])
 def test_a_wrong_value_names_the_key_the_value_and_the_expected_type(tmp_path, capsys, no_fit, change, expected):
     path = _config(tmp_path, change)
@@ -157,6 +164,17 @@ def test_the_factories_allowed_for_each_simulator_are_those_taking_its_data():
             model = getattr(rsa_models, factory)()
             takes = set(inspect.signature(model.func).parameters)
             assert (keys <= takes) == (factory in FITS_DATA[sim][1]), (sim, factory)
+
+
+@pytest.mark.parametrize("blocks, name", [([["alpha", "nope"]], "'nope'"), ([["alpha", "choice"]], "'choice'")])
+def test_dense_mass_naming_no_latent_site_fails_before_the_fit(tmp_path, capsys, no_fit, blocks, name):
+    """Issue 33, item 4: an unknown (or observed) site was numpyro's KeyError at the fit, exit 1."""
+    path = _config(tmp_path, _set("sampler", "dense_mass", blocks))
+    assert main(["run", str(path), "--quick", "--no-progress"]) == 2
+    err = _one_line_error(capsys)
+    assert f"fit config {path}: `sampler.dense_mass` names {name}, which is not a latent site of the model" in err
+    assert "its latent sites are ['alpha', 'cost_weight', 'lapse']" in err, err
+    assert not (tmp_path / "cfg" / "quick").exists()
 
 
 def test_several_problems_are_all_named_on_one_line(tmp_path, capsys, no_fit):
