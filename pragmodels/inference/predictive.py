@@ -134,13 +134,31 @@ def prior_predictive(rng_key: int | jax.Array, model: Callable[..., Any], data: 
         "prior_predictive": {k: v[None] for k, v in draws.items() if k in predicted},
         "observed_data": {k: np.asarray(v) for k, v in info.observed_values.items()},
     }
-    return _tree(groups, info, coords, dims, {"model": str(getattr(model, "name", getattr(model, "__name__", model))),
-                                             "num_samples": num_samples})
+    from pragmodels.inference.provenance import model_name
+
+    return _tree(groups, info, coords, dims, {"model": model_name(model), "num_samples": num_samples})
+
+
+def _fitted_and_given(tree: xr.DataTree, model: Callable[..., Any], name: str | None) -> str:
+    from pragmodels.inference.provenance import model_name
+
+    fitted = f"a fit of model {str(tree.attrs['model'])!r}" if "model" in tree.attrs else "a fit of no recorded model"
+    return f"tree is {fitted}; predict got model {model_name(model, name)!r}"
+
+
+def _check_fitted_model(tree: xr.DataTree, model: Callable[..., Any], name: str | None) -> None:
+    """Raise unless ``model`` (or ``name``) is the model ``tree`` records as fitted, if it records one."""
+    from pragmodels.inference.provenance import model_name
+
+    if "model" in tree.attrs and str(tree.attrs["model"]) != model_name(model, name):
+        raise ValueError(f"{_fitted_and_given(tree, model, name)} (a fit records its model in attrs['model']). "
+                         "Pass the model that was fitted (and, if the fit was given a name, fit(..., name=...), "
+                         "the same name=).")
 
 
 def predict(rng_key: int | jax.Array, tree: xr.DataTree, model: Callable[..., Any], new_data: Mapping[str, Any], *,
             sites: list[str] | None = None, dims: Mapping[str, list[str]] | None = None,
-            coords: Mapping[str, Any] | None = None) -> xr.DataTree:
+            coords: Mapping[str, Any] | None = None, name: str | None = None) -> xr.DataTree:
     """Predictions of a fitted model for new data, from a fit's posterior (e.g. a saved one).
 
     ``tree`` is a DataTree from :func:`pragmodels.fit` (or :func:`pragmodels.load_netcdf`);
@@ -148,6 +166,11 @@ def predict(rng_key: int | jax.Array, tree: xr.DataTree, model: Callable[..., An
     may be omitted or given: they are not conditioned on). Only the sampled latent sites of the
     posterior are used; deterministic sites are recomputed for the new data. Returns a DataTree
     with the group ``predictions``.
+
+    The fit records its model by name (``tree.attrs["model"]``); a model of another name is
+    refused (a model with the same sites but another likelihood would give wrong predictions
+    silently). ``name`` is the name given to ``fit(..., name=...)``, if any. A tree that records
+    no model (not made by :func:`pragmodels.fit`) is not checked.
 
     Shapes: posterior ``[chain, draw, ...]`` -> ``predictions [chain, draw, *obs]`` for each observed
     site (or each of ``sites``), ``obs`` the site's shape for ``new_data``.
@@ -164,7 +187,8 @@ def predict(rng_key: int | jax.Array, tree: xr.DataTree, model: Callable[..., An
     missing = [k for k in latent if k not in post.data_vars]
     if missing:
         raise ValueError(f"the posterior lacks {missing}, which the model samples for this data; "
-                         "is it a fit of this model?")
+                         f"is it a fit of this model? ({_fitted_and_given(tree, model, name)})")
+    _check_fitted_model(tree, model, name)
     samples = {k: np.asarray(post[k].values) for k in latent}
     names = list(sites) if sites else list(dict.fromkeys(info.observed + info.unobserved
                                                           + [k for k in info.latent if k in fitted_obs]))
