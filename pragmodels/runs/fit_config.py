@@ -56,7 +56,10 @@ class _PriorSpec(Strict):
 
     @model_validator(mode="after")
     def _in_support(self) -> _PriorSpec:
-        Prior.from_dict(self.model_dump())  # a parameter outside its support (a negative scale) is an error
+        try:  # a parameter outside its support (a negative scale) is an error
+            Prior.from_dict(self.model_dump())
+        except TypeError as e:  # a ragged array
+            raise ValueError(str(e)) from None
         return self
 
 
@@ -205,8 +208,8 @@ def _check_model(cfg: dict[str, Any], model: Callable[..., Any], data: dict[str,
 
     try:
         info = inspect_model(model, data)
-    except ValueError as e:  # a prior override naming no parameter, or options the model rejects
-        key = "priors" if str(e).startswith("priors[") else "model"
+    except ValueError as e:  # a prior override naming no parameter or that it cannot use, or options it rejects
+        key = "priors" if str(e).startswith("priors[") or _traces_without_priors(cfg, data) else "model"
         raise ConfigError(f"fit config {path}: `{key}`: {e}", path=path) from None
     latent = sorted(info.latent)
     dense = cfg["sampler"].get("dense_mass")
@@ -219,6 +222,43 @@ def _check_model(cfg: dict[str, Any], model: Callable[..., Any], data: dict[str,
     if unknown:
         raise ConfigError(f"fit config {path}: truth names {unknown}{_did_you_mean(unknown[0], names)}, which the "
                           f"model does not have; its parameters are {names}.", path=path)
+    if cfg.get("truth"):
+        _check_truth(cfg["truth"], _site_shapes(model, data), path)
+
+
+def _traces_without_priors(cfg: dict[str, Any], data: dict[str, Any]) -> bool:
+    """Whether the model without ``priors`` traces (then the priors broke it)."""
+    from pragmodels.params import inspect_model
+
+    if not cfg.get("priors"):
+        return False
+    bare = getattr(rsa_models, cfg["model"]["factory"])(**{k: v for k, v in cfg["model"].items() if k != "factory"})
+    try:
+        inspect_model(bare, data)
+    except ValueError:
+        return False
+    return True
+
+
+def _site_shapes(model: Callable[..., Any], data: dict[str, Any]) -> dict[str, tuple[int, ...]]:
+    from numpyro import handlers
+
+    trace = handlers.trace(handlers.seed(model, 0)).get_trace(**data)
+    return {k: tuple(np.shape(site["value"])) for k, site in trace.items()}
+
+
+def _check_truth(truth: dict[str, Any], shapes: dict[str, tuple[int, ...]], path: Path) -> None:
+    """Each ``truth`` value is a number or an array of its site's shape (as the report compares them)."""
+    for name, value in truth.items():
+        text = json.dumps(value)
+        where = f"fit config {path}: `truth.{name}` = {text if len(text) <= 60 else text[:59] + '…'}"
+        try:
+            shape = np.asarray(value, dtype=float).shape
+        except ValueError:
+            raise ConfigError(f"{where} is not a rectangular array of numbers.", path=path) from None
+        if shape not in ((), shapes[name]):
+            raise ConfigError(f"{where} has shape {shape}; the model's {name} has shape {shapes[name]} (expected a "
+                              "number or an array of that shape).", path=path)
 
 
 def _did_you_mean(name: str, names: list[str]) -> str:
@@ -336,7 +376,7 @@ def render_report(run_dir: str | Path) -> str:
         for k, t in truth.items():
             iv = np.asarray(eti(tree["posterior"][k], prob=0.94).values).reshape(-1, 2)
             for j, (lo, hi) in enumerate(iv):
-                tv = float(np.broadcast_to(np.asarray(t, float), (len(iv),))[j])
+                tv = float(np.broadcast_to(np.asarray(t, float), tree["posterior"][k].shape[2:]).reshape(-1)[j])
                 name = k if len(iv) == 1 else f"{k}[{j}]"
                 lines.append(f"| {name} | {tv:g} | [{lo:.3g}, {hi:.3g}] | {'yes' if lo <= tv <= hi else 'NO'} |")
         lines.append("")

@@ -177,6 +177,33 @@ def test_dense_mass_naming_no_latent_site_fails_before_the_fit(tmp_path, capsys,
     assert not (tmp_path / "cfg" / "quick").exists()
 
 
+@pytest.mark.parametrize("value, problem", [
+    ([1.0, 2.0], "has shape (2,)"),  # issue 33, item 4: failed in the report, after the fit
+    ([[1.0]], "has shape (1, 1)"),
+    ([], "has shape (0,)"),
+    ([[1.0], [1.0, 2.0]], "is not a rectangular array of numbers"),
+])
+def test_truth_of_the_wrong_shape_fails_before_the_fit(tmp_path, capsys, no_fit, value, problem):
+    path = _config(tmp_path, _set("truth", "alpha", value))
+    assert main(["run", str(path), "--quick", "--no-progress"]) == 2
+    err = _one_line_error(capsys)
+    assert f"fit config {path}: `truth.alpha` = {json.dumps(value)} {problem}" in err, err
+    if "shape" in problem:
+        assert "the model's alpha has shape () (expected a number or an array of that shape)" in err, err
+
+
+def test_a_prior_the_model_cannot_use_is_blamed_on_priors(tmp_path, capsys, no_fit):
+    """A prior of the wrong shape was reported under `model`; a ragged one was a TypeError, exit 1."""
+    path = _config(tmp_path, _set("priors", "alpha", {"family": "LogNormal", "loc": [0.5, 0.5], "scale": 1.0}))
+    assert main(["run", str(path), "--quick", "--no-progress"]) == 2
+    err = _one_line_error(capsys)
+    assert f"fit config {path}: `priors`: parameter 'alpha': its prior LogNormal" in err, err
+    path = _config(tmp_path, _set("priors", "alpha", {"family": "LogNormal", "loc": [[0.5], [0.5, 1]], "scale": 1.0}))
+    assert main(["run", str(path), "--quick", "--no-progress"]) == 2
+    err = _one_line_error(capsys)
+    assert f"fit config {path}: `priors.alpha` = " in err and "must be a number or an array of numbers" in err, err
+
+
 def test_several_problems_are_all_named_on_one_line(tmp_path, capsys, no_fit):
     path = _config(tmp_path, lambda c: (c.__setitem__("seed", "x"), c.__setitem__("nam", 1)))
     assert main(["run", str(path)]) == 2
