@@ -23,7 +23,7 @@ import jax.numpy as jnp
 from jax.typing import ArrayLike, DTypeLike
 
 from pragmodels.logmath import log_mix_uniform, log_normalize, log_sum_exp, masked_scale
-from pragmodels.validation import check_shape, check_values
+from pragmodels.validation import check_numeric, check_shape, check_values
 
 __all__ = [
     "softmax_speaker",
@@ -46,6 +46,13 @@ __all__ = [
 PriorAt = Literal["all", "top"]
 CostScaling = Literal["inside", "outside"]
 _COST_SCALINGS = ("inside", "outside")
+
+
+def _as_array(fn: str, name: str, x: ArrayLike) -> jax.Array:
+    """``x`` as a JAX array, once :func:`~pragmodels.validation.check_numeric` has named an ``x``
+    that does not hold numbers (e.g. strings, which JAX would refuse without naming ``name``)."""
+    check_numeric(fn, name, x)
+    return jnp.asarray(x)
 
 
 def _check_depth(depth: int, minimum: int) -> None:
@@ -116,8 +123,8 @@ def qud_project(log_listener: ArrayLike, qud: ArrayLike) -> jax.Array:
     ``[utterance, state]``: for each state, the log-probability the listener assigns to the
     state's cell, ``log Σ_{s': qud[s'] = qud[s]} L(s' | u)``.
     """
-    log_listener = jnp.asarray(log_listener)
-    qud = jnp.asarray(qud)
+    log_listener = _as_array("qud_project", "log_listener", log_listener)
+    qud = _as_array("qud_project", "qud", qud)
     same = (qud[:, None] == qud[None, :]).astype(log_listener.dtype)  # [state, state]
     m = jnp.max(log_listener, axis=1, keepdims=True)
     finite = m > -jnp.inf
@@ -167,7 +174,7 @@ def softmax_speaker(log_utility: ArrayLike, alpha: ArrayLike, cost: ArrayLike | 
     Shapes: ``log_utility [utterance, state]``, ``alpha []``, ``cost [utterance]`` -> ``[state, utterance]``.
     """
     _check_cost_scaling(cost_scaling)
-    util = jnp.asarray(log_utility)
+    util = _as_array("softmax_speaker", "log_utility", log_utility)
     _check_table("softmax_speaker", "log_utility", util, ("utterance", "state"))
     _check_params("softmax_speaker", util.shape[0], util.shape[1], alpha, cost, None)
     return _speaker_us(util, alpha, cost, None, cost_scaling).T
@@ -178,7 +185,7 @@ def bayes_listener(log_speaker: ArrayLike, log_prior: ArrayLike | None = None) -
 
     Shapes: ``log_speaker [state, utterance]``, ``log_prior [state]`` -> ``[utterance, state]``.
     """
-    spk = jnp.asarray(log_speaker)
+    spk = _as_array("bayes_listener", "log_speaker", log_speaker)
     _check_table("bayes_listener", "log_speaker", spk, ("state", "utterance"))
     _check_params("bayes_listener", spk.shape[1], spk.shape[0], None, None, log_prior)
     return _listener_us(spk.T, log_prior)
@@ -189,7 +196,7 @@ def literal_listener(log_semantics: ArrayLike, log_prior: ArrayLike | None = Non
 
     Shapes: ``log_semantics [utterance, state]``, ``log_prior [state]`` -> ``[utterance, state]``.
     """
-    log_semantics = jnp.asarray(log_semantics)
+    log_semantics = _as_array("literal_listener", "log_semantics", log_semantics)
     _check_table("literal_listener", "log_semantics", log_semantics, ("utterance", "state"))
     _check_params("literal_listener", log_semantics.shape[0], log_semantics.shape[1], None, None, log_prior)
     return _listener_us(log_semantics, log_prior)
@@ -232,7 +239,7 @@ def pragmatic_speaker(
     _check_depth(depth, 1)
     _check_prior_at(prior_at)
     _check_cost_scaling(cost_scaling)
-    log_semantics = jnp.asarray(log_semantics)
+    log_semantics = _as_array("pragmatic_speaker", "log_semantics", log_semantics)
     _check_table("pragmatic_speaker", "log_semantics", log_semantics, ("utterance", "state"))
     _check_params("pragmatic_speaker", log_semantics.shape[0], log_semantics.shape[1], alpha, cost, log_prior, qud)
     return _recurse(log_semantics, alpha, cost, log_prior, depth, prior_at, qud, cost_scaling).T
@@ -257,7 +264,7 @@ def pragmatic_listener(
     _check_depth(depth, 0)
     _check_prior_at(prior_at)
     _check_cost_scaling(cost_scaling)
-    log_semantics = jnp.asarray(log_semantics)
+    log_semantics = _as_array("pragmatic_listener", "log_semantics", log_semantics)
     _check_table("pragmatic_listener", "log_semantics", log_semantics, ("utterance", "state"))
     _check_params("pragmatic_listener", log_semantics.shape[0], log_semantics.shape[1], alpha, cost, log_prior, qud)
     if depth == 0:
@@ -270,11 +277,11 @@ def _batch_inputs(fn: str, log_semantics: ArrayLike, alpha: ArrayLike, cost: Arr
                   log_prior: ArrayLike | None) -> tuple[jax.Array, jax.Array]:
     """Check the shapes of a batched agent's inputs; return ``log_semantics [utterance, state, b]``
     (``b`` = 1 when shared across the batch) and ``alpha`` broadcast to ``[batch]``."""
-    sem = jnp.asarray(log_semantics)
+    sem = _as_array(fn, "log_semantics", log_semantics)
     if sem.ndim not in (2, 3):
         raise ValueError(f"{fn}: log_semantics must have shape [utterance, state] or [utterance, state, batch]; "
                          f"got shape {sem.shape}.")
-    a = jnp.asarray(alpha)
+    a = _as_array(fn, "alpha", alpha)
     if a.ndim > 1:
         raise ValueError(f"{fn}: alpha must be a scalar or have shape [batch]; got shape {a.shape}.")
     sizes = {n for n in ((sem.shape[2] if sem.ndim == 3 else None), (a.shape[0] if a.ndim == 1 else None))
@@ -387,7 +394,7 @@ def lexical_uncertainty_listener(
     _check_depth(depth, 1)
     _check_prior_at(prior_at)
     _check_cost_scaling(cost_scaling)
-    log_semantics = jnp.asarray(log_semantics)
+    log_semantics = _as_array("lexical_uncertainty_listener", "log_semantics", log_semantics)
     if log_semantics.ndim != 3:
         raise ValueError(
             "lexical_uncertainty_listener needs log_semantics of shape [lexicon, utterance, state]; "
@@ -430,8 +437,8 @@ def social_utility(log_listener: ArrayLike, social_value: ArrayLike) -> jax.Arra
     [state]`` (``V``, in nats of utility, e.g. ``lambda * hearts``) -> ``[utterance, state]``
     (constant along ``state``, so it stacks with ``log_listener`` as a utility component).
     """
-    log_listener = jnp.asarray(log_listener)
-    social_value = jnp.asarray(social_value, log_listener.dtype)
+    log_listener = _as_array("social_utility", "log_listener", log_listener)
+    social_value = _as_array("social_utility", "social_value", social_value).astype(log_listener.dtype)
     if social_value.shape != log_listener.shape[-1:]:
         raise ValueError(
             f"social_value must have shape [state] = ({log_listener.shape[-1]},) to match log_listener "
@@ -471,13 +478,13 @@ def weighted_utility_speaker(
     ``[goal, state, utterance]`` to feed :func:`joint_listener`.
     """
     _check_cost_scaling(cost_scaling)
-    utilities = jnp.asarray(utilities)
+    utilities = _as_array("weighted_utility_speaker", "utilities", utilities)
     if utilities.ndim != 3:
         raise ValueError(
             "weighted_utility_speaker needs utilities of shape [component, utterance, state]; "
             f"got shape {utilities.shape}."
         )
-    weights = jnp.asarray(weights, utilities.dtype)
+    weights = _as_array("weighted_utility_speaker", "weights", weights).astype(utilities.dtype)
     if weights.shape != utilities.shape[:1]:
         raise ValueError(
             f"weights must have shape [component] = ({utilities.shape[0]},) to match utilities "
@@ -528,8 +535,8 @@ def mixed_utility_speaker(
         log_s = jax.vmap(lambda p: mixed_utility_speaker(sem, a, jnp.stack([p, 1 - p]), v))(phis)
         log_l1 = joint_listener(log_s)      # [utterance, state, phi]
     """
-    log_semantics = jnp.asarray(log_semantics)
-    weights = jnp.asarray(weights, log_semantics.dtype)
+    log_semantics = _as_array("mixed_utility_speaker", "log_semantics", log_semantics)
+    weights = _as_array("mixed_utility_speaker", "weights", weights).astype(log_semantics.dtype)
     if weights.shape != (2,):
         raise ValueError(
             "mixed_utility_speaker needs weights of shape [2] (w_inf, w_soc); "
@@ -565,7 +572,7 @@ def joint_listener(
     and ``[utterance, goal]`` marginals. An utterance no (state, goal) pair produces gets a
     row of ``-inf``.
     """
-    log_speaker = jnp.asarray(log_speaker)
+    log_speaker = _as_array("joint_listener", "log_speaker", log_speaker)
     if log_speaker.ndim != 3:
         raise ValueError(
             "joint_listener needs log_speaker of shape [goal, state, utterance]; "
@@ -611,7 +618,7 @@ def joint_marginals(log_joint: ArrayLike) -> tuple[jax.Array, jax.Array]:
     log_goal [utterance, goal])``, ``log Σ_g L(s, g | u)`` and ``log Σ_s L(s, g | u)``
     (``-inf`` rows stay ``-inf``, with zero gradient).
     """
-    log_joint = jnp.asarray(log_joint)
+    log_joint = _as_array("joint_marginals", "log_joint", log_joint)
     if log_joint.ndim != 3:
         raise ValueError(
             f"joint_marginals needs log_joint of shape [utterance, state, goal]; got shape {log_joint.shape}."
@@ -625,4 +632,4 @@ def lapse_mixture(log_p: ArrayLike, lapse: ArrayLike, axis: int = -1) -> jax.Arr
     Shapes: ``log_p [..., option, ...]`` normalised along ``axis``; ``lapse`` in [0, 1],
     broadcastable to ``log_p`` without ``axis`` -> same shape as ``log_p``.
     """
-    return log_mix_uniform(jnp.asarray(log_p), lapse, axis=axis)
+    return log_mix_uniform(_as_array("lapse_mixture", "log_p", log_p), lapse, axis=axis)

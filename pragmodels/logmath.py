@@ -17,7 +17,7 @@ import numpy as np
 from jax import lax
 from jax.typing import ArrayLike
 
-from pragmodels.validation import concrete
+from pragmodels.validation import concrete, numeric
 
 __all__ = ["log_sum_exp", "log_normalize", "masked_scale", "log_mix_uniform", "check_weight"]
 
@@ -69,7 +69,8 @@ def check_weight(weight: ArrayLike, what: str, name: str = "weight") -> None:
     Shapes: ``weight`` any shape."""
     arr = concrete(weight)
     if arr is not None:
-        bad = np.isnan(arr) | (arr < 0) | (arr > 1)
+        num = numeric(arr)  # not numbers (e.g. strings): every entry is bad, the first is named
+        bad = np.ones(arr.shape, bool) if num is None else np.isnan(num) | (num < 0) | (num > 1)
         if bad.any():
             i = tuple(int(k) for k in np.argwhere(bad)[0]) if arr.ndim else ()
             where = f"{name}{list(i)}" if arr.ndim else name

@@ -52,15 +52,15 @@ DEFAULT_PRIORS: dict[str, Prior] = {
 }
 
 
-def _cost(cost_design: ArrayLike | None, n_utt: int) -> jax.Array | None:
+def _cost(fn: str, cost_design: ArrayLike | None, n_utt: int) -> jax.Array | None:
     """``cost [utterance] = cost_design @ cost_weight`` (recorded as a deterministic), or None."""
     if cost_design is None:
         return None
+    check_values(fn, "cost_design", cost_design)
     design = jnp.asarray(cost_design)
     if design.ndim != 2 or design.shape[0] != n_utt or design.shape[1] == 0:
-        raise ValueError(f"cost_design must have shape [utterance, cost_term] = ({n_utt}, k >= 1) to match "
+        raise ValueError(f"{fn}: cost_design must have shape [utterance, cost_term] = ({n_utt}, k >= 1) to match "
                          f"log_semantics; got shape {tuple(design.shape)}.")
-    check_values("cost_design", "cost_design", design)
     w = param("cost_weight", DEFAULT_PRIORS["cost_weight"], dims={"cost_term": design.shape[1]})
     return deterministic("cost", design @ jnp.asarray(w), dims={"utterance": design.shape[0]})
 
@@ -79,7 +79,7 @@ def rsa_listener(log_semantics: ArrayLike, utterance: ArrayLike, choice: ArrayLi
     """
     check_index("rsa_listener", "utterance", utterance, int(jnp.shape(log_semantics)[0]))
     alpha = param("alpha", DEFAULT_PRIORS["alpha"])
-    cost = _cost(cost_design, int(jnp.shape(log_semantics)[0]))
+    cost = _cost("rsa_listener", cost_design, int(jnp.shape(log_semantics)[0]))
     lapse = param("lapse", DEFAULT_PRIORS["lapse"])
     log_l = agents.pragmatic_listener(log_semantics, alpha, cost, log_prior, depth, prior_at=prior_at,
                                       cost_scaling=cost_scaling)
@@ -98,7 +98,7 @@ def rsa_speaker(log_semantics: ArrayLike, state: ArrayLike, choice: ArrayLike | 
     """
     check_index("rsa_speaker", "state", state, int(jnp.shape(log_semantics)[-1]))
     alpha = param("alpha", DEFAULT_PRIORS["alpha"])
-    cost = _cost(cost_design, int(jnp.shape(log_semantics)[0]))
+    cost = _cost("rsa_speaker", cost_design, int(jnp.shape(log_semantics)[0]))
     lapse = param("lapse", DEFAULT_PRIORS["lapse"])
     log_s = agents.pragmatic_speaker(log_semantics, alpha, cost, log_prior, depth, prior_at=prior_at,
                                      cost_scaling=cost_scaling)

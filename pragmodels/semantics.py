@@ -1,6 +1,6 @@
 """Build and check ``log_semantics[utterance, state]`` arrays.
 
-Layering: imports ``numpy`` and ``jax`` only. Functions whose names start with ``check_`` are
+Layering: imports ``numpy``, ``jax`` and :mod:`pragmodels.validation` only. Functions whose names start with ``check_`` are
 eager (they raise Python errors naming the offending entry) and must be called outside ``jit``.
 :func:`lm_literal_semantics` is pure JAX (traceable, differentiable in its temperature).
 """
@@ -11,6 +11,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import numpy.typing as npt
+
+from pragmodels.validation import check_numeric
 
 __all__ = [
     "boolean_semantics",
@@ -51,6 +53,7 @@ def graded_semantics(truth: npt.ArrayLike) -> jax.Array:
 
     Shapes: ``truth [utterance, state]`` in [0, 1] -> float32 ``[utterance, state]``.
     """
+    check_numeric("graded_semantics", "truth", truth)
     arr = _as_2d("truth", truth).astype(float)
     bad = ~((arr >= 0) & (arr <= 1))
     if bad.any():
@@ -65,6 +68,8 @@ def threshold_semantics(state_values: npt.ArrayLike, thresholds: npt.ArrayLike) 
 
     Shapes: ``state_values [state]``, ``thresholds [utterance]`` -> float32 ``[utterance, state]``.
     """
+    check_numeric("threshold_semantics", "state_values", state_values)
+    check_numeric("threshold_semantics", "thresholds", thresholds)
     v = np.asarray(state_values, float)
     t = np.asarray(thresholds, float)
     return boolean_semantics(v[None, :] >= t[:, None])
@@ -75,6 +80,7 @@ def check_log_semantics(log_semantics: npt.ArrayLike, name: str = "log_semantics
 
     Shapes: ``log_semantics [..., utterance, state]`` -> the same shape.
     """
+    check_numeric("check_log_semantics", name, log_semantics)
     arr = np.asarray(log_semantics)
     if arr.ndim < 2:
         raise ValueError(f"{name} must have shape [..., utterance, state]; got shape {arr.shape}.")
@@ -106,6 +112,8 @@ def bin_index(values: npt.ArrayLike, edges: npt.ArrayLike, name: str = "response
     Shapes: ``values [...]``, ``edges [n_bins + 1]`` -> int32 ``[...]`` (values' shape) in
     ``0 .. n_bins - 1``.
     """
+    check_numeric("bin_index", name, values)
+    check_numeric("bin_index", "edges", edges)
     v = np.asarray(values, float)
     e = np.asarray(edges, float)
     bad = ~((v >= e[0]) & (v <= e[-1]))
@@ -155,6 +163,7 @@ def lm_literal_semantics(log_lm: jax.typing.ArrayLike, beta: jax.typing.ArrayLik
     Shapes: ``log_lm [..., utterance, state]``, ``beta []`` (or ``[item]``, ``[item, utterance]``:
     leading axes), ``mask [..., utterance]`` -> ``[..., utterance, state]``.
     """
+    check_numeric("lm_literal_semantics", "log_lm", log_lm)
     x = jnp.asarray(log_lm)
     if x.ndim < 2:
         raise ValueError(f"lm_literal_semantics: log_lm must have shape [..., utterance, state]; got shape {x.shape}.")

@@ -13,26 +13,74 @@ from collections.abc import Sequence
 from typing import TypeVar, cast
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
-__all__ = ["concrete", "check_values", "check_shape", "check_int", "check_index", "bad_index", "check_normalised",
-           "check_increasing", "check_one_of"]
+__all__ = ["concrete", "numeric", "check_numeric", "check_values", "check_shape", "check_int", "check_index", "bad_index",
+           "bad_integer", "check_normalised", "check_increasing", "check_one_of"]
 
 
 def concrete(x: object) -> np.ndarray | None:
     """``x`` as a NumPy array, or None when it is a tracer (inside ``jit``/``grad``/``vmap``) or None.
 
+    An object array becomes the array of its elements (numbers stay numbers; anything else, e.g. a
+    string or None, becomes its ``str``), so that checks can compare its entries and name them.
+
     Shapes: ``x [...]`` -> ``[...]`` (the same shape; ``np.asarray(x)``), or None.
     """
     if x is None or isinstance(x, jax.core.Tracer):
         return None
-    return np.asarray(x)
+    arr = np.asarray(x)
+    if arr.dtype.kind == "O":
+        alt = np.asarray(arr.tolist()) if arr.ndim else arr
+        arr = alt if alt.shape == arr.shape and alt.dtype.kind != "O" else arr.astype(str)
+    return arr
+
+
+def _is_float(dtype: np.dtype) -> bool:
+    """A float dtype, bfloat16 (NumPy kind ``"V"``) included."""
+    return dtype.kind == "f" or (dtype.kind == "V" and bool(jnp.issubdtype(dtype, jnp.floating)))
+
+
+def numeric(arr: np.ndarray) -> np.ndarray | None:
+    """``arr`` if it holds numbers (bool, integer or float; an object array of numbers as one), else None.
+
+    Shapes: ``arr [...]`` -> ``[...]`` or None (strings, dates, objects that are not numbers).
+    """
+    if arr.dtype.kind in "biu" or _is_float(arr.dtype):
+        return arr
+    if arr.dtype.kind == "O":
+        alt = np.asarray(arr.tolist())
+        if alt.shape == arr.shape and (alt.dtype.kind in "biu" or _is_float(alt.dtype)):
+            return alt
+    return None
+
+
+def _first_value(name: str, arr: np.ndarray) -> str:
+    """``"name[0, 0] = value"``, the first entry of ``arr`` (``"name = value"`` for a scalar)."""
+    if arr.ndim == 0:
+        return f"{name} = {arr.item()!r}"
+    if arr.size == 0:
+        return f"{name} is empty"
+    return f"{name}{[0] * arr.ndim} = {arr[(0,) * arr.ndim].item()!r}"
+
+
+def check_numeric(fn: str, name: str, x: object) -> None:
+    """A concrete ``x`` must hold numbers (:func:`numeric`): else a ``ValueError`` naming ``fn``,
+    ``name``, the dtype and the first entry (strings would otherwise fail deep inside NumPy or JAX
+    with an error that names neither). Tracers pass.
+
+    Shapes: ``x [...]``, any shape."""
+    arr = concrete(x)
+    if arr is not None and arr.dtype.kind != "c" and numeric(arr) is None:
+        raise ValueError(f"{fn}: {name} has dtype {arr.dtype} ({_first_value(name, arr)}); expected numbers.")
 
 
 def check_values(fn: str, name: str, x: object, *, neg_inf: bool = False, pos_inf: bool = False) -> None:
-    """Reject NaN (always) and infinities (unless allowed) in a concrete ``x``.
+    """Reject NaN (always) and infinities (unless allowed) in a concrete ``x``, and values that are
+    not numbers (e.g. strings).
 
-    Tracers and non-float (integer, bool) arrays pass unchecked.
+    Tracers and non-float (integer, bool) arrays pass the NaN and infinity checks.
 
     Parameters
     ----------
@@ -46,10 +94,14 @@ def check_values(fn: str, name: str, x: object, *, neg_inf: bool = False, pos_in
     Raises
     ------
     ValueError
-        Naming ``fn``, ``name``, the first offending index and its value.
+        Naming ``fn``, ``name``, the first offending index and its value (or the dtype).
     """
+    check_numeric(fn, name, x)
     arr = concrete(x)
-    if arr is None or arr.dtype.kind not in "fc":
+    if arr is None:
+        return
+    arr = arr if arr.dtype.kind == "c" else numeric(arr)
+    if arr is None or not (arr.dtype.kind == "c" or _is_float(arr.dtype)):
         return
     bad = np.isnan(arr)
     if not pos_inf:
@@ -113,12 +165,29 @@ def check_int(fn: str, name: str, x: object, minimum: int) -> None:
         raise ValueError(f"{fn}: {name} must be an int >= {minimum}; got {x!r}.")
 
 
-def bad_index(arr: np.ndarray, size: int) -> np.ndarray:
-    """Mask of the entries of ``arr`` that are not integers in ``0 .. size - 1``.
+def bad_integer(arr: np.ndarray, low: int, high: int | None = None) -> np.ndarray:
+    """Mask of the entries of ``arr`` that are not integers in ``low .. high`` (``high`` None: no upper
+    bound). Every entry of an array that does not hold numbers (strings, dates) is bad, so that the
+    caller's message names its first entry rather than numpy failing to compare it.
 
     Shapes: ``arr [...]`` -> bool ``[...]``.
     """
-    return ~((arr >= 0) & (arr < size) & (arr == np.round(arr)))
+    num = numeric(np.asarray(arr))
+    if num is None:
+        return np.ones(np.shape(arr), bool)
+    f = num.astype(np.float64)
+    ok = (f >= low) & (f == np.round(f))
+    if high is not None:
+        ok &= f <= high
+    return ~ok
+
+
+def bad_index(arr: np.ndarray, size: int) -> np.ndarray:
+    """Mask of the entries of ``arr`` that are not integers in ``0 .. size - 1`` (:func:`bad_integer`).
+
+    Shapes: ``arr [...]`` -> bool ``[...]``.
+    """
+    return bad_integer(arr, 0, size - 1)
 
 
 def check_index(fn: str, name: str, x: object, size: int) -> None:

@@ -213,3 +213,69 @@ def test_check_one_of_returns_the_value_or_names_setting_value_and_choices():
         check_one_of("init", "medain", ("median", "uniform"))
     with pytest.raises(ValueError, match=r"mode must be one of \['quick', 'full'\]; got None\."):
         check_one_of("mode", None, ["quick", "full"])
+
+
+def _speaker_data(**changes):
+    from pragmodels import simulate
+
+    data = simulate.reference_game_speaker(0, n_per_state=2)
+    return {**data, "log_semantics": np.asarray(data["log_semantics"]), **changes}
+
+
+_P3 = np.log(np.full((2, 3), 1 / 3))
+
+
+@pytest.mark.parametrize("call, match", [
+    # pm.fit's data, through the model's eager trace
+    (lambda: _trace(rsa_speaker_model(), **_speaker_data(choice=np.array(["0", "1"] * 3))),
+     r"observation site 'choice': choice\[0\] = '0'; expected an integer utterance index in 0..3"),
+    (lambda: _trace(rsa_speaker_model(), **_speaker_data(choice=np.array(["a", 1, 2, 0, 1, 2], object))),
+     r"observation site 'choice': choice\[0\] = 'a'; expected an integer utterance index in 0..3"),
+    (lambda: _trace(rsa_speaker_model(), **_speaker_data(state=np.array(["0", "1", "2"] * 2))),
+     r"rsa_speaker: state\[0\] = '0'; expected an integer state index in 0..2"),
+    (lambda: _trace(rsa_speaker_model(), **_speaker_data(cost_design=np.array([["a"]] * 4))),
+     r"rsa_speaker: cost_design has dtype <U1 \(cost_design\[0, 0\] = 'a'\); expected numbers"),
+    (lambda: _trace(rsa_speaker_model(), **_speaker_data(log_semantics=np.full((4, 3), "0.0"))),
+     r"log_semantics has dtype <U3 \(log_semantics\[0, 0\] = '0.0'\); expected numbers"),
+    # the likelihoods
+    (lambda: likelihoods.choices("y", _P3, np.array(["0", "1"])),
+     r"observation site 'y': y\[0\] = '0'; expected an integer option index in 0..2"),
+    (lambda: likelihoods.choices("y", _P3.astype(str), np.array([0, 1])),
+     r"site 'y': log_probs has dtype <U\d+ \(log_probs\[0, 0\] = '-1.09"),
+    (lambda: likelihoods.choice_counts("y", _P3, np.array([["1", "0", "0"], ["0", "0", "1"]])),
+     r"site 'y': counts\[0, 0\] = '1'; expected a non-negative integer"),
+    (lambda: likelihoods.likert_ratings("y", np.zeros(2), np.array([-1.0, 1.0]), np.array(["1", "3"])),
+     r"observation site 'y': y\[0\] = '1'; expected an integer rating in 1..3"),
+    (lambda: likelihoods.likert_ratings("y", np.array(["0", "1"]), np.array([-1.0, 1.0]), np.array([1, 3])),
+     r"site 'y': latent has dtype <U1 \(latent\[0\] = '0'\); expected numbers"),
+    (lambda: likelihoods.slider.slider_responses("y", _P3, np.array([1, 2]), state_values=np.array([0, 50, 100]),
+                                                 width="5"),
+     r"slider_kernel: width has dtype <U1 \(width = '5'\); expected numbers"),
+    # the agents and the semantics
+    (lambda: agents.pragmatic_listener(SEM, "2.0"), r"pragmatic_listener: alpha has dtype <U3 \(alpha = '2.0'\)"),
+    (lambda: agents.pragmatic_listener_batch(SEM, np.array(["1", "2"])),
+     r"pragmatic_listener_batch: alpha has dtype <U1 \(alpha\[0\] = '1'\)"),
+    (lambda: agents.pragmatic_speaker(SEM, 1.0, np.array(["0", "1", "0", "0"])),
+     r"pragmatic_speaker: cost has dtype <U1 \(cost\[0\] = '0'\)"),
+    (lambda: agents.qud_project(SEM, np.array(["a", "a", "b"])), r"qud_project: qud has dtype <U1 \(qud\[0\] = 'a'\)"),
+    (lambda: pm_semantics().graded_semantics([["0.5", "1"]]), r"graded_semantics: truth has dtype <U3"),
+    (lambda: pm_semantics().bin_index(["5"], np.array([0.0, 10.0])), r"bin_index: response has dtype <U1"),
+])
+def test_inputs_that_are_not_numbers_are_named(call, match):
+    """Issue 33, item 4: string observations raised numpy's UFuncTypeError, string tables and
+    parameters JAX's TypeError, naming neither the argument nor the value. Each is now one
+    ValueError naming the function or site, the argument and its first entry."""
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+def rsa_speaker_model():
+    from pragmodels.rsa_models import speaker_model
+
+    return speaker_model()
+
+
+def pm_semantics():
+    from pragmodels import semantics
+
+    return semantics

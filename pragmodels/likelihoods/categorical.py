@@ -29,7 +29,15 @@ from numpyro.distributions import constraints
 from numpyro.primitives import Messenger
 
 from pragmodels.logmath import log_mix_uniform, log_normalize
-from pragmodels.validation import bad_index, check_increasing, check_normalised, check_values, concrete as _concrete
+from pragmodels.validation import (
+    bad_index,
+    bad_integer,
+    check_increasing,
+    check_normalised,
+    check_numeric,
+    check_values,
+    concrete as _concrete,
+)
 
 __all__ = [
     "choices",
@@ -98,7 +106,9 @@ def check_table(fn: str, log_probs: ArrayLike, *, what: str, axis: int = -1, nam
 def check_cutpoints(fn: str, cutpoints: ArrayLike) -> None:
     """Ordinal cutpoints ``[..., K - 1]`` must be finite and strictly increasing along the last axis
     (concrete values; a tracer's shape only): else a ``ValueError`` naming ``fn`` and the entry.
-    Equal cutpoints would give a category probability 0, decreasing ones negative "probabilities"."""
+    Equal cutpoints would give a category probability 0, decreasing ones negative "probabilities".
+
+    Shapes: ``cutpoints [..., K - 1]``."""
     if jnp.ndim(cutpoints) == 0 or jnp.shape(cutpoints)[-1] == 0:
         raise ValueError(f"{fn}: cutpoints must have shape [..., K - 1] with at least one cutpoint; got shape "
                          f"{jnp.shape(cutpoints)}.")
@@ -265,6 +275,7 @@ def choices(name: str, log_probs: ArrayLike, obs: ArrayLike | None = None, *, la
     A table site is a :class:`TableCategorical`: one log-likelihood per trial for LOO and the
     predictive, and a count-table form inside the sampler's potential (:class:`tabulate_potential`).
     """
+    check_numeric(f"site {name!r}", "log_probs", log_probs)
     log_probs = jnp.asarray(log_probs)
     if rows is not None:
         axes = rows if isinstance(rows, tuple) else (rows,)
@@ -384,6 +395,7 @@ def choice_counts(name: str, log_probs: ArrayLike, counts: ArrayLike, *, lapse: 
     fixed by ``counts`` (also in predictive mode, which redraws the counts). The table is checked
     as :func:`choices` checks it, and a count in a cell of probability 0 without a lapse is an error.
     """
+    check_numeric(f"site {name!r}", "log_probs", log_probs)
     log_probs = jnp.asarray(log_probs)
     if log_probs.ndim != 2 or 0 in log_probs.shape:
         raise ValueError(f"site {name!r}: log_probs must have shape [{dim}, option] with at least one of each; "
@@ -392,7 +404,7 @@ def choice_counts(name: str, log_probs: ArrayLike, counts: ArrayLike, *, lapse: 
     if arr is not None:
         if arr.shape != log_probs.shape:
             raise ValueError(f"site {name!r}: counts shape {arr.shape} != log_probs shape {log_probs.shape}.")
-        bad = ~((arr >= 0) & (arr == np.round(arr)))
+        bad = bad_integer(arr, 0)
         if bad.any():
             i = tuple(int(k) for k in np.argwhere(bad)[0])
             raise ValueError(f"site {name!r}: counts{list(i)} = {arr[i].item()!r}; expected a non-negative integer.")
@@ -461,7 +473,7 @@ def check_ratings(name: str, obs: ArrayLike | None, low: int, k: int) -> None:
     ``ValueError`` naming the site, the index and the value (traced or absent ``obs``: no check)."""
     arr = _concrete(obs)
     if arr is not None:
-        bad = ~((arr >= low) & (arr <= low + k - 1) & (arr == np.round(arr)))
+        bad = bad_integer(arr, low, low + k - 1)
         if bad.any():
             i = tuple(int(j) for j in np.argwhere(bad)[0])
             raise ValueError(

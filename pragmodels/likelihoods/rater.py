@@ -27,7 +27,7 @@ from numpyro.distributions import constraints
 
 from pragmodels.likelihoods.categorical import check_cutpoints, check_ratings, ordinal_log_probs
 from pragmodels.logmath import check_weight
-from pragmodels.validation import check_values, concrete as _concrete
+from pragmodels.validation import bad_integer, check_numeric, check_values, concrete as _concrete
 
 __all__ = ["quadrature", "node_log_probs", "RaterRatings", "likert_ratings_by_rater", "rater_layout", "rater_slots"]
 
@@ -65,12 +65,13 @@ def rater_layout(rater: ArrayLike, cell: ArrayLike, item: ArrayLike, n_raters: i
         raise ValueError(f"{what}: rater, cell and item must be one-dimensional arrays of equal length; got shapes "
                          f"{rater.shape}, {cell.shape}, {item.shape}.")
     for name, arr, size in (("rater", rater, n_raters), ("item", item, n_items)):
-        bad = (arr < 0) | (arr >= size) | (arr != np.round(arr))
+        bad = bad_integer(arr, 0, size - 1)
         if bad.any():
             i = int(np.argmax(bad))
             raise ValueError(f"{what}: {name}[{i}] = {arr[i].item()!r}; expected an integer in 0..{size - 1}.")
-    if (cell < 0).any() or (cell != np.round(cell)).any():
-        i = int(np.argmax((cell < 0) | (cell != np.round(cell))))
+    bad = bad_integer(cell, 0)
+    if bad.any():
+        i = int(np.argmax(bad))
         raise ValueError(f"{what}: cell[{i}] = {cell[i].item()!r}; expected a non-negative integer.")
     cell_of = np.full(n_raters, -1, np.int64)
     slot = np.full((n_raters, n_items), -1, np.int64)
@@ -210,6 +211,8 @@ def likert_ratings_by_rater(name: str, latent: ArrayLike, cutpoints: ArrayLike, 
     rated) under ``numpyro.plate(dim, n_raters)``; returns it. ``slots``: :func:`rater_slots`,
     computed here from concrete indices; pass it when they are traced (a ``ValueError`` says so).
     """
+    for arg, given in (("latent", latent), ("cutpoints", cutpoints), ("loading", loading)):
+        check_numeric(f"site {name!r}", arg, given)
     latent, cutpoints, loading = jnp.asarray(latent), jnp.asarray(cutpoints), jnp.asarray(loading)
     if latent.ndim != 2 or cutpoints.shape[:1] != latent.shape[1:] or cutpoints.ndim != 2 or loading.shape != latent.shape[1:]:
         raise ValueError(f"site {name!r}: expected latent [cell, item], cutpoints [item, K-1] and loading [item]; got "

@@ -23,7 +23,7 @@ from jax.typing import ArrayLike
 
 from pragmodels.likelihoods.categorical import Rows, check_table, choices
 from pragmodels.logmath import log_mix_uniform, log_normalize
-from pragmodels.validation import concrete
+from pragmodels.validation import check_numeric, concrete
 
 #: scaled kernel mass treated as 0 (above float32's smallest normal number, so 1 / mass stays finite)
 _TINY = 1e-30
@@ -41,6 +41,7 @@ def _check_scale(fn: str, low: int, high: int) -> None:
 
 
 def _check_width(fn: str, width: ArrayLike) -> None:
+    check_numeric(fn, "width", width)
     arr = concrete(width)
     if arr is None:
         return
@@ -139,6 +140,7 @@ def slider_kernel(state_values: ArrayLike, width: ArrayLike, *, low: int = 0, hi
     """
     _check_scale("slider_kernel", low, high)
     _check_width("slider_kernel", width)
+    check_numeric("slider_kernel", "state_values", state_values)
     v = jnp.asarray(state_values)
     if v.ndim != 1 or v.shape[0] == 0:
         raise ValueError(f"slider_kernel: state_values must have shape [state] (at least one); got shape {v.shape}.")
@@ -190,6 +192,7 @@ def rounding_matrix(low: int = 0, high: int = 100, round_to: int = 10) -> np.nda
 
 
 def _check_rounding(fn: str, rounding: ArrayLike) -> None:
+    check_numeric(fn, "rounding", rounding)
     arr = concrete(rounding)
     if arr is None:
         return
