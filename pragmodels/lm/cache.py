@@ -1,6 +1,6 @@
 """A score cache on disk (SQLite, standard library), and a model wrapper that uses it.
 
-Layering: the standard library, NumPy, :mod:`pragmodels.lm.base`.
+Layering: the standard library, NumPy, :mod:`pragmodels.lm.base`, :mod:`pragmodels.validation`.
 
 Each entry is one continuation's score, or one sample, keyed by the sha256 of a canonical JSON
 of everything the value depends on: the model's identity (a GGUF file's sha256, or a server's
@@ -8,8 +8,12 @@ URL and model name), the prompt format, the prompt, the continuation and the set
 computes nothing twice, and a run cut short resumes where it stopped.
 
 An entry carries the sha256 of its own value: an entry whose checksum does not match, that does
-not parse, or whose key is not the key asked for, is *not trusted*: it is recomputed and
-overwritten (counted in :attr:`ScoreCache.stats`). SQLite in WAL mode with a busy timeout lets
+not parse, whose key is not the key asked for, or whose value is not of its kind (a score that is
+NaN, +inf or not a number; a sample that is not a string), is *not trusted*: it is a miss,
+recomputed and overwritten (counted in :attr:`ScoreCache.stats`). Such a value is never stored:
+:meth:`ScoreCache.put_many` refuses it, and :class:`CachedLM` refuses a model's NaN or +inf score
+naming the prompt and the continuation. A score of -inf (a probability that underflowed to 0) is a
+log-probability like any other. SQLite in WAL mode with a busy timeout lets
 several processes read and write at once; each batch of writes is one transaction, so a process
 killed mid-write leaves whole entries or none.
 
@@ -31,7 +35,8 @@ from typing import Any
 
 import numpy as np
 
-from pragmodels.lm.base import LanguageModel, PromptFormat, check_continuations
+from pragmodels.lm.base import LanguageModel, LMError, PromptFormat, check_continuations
+from pragmodels.validation import check_one_of
 
 __all__ = ["ScoreCache", "CachedLM", "default_cache_path"]
 
@@ -64,6 +69,35 @@ def _key(parts: dict[str, Any]) -> str:
     return _sha(json.dumps(parts, sort_keys=True, ensure_ascii=False, separators=(",", ":")))
 
 
+#: what a cache entry may hold
+KINDS = ("score", "sample")
+
+
+def _is_score(value: Any) -> bool:
+    """A log-probability: a real number, not NaN or +inf (-inf is a probability of 0)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and not (value != value or value == np.inf)
+
+
+def _trusted(kind: str, value: Any) -> bool:
+    return _is_score(value) if kind == "score" else isinstance(value, str)
+
+
+def _check_keys(fn: str, keys: Iterable[Any]) -> None:
+    for key in keys:
+        if not isinstance(key, str):
+            raise TypeError(f"ScoreCache.{fn}: key {key!r} ({type(key).__name__}); expected a str (the sha256 of "
+                            "what the value depends on).")
+
+
+def _check_value(kind: str, key: str, value: Any) -> None:
+    if _trusted(kind, value):
+        return
+    expected = "a log-probability (a number, -inf allowed; not NaN or +inf)" if kind == "score" else "a str"
+    err = ValueError if kind == "score" and isinstance(value, float) else TypeError
+    raise err(f"ScoreCache.put_many: the {kind} under key {key!r} is {value!r} ({type(value).__name__}); "
+              f"expected {expected}. Nothing of the batch was stored.")
+
+
 @dataclass
 class CacheStats:
     """Counters of one :class:`ScoreCache` object (this process only)."""
@@ -91,6 +125,9 @@ class ScoreCache:
     stats: CacheStats = field(default_factory=CacheStats)
 
     def __post_init__(self) -> None:
+        if self.path is not None and not str(self.path).strip():
+            raise ValueError(f"ScoreCache: path {str(self.path)!r} is empty; expected an SQLite file, or None for "
+                             f"{default_cache_path()}.")
         self.path = Path(self.path) if self.path is not None else default_cache_path()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
@@ -120,8 +157,18 @@ class ScoreCache:
         Returns
         -------
         dict
-            ``{key: value}`` for the entries found and trusted.
+            ``{key: value}`` for the entries found and trusted (a score that is NaN, +inf or not
+            a number, or a sample that is not a string, is not trusted).
+
+        Raises
+        ------
+        ValueError
+            ``kind`` is neither ``"score"`` nor ``"sample"``.
+        TypeError
+            A key is not a string.
         """
+        check_one_of("kind", kind, KINDS)
+        _check_keys("get_many", keys)
         out: dict[str, Any] = {}
         con = self._conn()
         for start in range(0, len(keys), 500):
@@ -132,8 +179,8 @@ class ScoreCache:
                 try:
                     ok = k == kind and _sha(key + value) == checksum
                     parsed = json.loads(value) if ok else None
-                    ok = ok and isinstance(parsed, dict) and parsed.get("key") == key
-                except (ValueError, TypeError):
+                    ok = ok and isinstance(parsed, dict) and parsed.get("key") == key and _trusted(kind, parsed["value"])
+                except (ValueError, TypeError, KeyError, RecursionError):
                     ok = False
                 if ok:
                     out[key] = parsed["value"]  # type: ignore[index]
@@ -149,12 +196,24 @@ class ScoreCache:
         Parameters
         ----------
         items : iterable of (str, value)
-            Keys and JSON-serialisable values.
+            Keys and values: a score is a log-probability (a number; -inf allowed, not NaN or
+            +inf), a sample a string.
         kind : str
             ``"score"`` or ``"sample"``.
+
+        Raises
+        ------
+        ValueError
+            ``kind`` is neither ``"score"`` nor ``"sample"``, or a score is NaN or +inf (nothing
+            of the batch is stored; the message names its key).
+        TypeError
+            A key is not a string, or a value is not of its kind.
         """
+        check_one_of("kind", kind, KINDS)
         rows = []
         for key, value in items:
+            _check_keys("put_many", [key])
+            _check_value(kind, key, value)
             text = json.dumps({"key": key, "value": value}, ensure_ascii=False, allow_nan=True)
             rows.append((key, kind, text, _sha(key + text)))
         if not rows:
@@ -234,9 +293,16 @@ class CachedLM:
         found = self.cache.get_many(keys, "score")
         todo = [i for i, k in enumerate(keys) if k not in found]
         if todo:
-            fresh = self.model.score(prompt, [conts[i] for i in todo], length_normalize=length_normalize)
-            self.cache.put_many(((keys[i], float(v)) for i, v in zip(todo, fresh)), "score")
-            found.update({keys[i]: float(v) for i, v in zip(todo, fresh)})
+            fresh = {i: float(v) for i, v in zip(todo, self.model.score(prompt, [conts[i] for i in todo],
+                                                                         length_normalize=length_normalize))}
+            good = {i: v for i, v in fresh.items() if _is_score(v)}
+            self.cache.put_many(((keys[i], v) for i, v in good.items()), "score")  # the good ones are kept
+            bad = next((i for i in fresh if i not in good), None)
+            if bad is not None:
+                shown = prompt if len(prompt) <= 80 else prompt[:79] + "…"
+                raise LMError(f"{self.identity}: the score of {conts[bad]!r} after the prompt {shown!r} is "
+                              f"{fresh[bad]}; expected a log-probability (a number <= 0, or -inf). It was not cached.")
+            found.update({keys[i]: v for i, v in fresh.items()})
         return np.array([found[k] for k in keys], dtype=np.float64)
 
     def sample(self, prompt: str, n: int, *, temperature: float = 1.0, max_tokens: int = 32,

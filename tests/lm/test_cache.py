@@ -128,3 +128,81 @@ def test_answer_prefix_is_part_of_the_sample_key(tmp_path):
     assert c.sample("p", 1, seed=1) == ["s1"]
     assert c.sample("p", 1, seed=1, answer_prefix="<a>") == ["<a>s1"]
     assert lm.sampled == 2
+
+
+# ------------------------------------------------------------------ issue 33, item 5: only trusted values in, out
+class NanLM(CountingLM):
+    """Scores 'bad' as NaN (a server or backend glitch)."""
+
+    def score(self, prompt, continuations, *, length_normalize=False):
+        out = super().score(prompt, continuations, length_normalize=length_normalize)
+        return np.where(np.array(continuations) == "bad", np.nan, out)
+
+
+def test_a_nan_score_is_refused_naming_the_prompt_and_the_continuation(tmp_path):
+    from pragmodels.lm import LMError
+
+    cache = ScoreCache(tmp_path / "c.sqlite")
+    with pytest.raises(LMError, match=r"fake:counting: the score of 'bad' after the prompt 'p' is nan; expected a "
+                                      r"log-probability .*not cached"):
+        CachedLM(NanLM(), cache).score("p", ["a", "bad"])
+    assert len(cache) == 1  # the finite score was kept, the NaN not stored
+    lm = CountingLM()
+    assert CachedLM(lm, cache).score("p", ["a", "bad"]).tolist() == [-2.0, -4.0] and lm.scored == ["bad"]
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), "x", True, None])
+def test_put_many_refuses_a_score_that_is_not_a_log_probability(tmp_path, value):
+    cache = ScoreCache(tmp_path / "c.sqlite")
+    with pytest.raises((ValueError, TypeError), match=r"ScoreCache.put_many: the score under key 'k' is .*; expected "
+                                                      r"a log-probability"):
+        cache.put_many([("ok", -1.0), ("k", value)], "score")
+    assert len(cache) == 0  # nothing of the batch was stored
+
+
+def test_a_log_probability_of_minus_infinity_is_a_score(tmp_path):
+    cache = ScoreCache(tmp_path / "c.sqlite")
+    cache.put_many([("k", float("-inf"))], "score")
+    assert ScoreCache(tmp_path / "c.sqlite").get_many(["k"], "score") == {"k": float("-inf")}
+
+
+@pytest.mark.parametrize("stored", ["NaN", "Infinity", '"-1.5"', "null", "true"])
+def test_a_score_in_the_file_that_is_not_a_log_probability_is_a_miss(tmp_path, stored):
+    """An entry written by an older version (or by hand) with a valid checksum: not trusted, recomputed."""
+    import hashlib
+
+    path = tmp_path / "c.sqlite"
+    lm = CountingLM()
+    CachedLM(lm, ScoreCache(path)).score("p", ["a"])
+    con = sqlite3.connect(path)
+    (key,) = con.execute("SELECT key FROM entries").fetchone()
+    text = f'{{"key": "{key}", "value": {stored}}}'
+    con.execute("UPDATE entries SET value = ?, checksum = ?", (text, hashlib.sha256((key + text).encode()).hexdigest()))
+    con.commit()
+    con.close()
+    cache = ScoreCache(path)
+    lm2 = CountingLM()
+    assert CachedLM(lm2, cache).score("p", ["a"]).tolist() == [-2.0]
+    assert lm2.scored == ["a"] and cache.stats.corrupt == 1
+    assert ScoreCache(path).get_many([key], "score") == {key: -2.0}  # overwritten
+
+
+def test_kind_must_be_score_or_sample(tmp_path):
+    cache = ScoreCache(tmp_path / "c.sqlite")
+    with pytest.raises(ValueError, match=r"kind must be one of \('score', 'sample'\); got 'scores'"):
+        cache.put_many([("k", -1.0)], "scores")
+    with pytest.raises(ValueError, match=r"kind must be one of \('score', 'sample'\); got 'Score'"):
+        cache.get_many(["k"], "Score")
+    with pytest.raises(TypeError, match=r"ScoreCache.put_many: the sample under key 'k' is 3 \(int\); expected a str"):
+        cache.put_many([("k", 3)], "sample")
+    assert len(cache) == 0
+
+
+def test_a_key_that_is_not_a_string_is_named(tmp_path):
+    cache = ScoreCache(tmp_path / "c.sqlite")
+    with pytest.raises(TypeError, match=r"ScoreCache.put_many: key 3 \(int\); expected a str"):
+        cache.put_many([(3, -1.0)], "score")
+    with pytest.raises(TypeError, match=r"ScoreCache.get_many: key 3 \(int\); expected a str"):
+        cache.get_many(["a", 3], "score")
+    with pytest.raises(ValueError, match=r"ScoreCache: path '' is empty"):
+        ScoreCache("")
