@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import math
 import os
 import sys
 import time
@@ -306,8 +307,9 @@ def score_prompts(lm: LanguageModel, items: Sequence[PromptItem], *, progress: b
     Raises
     ------
     LMError, ValueError
-        Scoring a prompt failed (e.g. it does not fit the context window); the message names the
-        prompt's id and line.
+        Scoring a prompt failed (e.g. it does not fit the context window), or the model gave a
+        NaN or +inf score or not one score per continuation; the message names the prompt's id
+        and line.
     """
     from tqdm.auto import tqdm  # a widget in a notebook, text in a terminal
 
@@ -318,10 +320,22 @@ def score_prompts(lm: LanguageModel, items: Sequence[PromptItem], *, progress: b
             scores = lm.score(item.prompt, list(item.continuations), length_normalize=item.length_normalize)
         except (LMError, ValueError) as e:
             raise _with_context(e, f"prompt {item.id!r} (line {item.line})") from e
+        _check_scores(item, scores)
         for j, (cont, s) in enumerate(zip(item.continuations, scores)):
             rows.append({"id": item.id, "continuation_index": j, "continuation": cont, "logprob": float(s),
                          "length_normalize": item.length_normalize, "model": identity, "prompt_format": fmt})
     return rows
+
+
+def _check_scores(item: PromptItem, scores: Sequence[float]) -> None:
+    """One log-probability per continuation: a number, -inf allowed, not NaN or +inf."""
+    where = f"prompt {item.id!r} (line {item.line})"
+    if len(scores) != len(item.continuations):
+        raise LMError(f"{where}: the model gave {len(scores)} scores for {len(item.continuations)} continuations.")
+    for cont, s in zip(item.continuations, scores):
+        if math.isnan(float(s)) or float(s) == math.inf:
+            raise LMError(f"{where}: the score of {cont!r} is {float(s)}; expected a log-probability (a number "
+                          "<= 0, or -inf).")
 
 
 def _with_context(e: Exception, where: str) -> Exception:

@@ -180,3 +180,24 @@ def test_help_describes_every_argument_and_environment_variable(capsys):
         assert flag in text
     for var in ("PRAGMODELS_LM_CACHE", "PRAGMODELS_LM_BASE_URL", "PRAGMODELS_LM_MODEL", "OPENAI_API_KEY"):
         assert var in text
+
+
+@pytest.mark.parametrize("scores, problem", [
+    ([-1.0, float("nan"), -2.0], "the score of '5' is nan; expected a log-probability"),
+    ([-1.0, -2.0], "the model gave 2 scores for 3 continuations"),
+])
+def test_a_score_that_is_not_a_log_probability_writes_no_table(tmp_path, scores, problem):
+    """Issue 33, item 5: a NaN score (without the cache) went into the table; too few scores dropped rows."""
+    from pragmodels.lm import LMError, PromptFormat
+    from pragmodels.lm.score_file import score_file
+
+    class BadLM:
+        identity, prompt_format = "fake:bad", PromptFormat.plain()
+
+        def score(self, prompt, continuations, *, length_normalize=False):
+            return np.array(scores)
+
+    src = _write(tmp_path / "p.jsonl", [json.dumps(PROMPTS[0])])
+    with pytest.raises(LMError, match=rf"prompt 'sum' \(line 1\): {problem}"):
+        score_file(src, tmp_path / "s.csv", BadLM())
+    assert not (tmp_path / "s.csv").exists()
