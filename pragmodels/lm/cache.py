@@ -293,8 +293,10 @@ class CachedLM:
         found = self.cache.get_many(keys, "score")
         todo = [i for i, k in enumerate(keys) if k not in found]
         if todo:
-            fresh = {i: float(v) for i, v in zip(todo, self.model.score(prompt, [conts[i] for i in todo],
-                                                                         length_normalize=length_normalize))}
+            scores = self.model.score(prompt, [conts[i] for i in todo], length_normalize=length_normalize)
+            if len(scores) != len(todo):
+                raise LMError(f"{self.identity}: the model gave {len(scores)} scores for {len(todo)} continuations.")
+            fresh = {i: float(v) for i, v in zip(todo, scores)}
             good = {i: v for i, v in fresh.items() if _is_score(v)}
             self.cache.put_many(((keys[i], v) for i, v in good.items()), "score")  # the good ones are kept
             bad = next((i for i in fresh if i not in good), None)

@@ -151,6 +151,17 @@ def test_a_nan_score_is_refused_naming_the_prompt_and_the_continuation(tmp_path)
     assert CachedLM(lm, cache).score("p", ["a", "bad"]).tolist() == [-2.0, -4.0] and lm.scored == ["bad"]
 
 
+def test_a_model_giving_too_few_scores_is_named(tmp_path):
+    from pragmodels.lm import LMError
+
+    class ShortLM(CountingLM):
+        def score(self, prompt, continuations, *, length_normalize=False):
+            return super().score(prompt, continuations)[:-1]
+
+    with pytest.raises(LMError, match=r"fake:counting: the model gave 1 scores for 2 continuations"):
+        CachedLM(ShortLM(), ScoreCache(tmp_path / "c.sqlite")).score("p", ["a", "b"])
+
+
 @pytest.mark.parametrize("value", [float("nan"), float("inf"), "x", True, None])
 def test_put_many_refuses_a_score_that_is_not_a_log_probability(tmp_path, value):
     cache = ScoreCache(tmp_path / "c.sqlite")
