@@ -26,6 +26,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from pragmodels.io.atomic import write_aside
 from pragmodels.io.checksums import sha256_file
 from pragmodels.lm.base import (
@@ -327,7 +329,7 @@ def score_prompts(lm: LanguageModel, items: Sequence[PromptItem], *, progress: b
     return rows
 
 
-def _check_scores(item: PromptItem, scores: Sequence[float]) -> None:
+def _check_scores(item: PromptItem, scores: np.ndarray) -> None:
     """One log-probability per continuation: a number, -inf allowed, not NaN or +inf."""
     where = f"prompt {item.id!r} (line {item.line})"
     if len(scores) != len(item.continuations):
