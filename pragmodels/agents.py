@@ -630,6 +630,7 @@ def lapse_mixture(log_p: ArrayLike, lapse: ArrayLike, axis: int = -1) -> jax.Arr
     """Mix a choice distribution with uniform noise: ``(1 - lapse) p + lapse / n``.
 
     Shapes: ``log_p [..., option, ...]`` normalised along ``axis``; ``lapse`` in [0, 1],
-    broadcastable to ``log_p`` without ``axis`` -> same shape as ``log_p``.
+    broadcastable to ``log_p`` without ``axis`` (a scalar, or that shape with sizes of 1; any
+    other shape is a ``ValueError`` naming both) -> same shape as ``log_p``.
     """
     return log_mix_uniform(_as_array("lapse_mixture", "log_p", log_p), lapse, axis=axis)

@@ -90,9 +90,16 @@ def log_mix_uniform(log_p: jax.Array, weight: ArrayLike, axis: int = -1) -> jax.
     likelihood on such a row is the same whether or not it is read through ``rows=``). With
     ``weight == 0`` it stays ``-inf``.
 
-    Shapes: ``log_p [...]``, ``weight`` scalar or ``log_p``'s shape without ``axis`` -> ``log_p``'s shape.
+    Shapes: ``log_p [...]``, ``weight`` scalar or ``log_p``'s shape without ``axis`` (sizes of 1
+    broadcast; any other shape is a ``ValueError``) -> ``log_p``'s shape.
     """
     check_weight(weight, "log_mix_uniform")
+    ax = axis % jnp.ndim(log_p)
+    rows = tuple(jnp.shape(log_p)[:ax]) + tuple(jnp.shape(log_p)[ax + 1:])
+    w_shape = tuple(jnp.shape(weight))
+    if w_shape and (len(w_shape) != len(rows) or any(w not in (1, r) for w, r in zip(w_shape, rows))):
+        raise ValueError(f"log_mix_uniform: weight must be a scalar or have shape {rows} (log_p's shape "
+                         f"{tuple(jnp.shape(log_p))} without axis {axis}; sizes of 1 broadcast); got shape {w_shape}.")
     if isinstance(weight, (int, float)) and weight == 0:
         return log_p  # statically off: no work in the compiled graph
     n = log_p.shape[axis]

@@ -279,3 +279,41 @@ def pm_semantics():
     from pragmodels import semantics
 
     return semantics
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: likelihoods.choices("y", _P3, np.array([0, 1]), lapse=jnp.array([0.1, 0.2, 0.3])),
+     r"site 'y': lapse must be a scalar or have shape \(2,\) \(log_probs's shape \(2, 3\) without its option axis: "
+     r"one per row\); got shape \(3,\)"),
+    (lambda: likelihoods.choices("y", _P3, np.array([0, 1, 0]), rows=np.array([0, 1, 1]), lapse=jnp.array([0.1, 0.2, 0.3])),
+     r"site 'y': lapse must be a scalar or have shape \(2,\)"),
+    (lambda: likelihoods.choices("y", _P3, np.array([0, 1]), lapse=jnp.array([[0.1], [0.2]])),
+     r"site 'y': lapse must be a scalar or have shape \(2,\) .*got shape \(2, 1\)"),
+    (lambda: likelihoods.choice_counts("y", _P3, np.ones((2, 3), int), lapse=jnp.array([0.1, 0.2, 0.3])),
+     r"site 'y': lapse must be a scalar or have shape \(2,\)"),
+    (lambda: likelihoods.likert_ratings("y", np.zeros(2), np.array([-1.0, 1.0]), np.array([1, 3]), lapse=jnp.ones(3) / 9),
+     r"site 'y': lapse must be a scalar or have shape \(2,\)"),
+    (lambda: likelihoods.choices("y", _P3, np.array([0, 1]), lapse="0.1"),
+     r"site 'y': lapse = '0.1'; expected a lapse \(mixture weight\) in \[0, 1\]"),
+    (lambda: likelihoods.choices("y", _P3, np.array([0, 1]), lapse=jnp.array([0.1, 1.5])),
+     r"site 'y': lapse\[1\] = 1.5; expected a lapse \(mixture weight\) in \[0, 1\]"),
+    (lambda: agents.lapse_mixture(_P3, jnp.array([0.1, 0.2, 0.3])),
+     r"log_mix_uniform: weight must be a scalar or have shape \(2,\) \(log_p's shape \(2, 3\) without axis -1"),
+])
+def test_a_lapse_of_the_wrong_shape_is_named(call, match):
+    """Issue 33, item 4: a lapse vector of the wrong length raised JAX's broadcasting TypeError
+    ('mul got incompatible shapes'); now the site (or log_mix_uniform) names the lapse, its shape
+    and the shape expected. The site's lapse values are named by the site too."""
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+def test_a_lapse_per_row_and_a_broadcast_weight_still_work_but_not_a_longer_one():
+    """The shapes the docs promise pass: a lapse per row at a site, sizes of 1 in lapse_mixture."""
+    tr = handlers.trace(handlers.seed(likelihoods.choices, 0)).get_trace("y", _P3, np.array([0, 1]),
+                                                                        lapse=jnp.array([0.1, 0.2]))
+    assert np.isfinite(np.asarray(tr["y"]["fn"].log_prob(tr["y"]["value"]))).all()
+    table = jnp.log(jnp.full((2, 2, 3), 1 / 3))
+    np.testing.assert_allclose(np.asarray(agents.lapse_mixture(table, jnp.array([[0.1], [0.2]]))), np.log(1 / 3), rtol=1e-6)
+    with pytest.raises(ValueError, match=r"log_mix_uniform: weight must be a scalar or have shape \(2, 2\)"):
+        agents.lapse_mixture(table, jnp.array([[0.1], [0.2], [0.3]]))

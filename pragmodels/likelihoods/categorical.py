@@ -28,7 +28,7 @@ from jax.typing import ArrayLike
 from numpyro.distributions import constraints
 from numpyro.primitives import Messenger
 
-from pragmodels.logmath import log_mix_uniform, log_normalize
+from pragmodels.logmath import check_weight, log_mix_uniform, log_normalize
 from pragmodels.validation import (
     bad_index,
     bad_integer,
@@ -85,13 +85,17 @@ class NormalizedCategorical(dist.CategoricalLogits):
         return jnp.take_along_axis(logits, idx, axis=-1)[..., 0]
 
 
-def check_table(fn: str, log_probs: ArrayLike, *, what: str, axis: int = -1, name: str = "log_probs") -> None:
+def check_table(fn: str, log_probs: ArrayLike, *, what: str, axis: int = -1, name: str = "log_probs",
+                lapse: ArrayLike | None = None) -> None:
     """The one check of an observation site's table of log-probabilities (every likelihood of
     :mod:`pragmodels.likelihoods` calls it): no NaN or ``+inf``, and each slice along ``axis``
-    normalised (or all ``-inf``: an undefined row). Values are checked where concrete (the eager
-    trace of :func:`pragmodels.fit`); inside ``jit`` they are tracers and pass.
+    normalised (or all ``-inf``: an undefined row); and its ``lapse``, a weight in ``[0, 1]`` that
+    is a scalar or has the table's shape without ``axis`` (one per row; never broadcast). Values
+    are checked where concrete (the eager trace of :func:`pragmodels.fit`); inside ``jit`` they are
+    tracers and pass. Shapes are checked always.
 
-    Shapes: ``log_probs [..., option, ...]`` with the ``what`` axis at ``axis``.
+    Shapes: ``log_probs [..., option, ...]`` with the ``what`` axis at ``axis``; ``lapse []`` or
+    ``log_probs``' shape without ``axis``.
 
     Raises
     ------
@@ -101,6 +105,14 @@ def check_table(fn: str, log_probs: ArrayLike, *, what: str, axis: int = -1, nam
     """
     check_values(fn, name, log_probs, neg_inf=True)
     check_normalised(fn, name, log_probs, what, axis)
+    if lapse is not None:
+        check_weight(lapse, fn, "lapse")
+        rows = tuple(jnp.shape(log_probs)[:axis % jnp.ndim(log_probs)]) + \
+            tuple(jnp.shape(log_probs)[axis % jnp.ndim(log_probs) + 1:])
+        if jnp.shape(lapse) not in ((), rows):
+            raise ValueError(f"{fn}: lapse must be a scalar or have shape {rows} ({name}'s shape "
+                             f"{tuple(jnp.shape(log_probs))} without its {what} axis: one per row); got shape "
+                             f"{tuple(jnp.shape(lapse))}.")
 
 
 def check_cutpoints(fn: str, cutpoints: ArrayLike) -> None:
@@ -315,7 +327,7 @@ def choices(name: str, log_probs: ArrayLike, obs: ArrayLike | None = None, *, la
         if obs is not None and np.shape(obs) != (n,):
             raise ValueError(f"site {name!r}: obs must have shape ({n},), one per row index; got {np.shape(obs)}.")
         _check_index(name, obs, k_opt, what)
-        check_table(f"site {name!r}", log_probs, what=what, axis=opt)
+        check_table(f"site {name!r}", log_probs, what=what, axis=opt, lapse=lapse)
         table = log_mix_uniform(log_probs, lapse, axis=opt)
         t_arr, o_arr = _concrete(table), _concrete(obs)
         r_arr = [a for a in (_concrete(r) for r in axes) if a is not None]
@@ -338,7 +350,7 @@ def choices(name: str, log_probs: ArrayLike, obs: ArrayLike | None = None, *, la
     if obs is not None and np.shape(obs) != (n,):
         raise ValueError(f"site {name!r}: obs must have shape ({n},) to match log_probs; got {np.shape(obs)}.")
     _check_index(name, obs, k, what)
-    check_table(f"site {name!r}", log_probs, what=what)
+    check_table(f"site {name!r}", log_probs, what=what, lapse=lapse)
     logits = log_mix_uniform(log_probs, lapse, axis=-1)
     l_arr, o_arr = _concrete(logits), _concrete(obs)
     if l_arr is not None and o_arr is not None:
@@ -408,7 +420,7 @@ def choice_counts(name: str, log_probs: ArrayLike, counts: ArrayLike, *, lapse: 
         if bad.any():
             i = tuple(int(k) for k in np.argwhere(bad)[0])
             raise ValueError(f"site {name!r}: counts{list(i)} = {arr[i].item()!r}; expected a non-negative integer.")
-    check_table(f"site {name!r}", log_probs, what="option")
+    check_table(f"site {name!r}", log_probs, what="option", lapse=lapse)
     # sampling (predictive draws) needs a static bound on the row totals: known when concrete
     total_max = None if arr is None else int(arr.sum(-1).max(initial=0))
     counts = jnp.asarray(counts)

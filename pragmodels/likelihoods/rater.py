@@ -218,6 +218,9 @@ def likert_ratings_by_rater(name: str, latent: ArrayLike, cutpoints: ArrayLike, 
         raise ValueError(f"site {name!r}: expected latent [cell, item], cutpoints [item, K-1] and loading [item]; got "
                          f"shapes {latent.shape}, {cutpoints.shape}, {loading.shape}.")
     site = f"site {name!r}"
+    check_weight(lapse, site, "lapse")
+    if jnp.ndim(lapse) != 0:
+        raise ValueError(f"{site}: lapse must be a scalar (one lapse for every rating); got shape {jnp.shape(lapse)}.")
     check_values(site, "latent", latent)
     check_cutpoints(site, cutpoints)
     check_values(site, "loading", loading)

@@ -197,3 +197,13 @@ def test_bad_cutpoints_are_named(row, match):
     with pytest.raises(ValueError, match=r"site 'y': loading\[2\] = nan"):
         likert_ratings_by_rater("y", jnp.zeros((3, 4)), jnp.tile(jnp.linspace(-2, 2, 6), (4, 1)),
                                 jnp.array([1.0, 1.0, np.nan, 1.0]), y, rater=rater, cell=cell, item=item, n_raters=9)
+
+
+def test_a_lapse_that_is_not_one_weight_is_named_by_the_site():
+    """Issue 33, item 4: the site names its lapse (it was named as node_log_probs' argument)."""
+    rater, cell, item, rng = _design()
+    args = ("y", jnp.zeros((3, 4)), jnp.tile(jnp.linspace(-2, 2, 6), (4, 1)), jnp.ones(4), rng.integers(1, 8, rater.size))
+    with pytest.raises(ValueError, match=r"site 'y': lapse must be a scalar \(one lapse for every rating\); got shape \(2,\)"):
+        likert_ratings_by_rater(*args, rater=rater, cell=cell, item=item, n_raters=9, lapse=jnp.array([0.1, 0.2]))
+    with pytest.raises(ValueError, match=r"site 'y': lapse = 1.5; expected a lapse"):
+        likert_ratings_by_rater(*args, rater=rater, cell=cell, item=item, n_raters=9, lapse=1.5)
