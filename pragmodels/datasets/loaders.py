@@ -5,6 +5,9 @@ Layering: :mod:`pragmodels.datasets.fetch`, :mod:`pragmodels.datasets.schema`, `
 Every loader takes ``path=None`` (use the registry: mirror or verified download) or an explicit
 file, and ``verify_hash`` (checked against the registry even for an explicit path, unless
 switched off). Nothing is dropped: invalid LLM responses stay in the frame with ``valid=False``.
+Without the hash check (a copy of one's own), the schema checks what the hash would have: types
+and nulls per column, keys that appear once, each design cell's count and the data set's size
+(:mod:`pragmodels.datasets.schema`).
 """
 
 from __future__ import annotations
@@ -23,9 +26,13 @@ from pragmodels.datasets.fetch import locate, verify
 from pragmodels.datasets.registry import get
 from pragmodels.datasets.schema import (
     DataSchemaError,
+    check_count,
+    check_design,
     check_in,
     check_integer,
     check_range,
+    check_text,
+    check_unique,
     require_columns,
 )
 
@@ -46,6 +53,12 @@ LLMS = ("gpt", "claude", "gemini")
 #: human scenario labels -> the LLM files' labels (as in the upstream metrics code)
 SCENARIO_TO_LLM = {"bike": "bicycle", "cooking": "pasta", "absence": "office",
                    "house": "house", "cinema": "cinema", "conference": "conference"}
+
+# the published data sets' sizes: with the sha256 check off, a row dropped or repeated is found by them
+_HUMAN_PARTICIPANTS = 362
+_LLM_SAMPLES = 10  # per model x scenario x context x form x attribute
+_WAVELENGTH_ITEMS, _WAVELENGTH_TARGETS, _WAVELENGTH_GUESSES = 100, 2, 40  # items; per scale; per item
+_DRINQ_ITEMS = 231
 
 
 def _resolve(key: str, path: str | os.PathLike[str] | None, verify_hash: bool) -> Path:
@@ -94,7 +107,9 @@ def load_social_human(path: str | os.PathLike[str] | None = None, *, verify_hash
         No mirror is set, the file is not cached and cannot be downloaded.
     DataSchemaError
         The file cannot be parsed, or a column is missing or holds a value outside its schema,
-        or a participant appears twice (the message names the file, column, row and value).
+        a participant appears twice, a scenario x context x form cell is empty, or the file does
+        not hold the 362 participants (the message names the file, column, row and value, or
+        the key).
     """
     p = _resolve("social_human", path, verify_hash)
     raw = _read_csv(p)
@@ -107,12 +122,10 @@ def load_social_human(path: str | os.PathLike[str] | None = None, *, verify_hash
         check_integer(raw, c, p)
         check_range(raw, c, 1, 7, p)
     check_integer(raw, "participant_id", p)
-    if raw["participant_id"].duplicated().any():
-        _dup = raw["participant_id"].duplicated()
-        raise DataSchemaError(
-            f"{p}: column 'participant_id', row {int(np.flatnonzero(_dup)[0])}: value "
-            f"{raw.loc[_dup, 'participant_id'].iloc[0]!r} appears twice; expected one row per participant."
-        )
+    check_unique(raw, ["participant_id"], p, "participant")
+    check_design(raw, ["scenario", "context", "form"], p, per_cell=None, unit=("participant", "participants"),
+                 levels={"scenario": SCENARIO_TO_LLM, "context": ("lowPr", "highPr"), "form": ("precise", "approx")})
+    check_count(len(raw), _HUMAN_PARTICIPANTS, p, "participants", "Solt et al. 2025, Exp. 1")
     wide = pd.DataFrame({
         "participant_id": raw["participant_id"].astype("int64"),
         "scenario": raw["scenario"].map(SCENARIO_TO_LLM),
@@ -159,8 +172,11 @@ def load_social_llm(prompts: Iterable[str] = PROMPTS, *, paths: Mapping[str, str
     DataDownloadError
         No mirror is set, the file is not cached and cannot be downloaded.
     DataSchemaError
-        The file cannot be parsed, or a column is missing or holds a value outside its schema,
-        or a valid record has no Likert value (the message names the file, column, row and value).
+        The file cannot be parsed, a record is not an object, a column is missing or holds a
+        value outside its schema (a string is not a number), a valid record has no Likert value,
+        a record repeats another, or a model x scenario x context x form x attribute cell does
+        not hold its 10 samples, ``sample_id`` 0 to 9 (the message names the file, column, row
+        and value, or the key).
     ValueError
         A prompt not in :data:`PROMPTS`.
     """
@@ -169,32 +185,24 @@ def load_social_llm(prompts: Iterable[str] = PROMPTS, *, paths: Mapping[str, str
         if prompt not in PROMPTS:
             raise ValueError(f"unknown prompt {prompt!r}; expected one of {PROMPTS}.")
         p = _resolve(f"social_llm_{prompt}", (paths or {}).get(prompt), verify_hash)
-        try:
-            records = json.loads(Path(p).read_text())
-        except (json.JSONDecodeError, UnicodeDecodeError) as e:
-            raise DataSchemaError(f"{p}: not valid JSON ({e}).") from e
-        if not isinstance(records, list):
-            raise DataSchemaError(f"{p}: expected a JSON list of records; got {type(records).__name__}.")
+        records = _read_records(Path(p))
         df = pd.DataFrame.from_records(records)
         require_columns(df, ["model", "scenario", "context", "utterance", "attribute",
                              "sample_id", "likert", "valid", "raw_response"], p)
-        check_in(df, "model", LLMS, p)
-        check_in(df, "scenario", SCENARIO_TO_LLM.values(), p)
-        check_in(df, "context", ("low", "high"), p)
-        check_in(df, "utterance", ("precise", "approx"), p)
-        check_in(df, "attribute", ATTRIBUTES, p)
+        cells = {"model": LLMS, "scenario": SCENARIO_TO_LLM.values(), "context": ("low", "high"),
+                 "utterance": ("precise", "approx"), "attribute": ATTRIBUTES}
+        for column, levels in cells.items():
+            check_in(df, column, levels, p)
         check_in(df, "valid", (True, False), p)
-        check_integer(df, "likert", p, nullable=True)
+        check_integer(df, "likert", p, nullable=True, typed=True)
         check_range(df, "likert", 1, 7, p, nullable=True)
-        check_integer(df, "sample_id", p)
+        check_integer(df, "sample_id", p, typed=True)
+        check_range(df, "sample_id", 0, _LLM_SAMPLES - 1, p)
+        check_text(df, "raw_response", p, empty=True)
         if len(df) == 0:
             raise DataSchemaError(f"{p}: no records; expected the LLM responses.")
-        key = ["model", "scenario", "context", "utterance", "attribute", "sample_id"]
-        dup = df.duplicated(subset=key)
-        if dup.any():
-            row = int(np.flatnonzero(dup)[0])
-            raise DataSchemaError(f"{p}: row {row} repeats the record {df.loc[dup, key].iloc[0].to_dict()} "
-                                  f"(one record per {', '.join(key)} expected).")
+        check_unique(df, [*cells, "sample_id"], p, "record")
+        check_design(df, list(cells), p, per_cell=_LLM_SAMPLES, unit=("record", "records"), levels=cells)
         valid_null = df["valid"].astype(bool) & df["likert"].isna()
         if valid_null.any():
             row = int(np.flatnonzero(valid_null)[0])
@@ -208,6 +216,22 @@ def load_social_llm(prompts: Iterable[str] = PROMPTS, *, paths: Mapping[str, str
             "raw_response": df["raw_response"].astype(str),
         }))
     return pd.concat(frames, ignore_index=True)
+
+
+def _read_records(p: Path) -> list[dict[str, Any]]:
+    """The JSON list of objects in ``p``."""
+    try:
+        records = json.loads(p.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise DataSchemaError(f"{p}: not valid JSON ({e}).") from e
+    except RecursionError:
+        raise DataSchemaError(f"{p}: not valid JSON (nested more than the parser allows).") from None
+    if not isinstance(records, list):
+        raise DataSchemaError(f"{p}: expected a JSON list of records; got {type(records).__name__}.")
+    for i, r in enumerate(records):
+        if not isinstance(r, dict):
+            raise DataSchemaError(f"{p}: row {i}: {r!r}; expected a JSON object (a record).")
+    return records
 
 
 def load_wavelength(path: str | os.PathLike[str] | None = None, *, verify_hash: bool = True,
@@ -242,31 +266,30 @@ def load_wavelength(path: str | os.PathLike[str] | None = None, *, verify_hash: 
         No mirror is set, the file is not cached and cannot be downloaded.
     DataSchemaError
         The file cannot be parsed, or a column is missing or holds a value outside its schema,
-        or ``response_mean`` is not the mean of ``response_list`` (the message names the file,
-        column, row and value).
+        ``response_mean`` is not the mean of ``response_list``, an item does not have its 40
+        guesses, an item repeats another, a scale does not have its 2 items, or the file does
+        not hold the 100 items (the message names the file, column, row and value, or the key).
     """
     p = _resolve("wavelength", path, verify_hash)
     raw = _read_csv(p)
     require_columns(raw, ["left", "right", "clue", "target", "response_list", "response_mean"], p)
+    for column in ("left", "right", "clue"):
+        check_text(raw, column, p)
     check_integer(raw, "target", p)
     check_range(raw, "target", 0, 100, p)
+    check_range(raw, "response_mean", 0, 100, p)
     responses = []
     for i, s in enumerate(raw["response_list"]):
-        try:
-            vals = json.loads(s)
-        except (TypeError, json.JSONDecodeError):
-            raise DataSchemaError(f"{p}: column 'response_list', row {i}: value {s!r}; expected a JSON list of ints.") from None
-        arr = np.asarray(vals, float)
-        if arr.ndim != 1 or arr.size == 0 or not np.all((arr >= 0) & (arr <= 100) & (arr == np.round(arr))):
-            raise DataSchemaError(
-                f"{p}: column 'response_list', row {i}: value {s!r}; expected integers in [0, 100]."
-            )
+        arr = _guesses(p, i, s)
         if not np.isclose(arr.mean(), raw["response_mean"].iloc[i], atol=1e-6):
             raise DataSchemaError(
                 f"{p}: column 'response_mean', row {i}: value {raw['response_mean'].iloc[i]!r} "
                 f"!= mean of response_list ({arr.mean():.4f})."
             )
         responses.append(tuple(int(v) for v in arr))
+    check_unique(raw, ["left", "right", "clue"], p, "item")
+    check_design(raw, ["left", "right"], p, per_cell=_WAVELENGTH_TARGETS, unit=("item", "items"), cell="scale")
+    check_count(len(raw), _WAVELENGTH_ITEMS, p, "items", "WavelengthEval, 50 scales x 2 targets")
     items = pd.DataFrame({
         "item": np.arange(len(raw)), "left": raw["left"], "right": raw["right"], "clue": raw["clue"],
         "target": raw["target"].astype("int64"), "response_mean": raw["response_mean"].astype(float),
@@ -277,6 +300,23 @@ def load_wavelength(path: str | os.PathLike[str] | None = None, *, verify_hash: 
     out = items.drop(columns=["response_mean"]).explode("responses").rename(columns={"responses": "guess"})
     out["guess"] = out["guess"].astype("int64")
     return out.reset_index(drop=True)
+
+
+def _guesses(p: Path, row: int, text: Any) -> np.ndarray:
+    """The guesses in one ``response_list`` cell: a JSON list of 40 integers in [0, 100]."""
+    where = f"{p}: column 'response_list', row {row}"
+    expected = "expected a JSON list of integers in [0, 100]"
+    try:
+        vals = json.loads(text)
+    except (TypeError, json.JSONDecodeError, RecursionError):
+        raise DataSchemaError(f"{where}: value {text!r}; {expected}.") from None
+    if not isinstance(vals, list) or not all(isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= 100
+                                             for v in vals):
+        raise DataSchemaError(f"{where}: value {text!r}; {expected}.")
+    if len(vals) != _WAVELENGTH_GUESSES:
+        raise DataSchemaError(f"{where}: {len(vals)} guesses; expected {_WAVELENGTH_GUESSES} (every item has "
+                              f"{_WAVELENGTH_GUESSES}).")
+    return np.asarray(vals, float)
 
 
 _OPTION = re.compile(r"^([A-E])\.\s*(\S.*)$")  # a letter, a dot and a non-empty text
@@ -320,18 +360,17 @@ def load_drinq(path: str | os.PathLike[str] | None = None, *, verify_hash: bool 
         No mirror is set, the file is not cached and cannot be downloaded.
     DataSchemaError
         The file cannot be parsed, or a column is missing or holds a value outside its schema,
-        or an item's options are not five lines ``A. ...`` to ``E. ...`` (the message names the
-        file, column, row and value).
+        an item's options are not five lines ``A. ...`` to ``E. ...``, an item repeats another,
+        or the file does not hold the 231 items (the message names the file, column, row and
+        value, or the key).
     """
     p = _resolve("drinq", path, verify_hash)
     raw = _read_csv(p)
     require_columns(raw, ["question", "context", "options", "consensus", "implied_comment"], p)
     check_in(raw, "consensus", list("ABCDE"), p)
     for col in ("question", "context"):
-        blank = raw[col].isna() | (raw[col].astype(str).str.strip() == "")
-        if blank.any():
-            i = int(np.flatnonzero(blank.to_numpy())[0])
-            raise DataSchemaError(f"{p}: column {col!r}, row {i}: value {raw[col].iloc[i]!r}; expected a non-empty text.")
+        check_text(raw, col, p)
+    check_text(raw, "implied_comment", p, nullable=True)
     rows = []
     for i, text in enumerate(raw["options"]):
         lines = [ln.strip() for ln in str(text).strip().split("\n") if ln.strip()]
@@ -341,6 +380,8 @@ def load_drinq(path: str | os.PathLike[str] | None = None, *, verify_hash: bool 
                 f"{p}: column 'options', row {i}: value {text!r}; expected five lines 'A. ...' to 'E. ...'."
             )
         rows.append({f"option_{m.group(1)}": m.group(2).strip() for m in parsed})
+    check_unique(raw, ["question", "context", "options"], p, "item")
+    check_count(len(raw), _DRINQ_ITEMS, p, "items", "the DRInQ validated file")
     opts = pd.DataFrame(rows)
     implied = raw["implied_comment"]
 

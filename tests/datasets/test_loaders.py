@@ -1,5 +1,6 @@
 """Loaders against the offline mirror, plus corrupted, truncated and wrong-version copies."""
 
+import json
 import shutil
 
 import numpy as np
@@ -214,3 +215,94 @@ def test_drinq_bad_rows_are_named(mirror, tmp_path, edit, match):
     edit(pd.read_csv(path)).to_csv(path, index=False)
     with pytest.raises(DataSchemaError, match=match):
         datasets.load_drinq(path, verify_hash=False)
+
+
+# ------------------------------------------------------------------ issue 33, item 6: what the hash no longer checks
+def _swap(a, b):
+    return lambda df: df.assign(**{a: df[b], b: df[a]})
+
+
+def _put(row, column, value):
+    def edit(df):
+        df = df.copy()
+        df[column] = df[column].astype(object)
+        df.loc[row, column] = value
+        return df
+    return edit
+
+
+_LOADERS = {"social_human": datasets.load_social_human, "wavelength": datasets.load_wavelength,
+            "drinq": datasets.load_drinq}
+
+
+@pytest.mark.parametrize("key, edit, match", [
+    ("social_human", lambda df: df.drop(index=5), r"experiment1.csv: 361 participants; expected 362"),
+    ("social_human", lambda df: pd.concat([df, df.iloc[[3]]]),
+     r"row 362 repeats the participant \{'participant_id': 931621\}; expected one row per participant_id"),
+    ("social_human", _swap("context", "form"), r"column 'context', row 0: value 'precise'"),
+    ("social_human", _put(4, "helpful", None), r"column 'helpful', row 4: value nan; expected an integer"),
+    ("social_human", _put(4, "participant_id", "P7"), r"column 'participant_id', row 4: value 'P7'"),
+    ("wavelength", lambda df: df.drop(index=5),
+     r"data.csv: the scale \{'left': '.+', 'right': '.+'\} has 1 item; expected 2"),
+    ("wavelength", lambda df: df.drop(index=[4, 5]), r"data.csv: 98 items; expected 100"),
+    ("wavelength", lambda df: pd.concat([df, df.iloc[[3]]]), r"row 100 repeats the item \{'left': "),
+    ("wavelength", _swap("target", "response_mean"), r"column 'target', row 0: value 33.85; expected an integer"),
+    ("wavelength", _put(4, "left", None), r"column 'left', row 4: value nan; expected a non-empty text"),
+    ("wavelength", _put(4, "clue", " "), r"column 'clue', row 4: value ' '; expected a non-empty text"),
+    ("wavelength", _put(4, "response_list", None), r"column 'response_list', row 4: value nan"),
+    ("wavelength", _put(4, "response_mean", "abc"),
+     r"column 'response_mean', row 4: value 'abc'; expected a number in \[0, 100\]"),
+    ("wavelength", _put(4, "response_list", '[1, "a"]'),
+     r"""column 'response_list', row 4: value '\[1, "a"\]'; expected a JSON list of integers in \[0, 100\]"""),
+    ("wavelength", lambda df: df.assign(response_list=df.response_list.map(lambda s: json.dumps(json.loads(s)[:39])),
+                                        response_mean=df.response_list.map(lambda s: np.mean(json.loads(s)[:39]))),
+     r"column 'response_list', row 0: 39 guesses; expected 40"),
+    ("drinq", lambda df: df.drop(index=5), r"drinq_validated.csv: 230 items; expected 231"),
+    ("drinq", lambda df: pd.concat([df, df.iloc[[3]]]), r"row 231 repeats the item \{'question': "),
+    ("drinq", _swap("consensus", "implied_comment"), r"column 'consensus', row 0: value \"You clearly"),
+    ("drinq", _put(4, "consensus", None), r"column 'consensus', row 4: value nan"),
+    ("drinq", _put(4, "implied_comment", " "), r"column 'implied_comment', row 4: value ' '; expected a non-empty"),
+])
+def test_a_tampered_copy_without_the_hash_check_names_the_column_or_key(mirror, tmp_path, key, edit, match):
+    path = _copy(mirror, tmp_path, key)
+    edit(pd.read_csv(path)).to_csv(path, index=False)
+    with pytest.raises(DataSchemaError, match=match):
+        _LOADERS[key](path, verify_hash=False)
+
+
+def _drop_cell(records):
+    return [r for r in records if (r["model"], r["scenario"], r["attribute"]) != ("gpt", "house", "pedantic")]
+
+
+def _set_record(i, field, value):
+    def edit(records):
+        records[i] = {**records[i], field: value}
+        return records
+    return edit
+
+
+@pytest.mark.parametrize("edit, match", [
+    (lambda r: r[:7] + r[8:], r"the cell \{'model': '.+', 'scenario': .+\} has 9 records; expected 10"),
+    (_drop_cell, r"the cell \{'model': 'gpt', 'scenario': 'house', .*'attribute': 'pedantic'\} has 0 records"),
+    (lambda r: r + [r[3]], r"row 4320 repeats the record"),
+    (lambda r: [{**x, "context": x["utterance"], "utterance": x["context"]} for x in r],
+     r"column 'context', row 0: value 'precise'"),
+    (_set_record(4, "raw_response", None), r"column 'raw_response', row 4: value nan; expected a string"),
+    (_set_record(4, "raw_response", 5), r"column 'raw_response', row 4: value 5; expected a string"),
+    (_set_record(4, "likert", "5"), r"column 'likert', row 4: value '5'; expected an integer or null"),
+    (_set_record(4, "sample_id", "3"), r"column 'sample_id', row 4: value '3'; expected an integer"),
+    (_set_record(4, "sample_id", 10), r"column 'sample_id', row 4: value 10; expected a number in \[0, 9\]"),
+    (lambda r: r[:4] + [5] + r[5:], r"row 4: 5; expected a JSON object"),
+])
+def test_a_tampered_llm_file_without_the_hash_check_names_the_column_or_key(mirror, tmp_path, edit, match):
+    path = _copy(mirror, tmp_path, "social_llm_ALT")
+    path.write_text(json.dumps(edit(json.loads(path.read_text()))))
+    with pytest.raises(DataSchemaError, match=match):
+        datasets.load_social_llm(["ALT"], paths={"ALT": path}, verify_hash=False)
+
+
+def test_a_json_file_nested_too_deeply_is_a_schema_error(mirror, tmp_path):
+    path = _copy(mirror, tmp_path, "social_llm_ALT")
+    path.write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(DataSchemaError, match=r"results_ALT.json: not valid JSON \(nested more than"):
+        datasets.load_social_llm(["ALT"], paths={"ALT": path}, verify_hash=False)
