@@ -30,7 +30,7 @@ from pragmodels import agents
 from pragmodels.likelihoods.categorical import listener_choices, speaker_choices
 from pragmodels.params import deterministic, group_effect, param, with_priors
 from pragmodels.priors import Prior
-from pragmodels.validation import check_index, check_values
+from pragmodels.validation import check_index, check_int, check_values
 
 __all__ = [
     "DEFAULT_PRIORS",
@@ -50,6 +50,28 @@ DEFAULT_PRIORS: dict[str, Prior] = {
     "alpha_mu": Prior("Normal", loc=0.5, scale=1.0),
     "alpha_sigma": Prior("HalfNormal", scale=0.5),
 }
+
+
+def _check_semantics(fn: str, log_semantics: ArrayLike, axes: str = "[utterance, state]", ndims: tuple[int, ...] = (2,)
+                     ) -> None:
+    """``log_semantics`` holds numbers, no NaN or +inf, and has ``axes`` (each of size >= 1): checked
+    first, so that a wrong shape is named as such and not as an out-of-range utterance or state."""
+    check_values(fn, "log_semantics", log_semantics, neg_inf=True)
+    shape = tuple(jnp.shape(log_semantics))
+    if len(shape) not in ndims or 0 in shape:
+        raise ValueError(f"{fn}: log_semantics must have shape {axes}, at least one of each; got shape {shape}.")
+
+
+def _check_trials(fn: str, **per_trial: ArrayLike | None) -> None:
+    """The per-trial arrays (indices, choices) are one-dimensional ``[trial]`` and of one length,
+    each named if not (rather than as the likelihood's ``rows``)."""
+    given = {k: tuple(jnp.shape(v)) for k, v in per_trial.items() if v is not None}
+    for k, shape in given.items():
+        if len(shape) != 1:
+            raise ValueError(f"{fn}: {k} must have shape [trial] (one entry per trial); got shape {shape}.")
+    if len({shape for shape in given.values()}) > 1:
+        shapes = ", ".join(f"{k} {shape}" for k, shape in given.items())
+        raise ValueError(f"{fn}: the per-trial arrays must have one length (one entry per trial); got {shapes}.")
 
 
 def _cost(fn: str, cost_design: ArrayLike | None, n_utt: int) -> jax.Array | None:
@@ -77,6 +99,8 @@ def rsa_listener(log_semantics: ArrayLike, utterance: ArrayLike, choice: ArrayLi
     (state index), ``cost_design [utterance, cost_term]``, ``log_prior [state]`` -> the ``choice``
     site's value ``[trial]``.
     """
+    _check_semantics("rsa_listener", log_semantics)
+    _check_trials("rsa_listener", utterance=utterance, choice=choice)
     check_index("rsa_listener", "utterance", utterance, int(jnp.shape(log_semantics)[0]))
     alpha = param("alpha", DEFAULT_PRIORS["alpha"])
     cost = _cost("rsa_listener", cost_design, int(jnp.shape(log_semantics)[0]))
@@ -96,6 +120,8 @@ def rsa_speaker(log_semantics: ArrayLike, state: ArrayLike, choice: ArrayLike | 
     (utterance index), ``cost_design [utterance, cost_term]``, ``log_prior [state]`` -> the
     ``choice`` site's value ``[trial]``.
     """
+    _check_semantics("rsa_speaker", log_semantics)
+    _check_trials("rsa_speaker", state=state, choice=choice)
     check_index("rsa_speaker", "state", state, int(jnp.shape(log_semantics)[-1]))
     alpha = param("alpha", DEFAULT_PRIORS["alpha"])
     cost = _cost("rsa_speaker", cost_design, int(jnp.shape(log_semantics)[0]))
@@ -118,16 +144,18 @@ def rsa_listener_by_item(log_semantics: ArrayLike, item: ArrayLike, utterance: A
     utterance, state]``; ``item [trial]``, ``utterance [trial]``, ``choice [trial]`` (state
     index), ``log_prior [state]`` -> the ``choice`` site's value ``[trial]``.
     """
+    fn = "rsa_listener_by_item"
+    _check_semantics(fn, log_semantics, "[utterance, state] or [item, utterance, state]", (2, 3))
     ndim = jnp.ndim(log_semantics)
-    if ndim not in (2, 3):
-        raise ValueError(f"log_semantics must have shape [utterance, state] or [item, utterance, state]; "
-                         f"got shape {tuple(jnp.shape(log_semantics))}.")
     if ndim == 2 and n_items is None:
-        raise ValueError("rsa_listener_by_item: pass n_items (an int) when log_semantics is shared across "
+        raise ValueError(f"{fn}: pass n_items (an int) when log_semantics is shared across "
                          "items (shape [utterance, state]).")
+    if n_items is not None:
+        check_int(fn, "n_items", n_items, 1)
     n = int(n_items) if n_items is not None else int(jnp.shape(log_semantics)[0])
     if ndim == 3 and n_items is not None and int(n_items) != jnp.shape(log_semantics)[0]:
-        raise ValueError(f"n_items = {n_items} but log_semantics has {jnp.shape(log_semantics)[0]} items.")
+        raise ValueError(f"{fn}: n_items = {n_items} but log_semantics has {jnp.shape(log_semantics)[0]} items.")
+    _check_trials(fn, item=item, utterance=utterance, choice=choice)
     check_index("rsa_listener_by_item", "item", item, n)
     check_index("rsa_listener_by_item", "utterance", utterance, int(jnp.shape(log_semantics)[-2]))
     alpha = group_effect("alpha", dim="item", size=n, loc=DEFAULT_PRIORS["alpha_mu"],

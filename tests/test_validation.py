@@ -317,3 +317,37 @@ def test_a_lapse_per_row_and_a_broadcast_weight_still_work_but_not_a_longer_one(
     np.testing.assert_allclose(np.asarray(agents.lapse_mixture(table, jnp.array([[0.1], [0.2]]))), np.log(1 / 3), rtol=1e-6)
     with pytest.raises(ValueError, match=r"log_mix_uniform: weight must be a scalar or have shape \(2, 2\)"):
         agents.lapse_mixture(table, jnp.array([[0.1], [0.2], [0.3]]))
+
+
+@pytest.mark.parametrize("model, data, match", [
+    (rsa_listener, dict(log_semantics=np.zeros(2), utterance=np.array([0, 1]), choice=np.array([0, 0])),
+     r"rsa_listener: log_semantics must have shape \[utterance, state\], at least one of each; got shape \(2,\)"),
+    (rsa_listener, dict(log_semantics=np.float32(0), utterance=np.array([0]), choice=np.array([0])),
+     r"rsa_listener: log_semantics must have shape \[utterance, state\], at least one of each; got shape \(\)"),
+    ("speaker", dict(log_semantics=np.zeros(2), state=np.array([0, 1, 2]), choice=np.array([0, 0, 0])),
+     r"rsa_speaker: log_semantics must have shape \[utterance, state\], at least one of each; got shape \(2,\)"),
+    (rsa_listener_by_item, dict(log_semantics=np.zeros(3), item=np.array([0]), utterance=np.array([0]),
+                                choice=np.array([0]), n_items=1),
+     r"rsa_listener_by_item: log_semantics must have shape \[utterance, state\] or \[item, utterance, state\]"),
+    (rsa_listener_by_item, dict(log_semantics=SEM, item=np.array([0, 0]), utterance=np.array([0, 1]),
+                                choice=np.array([0, 1]), n_items=0),
+     r"rsa_listener_by_item: n_items must be an int >= 1; got 0"),
+    (rsa_listener_by_item, dict(log_semantics=SEM, item=np.array([0, 0]), utterance=np.array([0, 1]),
+                                choice=np.array([0, 1]), n_items=2.5),
+     r"rsa_listener_by_item: n_items must be an int >= 1; got 2.5"),
+    (rsa_listener, dict(log_semantics=SEM, utterance=np.array([[0], [1]]), choice=np.array([0, 1])),
+     r"rsa_listener: utterance must have shape \[trial\] \(one entry per trial\); got shape \(2, 1\)"),
+    (rsa_listener_by_item, dict(log_semantics=SEM, item=np.array([0, 0, 1]), utterance=np.array([0, 1]),
+                                choice=np.array([0, 1]), n_items=2),
+     r"rsa_listener_by_item: the per-trial arrays must have one length \(one entry per trial\); got item \(3,\), "
+     r"utterance \(2,\), choice \(2,\)"),
+])
+def test_model_data_of_the_wrong_shape_are_named(model, data, match):
+    """Issue 33, item 4: a 1-D log_semantics was blamed on `utterance` (an index out of 0..1), a
+    0-D one raised IndexError, n_items=0 said 'index in 0..-1', a 2-D index array was named as
+    the likelihood's `rows`. Each is named by the model, with the shape or value expected."""
+    if model == "speaker":
+        from pragmodels.rsa_models import rsa_speaker as model
+    with pytest.raises(ValueError, match=match):
+        _trace(model, **data)
+
