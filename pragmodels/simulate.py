@@ -14,7 +14,9 @@ import numpy as np
 import numpy.typing as npt
 
 from pragmodels import agents
+from pragmodels.logmath import check_weight
 from pragmodels.semantics import boolean_semantics, threshold_semantics
+from pragmodels.validation import check_int, check_values
 
 __all__ = ["REFERENCE_LEXICON", "REFERENCE_UTTERANCES", "REFERENCE_STATES",
            "reference_game_speaker", "scale_listener_by_item"]
@@ -38,7 +40,15 @@ def reference_game_speaker(seed: int, n_per_state: int = 80, alpha: float = 2.0,
 
     Shapes: returns ``log_semantics [utterance=4, state=3]``, ``state [trial]`` and ``choice
     [trial]`` (``trial = 3 * n_per_state``), ``cost_design [utterance=4, cost_term=1]``.
+
+    The arguments have the ranges of the command line's config (``seed`` and ``n_per_state`` ints,
+    ``n_per_state >= 1``, ``alpha >= 0``, ``lapse`` in ``[0, 1]``): anything else is a ``ValueError``.
     """
+    fn = "reference_game_speaker"
+    check_int(fn, "seed", seed, 0)
+    check_int(fn, "n_per_state", n_per_state, 1)
+    check_values(fn, "cost", cost)
+    check_weight(lapse, fn, "lapse")
     rng = np.random.default_rng(seed)
     sem = boolean_semantics(REFERENCE_LEXICON)
     cost_design = np.array([[0.0], [0.0], [1.0], [0.0]])
@@ -57,7 +67,19 @@ def scale_listener_by_item(seed: int, n_items: int = 100, n_per_item: int = 40, 
 
     Shapes: ``data``: ``log_semantics [utterance=5, state=n_states]``, ``item``, ``utterance`` and
     ``choice [trial]`` (``trial = n_items * n_per_item``); ``true_alpha [n_items]``.
+
+    The arguments have the ranges of the command line's config (ints ``seed >= 0``, ``n_items``,
+    ``n_per_item >= 1``, ``n_states >= 2``; ``alpha_sigma >= 0``): anything else is a ``ValueError``.
     """
+    fn = "scale_listener_by_item"
+    check_int(fn, "seed", seed, 0)
+    check_int(fn, "n_items", n_items, 1)
+    check_int(fn, "n_per_item", n_per_item, 1)
+    check_int(fn, "n_states", n_states, 2)
+    check_values(fn, "alpha_mu", alpha_mu)
+    check_values(fn, "alpha_sigma", alpha_sigma)
+    if alpha_sigma < 0:
+        raise ValueError(f"{fn}: alpha_sigma = {alpha_sigma!r}; expected a standard deviation >= 0.")
     rng = np.random.default_rng(seed)
     values = np.linspace(0, 100, n_states)
     sem = threshold_semantics(values, [0, 20, 40, 60, 80])

@@ -351,3 +351,23 @@ def test_model_data_of_the_wrong_shape_are_named(model, data, match):
     with pytest.raises(ValueError, match=match):
         _trace(model, **data)
 
+
+@pytest.mark.parametrize("fn, kwargs, match", [
+    ("scale_listener_by_item", dict(n_items=0), r"scale_listener_by_item: n_items must be an int >= 1; got 0"),
+    ("scale_listener_by_item", dict(n_per_item=0), r"scale_listener_by_item: n_per_item must be an int >= 1; got 0"),
+    ("scale_listener_by_item", dict(n_states=1), r"scale_listener_by_item: n_states must be an int >= 2; got 1"),
+    ("scale_listener_by_item", dict(alpha_sigma=-0.5), r"scale_listener_by_item: alpha_sigma = -0.5; expected a "
+                                                      r"standard deviation >= 0"),
+    ("reference_game_speaker", dict(n_per_state=0), r"reference_game_speaker: n_per_state must be an int >= 1; got 0"),
+    ("reference_game_speaker", dict(n_per_state=-1), r"reference_game_speaker: n_per_state must be an int >= 1; got -1"),
+    ("reference_game_speaker", dict(seed=-1), r"reference_game_speaker: seed must be an int >= 0; got -1"),
+    ("reference_game_speaker", dict(lapse=2.0), r"reference_game_speaker: lapse = 2.0; expected a lapse"),
+])
+def test_simulators_take_the_ranges_of_the_config_schema(fn, kwargs, match):
+    """Issue 33, item 4: n_items=0 (or n_per_state=0) simulated an empty data set that failed
+    later as 'index in 0..-1' or 'no trials', n_per_state=-1 raised numpy's 'negative
+    dimensions'; the command line's schema refuses them (ge=1, ge=2). The library now agrees."""
+    from pragmodels import simulate
+
+    with pytest.raises(ValueError, match=match):
+        getattr(simulate, fn)(**{"seed": 0, **kwargs})
