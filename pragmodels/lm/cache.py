@@ -1,6 +1,7 @@
 """A score cache on disk (SQLite, standard library), and a model wrapper that uses it.
 
-Layering: the standard library, NumPy, :mod:`pragmodels.lm.base`, :mod:`pragmodels.validation`.
+Layering: the standard library, NumPy, :mod:`pragmodels.lm.base` (no JAX: the command line's help
+imports this).
 
 Each entry is one continuation's score, or one sample, keyed by the sha256 of a canonical JSON
 of everything the value depends on: the model's identity (a GGUF file's sha256, or a server's
@@ -36,7 +37,6 @@ from typing import Any
 import numpy as np
 
 from pragmodels.lm.base import LanguageModel, LMError, PromptFormat, check_continuations
-from pragmodels.validation import check_one_of
 
 __all__ = ["ScoreCache", "CachedLM", "default_cache_path"]
 
@@ -80,6 +80,11 @@ def _is_score(value: Any) -> bool:
 
 def _trusted(kind: str, value: Any) -> bool:
     return _is_score(value) if kind == "score" else isinstance(value, str)
+
+
+def _check_kind(kind: str) -> None:
+    if kind not in KINDS:  # (as pragmodels.validation.check_one_of, which imports JAX)
+        raise ValueError(f"kind must be one of {KINDS}; got {kind!r}.")
 
 
 def _check_keys(fn: str, keys: Iterable[Any]) -> None:
@@ -167,7 +172,7 @@ class ScoreCache:
         TypeError
             A key is not a string.
         """
-        check_one_of("kind", kind, KINDS)
+        _check_kind(kind)
         _check_keys("get_many", keys)
         out: dict[str, Any] = {}
         con = self._conn()
@@ -209,7 +214,7 @@ class ScoreCache:
         TypeError
             A key is not a string, or a value is not of its kind.
         """
-        check_one_of("kind", kind, KINDS)
+        _check_kind(kind)
         rows = []
         for key, value in items:
             _check_keys("put_many", [key])
