@@ -6,6 +6,9 @@ Arrays are log-probabilities unless named otherwise: ``log_semantics [utterance,
 ``alpha`` a scalar, ``cost [utterance]`` in nats of utility, ``log_prior [state]`` (``None``:
 uniform). Listeners return ``[utterance, state]`` (normalised over ``state``), speakers
 ``[state, utterance]`` (normalised over ``utterance``); undefined rows are ``-inf``, never NaN.
+They compute in the dtype given, float32 or float64; half precision (float16, bfloat16) is a
+``ValueError``, also inside ``jit``: at a large ``alpha`` it rounds true cells to probability 0
+without an error (cast with ``.astype(jnp.float32)``).
 
 Exposes the literal and pragmatic listeners and speakers (depth k; ``prior_at`` and
 ``cost_scaling`` choose between the published conventions), their ``_batch`` forms (a batch axis
@@ -23,7 +26,7 @@ import jax.numpy as jnp
 from jax.typing import ArrayLike, DTypeLike
 
 from pragmodels.logmath import log_mix_uniform, log_normalize, log_sum_exp, masked_scale
-from pragmodels.validation import check_numeric, check_shape, check_values
+from pragmodels.validation import check_numeric, check_precision, check_shape, check_values
 
 __all__ = [
     "softmax_speaker",
@@ -50,8 +53,10 @@ _COST_SCALINGS = ("inside", "outside")
 
 def _as_array(fn: str, name: str, x: ArrayLike) -> jax.Array:
     """``x`` as a JAX array, once :func:`~pragmodels.validation.check_numeric` has named an ``x``
-    that does not hold numbers (e.g. strings, which JAX would refuse without naming ``name``)."""
+    that does not hold numbers (e.g. strings, which JAX would refuse without naming ``name``) and
+    :func:`~pragmodels.validation.check_precision` one in half precision."""
     check_numeric(fn, name, x)
+    check_precision(fn, name, x)
     return jnp.asarray(x)
 
 

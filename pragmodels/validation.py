@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-__all__ = ["concrete", "numeric", "check_numeric", "check_values", "check_shape", "check_int", "check_index", "bad_index",
+__all__ = ["concrete", "numeric", "check_numeric", "check_precision", "check_values", "check_shape", "check_int", "check_index", "bad_index",
            "bad_integer", "check_normalised", "check_increasing", "check_one_of"]
 
 
@@ -76,9 +76,32 @@ def check_numeric(fn: str, name: str, x: object) -> None:
         raise ValueError(f"{fn}: {name} has dtype {arr.dtype} ({_first_value(name, arr)}); expected numbers.")
 
 
+def check_precision(fn: str, name: str, x: object) -> None:
+    """Refuse a half-precision float ``x`` (float16, bfloat16); checked on tracers too (only the
+    dtype is read, so also inside ``jit``).
+
+    The agents and likelihoods compute in log space, where half precision silently loses true
+    cells: at a large ``alpha`` (a deep recursion) a probability that float32 keeps rounds to 0
+    (``-inf``). They compute in the dtype they are given, float32 or float64, and refuse half
+    precision rather than cast it (the cast is the caller's choice).
+
+    Shapes: ``x [...]``, any shape.
+
+    Raises
+    ------
+    ValueError
+        Naming ``fn``, ``name`` and the dtype.
+    """
+    dtype = getattr(x, "dtype", None)
+    if dtype is not None and _is_float(np.dtype(dtype)) and np.dtype(dtype).itemsize < 4:
+        raise ValueError(f"{fn}: {name} has dtype {np.dtype(dtype).name}; expected float32 or float64 (half "
+                         "precision rounds true cells to probability 0 at large alpha); cast it with "
+                         ".astype(jnp.float32).")
+
+
 def check_values(fn: str, name: str, x: object, *, neg_inf: bool = False, pos_inf: bool = False) -> None:
-    """Reject NaN (always) and infinities (unless allowed) in a concrete ``x``, and values that are
-    not numbers (e.g. strings).
+    """Reject NaN (always) and infinities (unless allowed) in a concrete ``x``, values that are not
+    numbers (e.g. strings), and half-precision floats (:func:`check_precision`, tracers too).
 
     Tracers and non-float (integer, bool) arrays pass the NaN and infinity checks.
 
@@ -96,6 +119,7 @@ def check_values(fn: str, name: str, x: object, *, neg_inf: bool = False, pos_in
     ValueError
         Naming ``fn``, ``name``, the first offending index and its value (or the dtype).
     """
+    check_precision(fn, name, x)
     check_numeric(fn, name, x)
     arr = concrete(x)
     if arr is None:

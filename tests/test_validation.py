@@ -371,3 +371,25 @@ def test_simulators_take_the_ranges_of_the_config_schema(fn, kwargs, match):
 
     with pytest.raises(ValueError, match=match):
         getattr(simulate, fn)(**{"seed": 0, **kwargs})
+
+
+@pytest.mark.parametrize("dtype", [jnp.float16, jnp.bfloat16])
+def test_half_precision_is_refused_by_name_also_under_jit(dtype):
+    """Issue 33, item 5: a float16 listener silently lost true cells at large alpha (SEM, depth 3,
+    alpha 50: 7 cells finite in float32 came out -inf). Decision: the agents and likelihoods
+    refuse half precision (a ValueError naming the argument and dtype; the dtype is static, so
+    also under jit) rather than cast it."""
+    sem = jnp.asarray(SEM, jnp.float32)
+    kept = np.isfinite(np.asarray(agents.pragmatic_listener(sem, 50.0, depth=3)))
+    assert kept.sum() == 12  # the float32 listener keeps every cell
+    match = rf"pragmatic_listener: log_semantics has dtype {jnp.dtype(dtype).name}; expected float32 or float64"
+    with pytest.raises(ValueError, match=match):
+        agents.pragmatic_listener(sem.astype(dtype), 50.0, depth=3)
+    with pytest.raises(ValueError, match=match):
+        jax.jit(lambda s: agents.pragmatic_listener(s, 50.0, depth=3))(sem.astype(dtype))
+    with pytest.raises(ValueError, match=rf"pragmatic_speaker: alpha has dtype {jnp.dtype(dtype).name}"):
+        agents.pragmatic_speaker(sem, jnp.asarray(2.0, dtype))
+    with pytest.raises(ValueError, match=rf"pragmatic_listener_batch: log_semantics has dtype {jnp.dtype(dtype).name}"):
+        agents.pragmatic_listener_batch(sem.astype(dtype), jnp.ones(2))
+    with pytest.raises(ValueError, match=rf"site 'y': log_probs has dtype {jnp.dtype(dtype).name}"):
+        likelihoods.choices("y", jnp.asarray(_P3, dtype), np.array([0, 1]))
