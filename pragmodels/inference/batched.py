@@ -16,6 +16,7 @@ trials masked out of the likelihood and cut from each data set's DataTree. In fu
 from __future__ import annotations
 
 import functools
+import json
 import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -24,13 +25,12 @@ from typing import TYPE_CHECKING, Any, Literal
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.typing import ArrayLike
-from numpyro.primitives import Messenger
 
 from pragmodels.inference import compile_cache, nuts
 from pragmodels.inference.diagnostics import FitWarning, diagnose
 from pragmodels.inference.fitting import check_settings, to_datatree, validate_data
 from pragmodels.inference.nuts import as_rng_key
+from pragmodels.inference.padding import Masked, cut_padding
 from pragmodels.inference.predictive import (
     posterior_predictive as posterior_predictive_draws,
 )
@@ -46,39 +46,6 @@ if TYPE_CHECKING:
     import xarray as xr
 
 __all__ = ["fit_batched"]
-
-
-class _PadMask(Messenger):
-    """Mask the padded trials of every observed site whose last batch axis has length ``n``."""
-
-    def __init__(self, mask: jax.Array):
-        super().__init__()
-        self.mask = mask
-
-    def process_message(self, msg: dict[str, Any]) -> None:
-        if msg["type"] != "sample" or not msg.get("is_observed"):
-            return
-        batch = tuple(msg["fn"].batch_shape)
-        if batch and batch[-1] == self.mask.shape[-1]:
-            msg["fn"] = msg["fn"].mask(self.mask)
-
-
-class _Masked:
-    """``model`` whose padded trials (``_pad_mask [trial]``, True for real ones) are masked."""
-
-    def __init__(self, model: Callable[..., Any]):
-        self.model = model
-        self.name = getattr(model, "name", getattr(model, "__name__", "model"))
-
-    def __call__(self, _pad_mask: ArrayLike | None = None, **kwargs: Any) -> Any:
-        if _pad_mask is None:
-            return self.model(**kwargs)
-        with _PadMask(jnp.asarray(_pad_mask, bool)):
-            return self.model(**kwargs)
-
-    @property
-    def __pragmodels_key__(self) -> tuple[Any, ...]:
-        return ("masked", structure_key(self.model))
 
 
 def _pad(datasets: Sequence[Mapping[str, Any]], pad: Sequence[str]
@@ -120,14 +87,6 @@ def _pad(datasets: Sequence[Mapping[str, Any]], pad: Sequence[str]
         arrays[k] = np.stack(vals)
     mask = np.arange(n_max)[None, :] < np.asarray(sizes)[:, None]
     return static, arrays, mask, sizes
-
-
-def _cut(arr: np.ndarray, n: int, n_max: int) -> np.ndarray:
-    """Drop the padding from the last axis of length ``n_max`` (of a [chain, draw, ...] array)."""
-    axes = [i for i in range(2, arr.ndim) if arr.shape[i] == n_max]
-    if not axes:
-        return arr
-    return np.take(arr, np.arange(n), axis=axes[-1])
 
 
 def fit_batched(rng_key: int | jax.Array, model: Callable[..., Any], datasets: Sequence[Mapping[str, Any]], *,
@@ -182,7 +141,7 @@ def fit_batched(rng_key: int | jax.Array, model: Callable[..., Any], datasets: S
     key = as_rng_key(rng_key)
     static, stacked, mask, sizes = _pad(datasets, pad)
     n_max = mask.shape[1]
-    masked = _Masked(model)
+    masked = Masked(model)
     K = len(datasets)  # noqa: N806 - K datasets, as the docstring counts them
     arrays = {**{k: jnp.asarray(v) for k, v in stacked.items()}, "_pad_mask": jnp.asarray(mask)}
 
@@ -230,8 +189,8 @@ def fit_batched(rng_key: int | jax.Array, model: Callable[..., Any], datasets: S
         observed = infos[i].observed
         pp = posterior_predictive_draws(key_pp[i], masked, latent_i, data_i, observed) if posterior_predictive else None
         n = sizes[i]
-        loglik = {k: _cut(v, n, n_max) for k, v in loglik.items()}
-        pp = {k: _cut(v, n, n_max) for k, v in pp.items()} if pp else None
+        loglik = {k: cut_padding(v, n, n_max) for k, v in loglik.items()}
+        pp = {k: cut_padding(v, n, n_max) for k, v in pp.items()} if pp else None
         run = nuts.NutsRun(samples=per_k[i], stats={k: v[i] for k, v in stats.items()}, latent_sites=latent_sites,
                          chain_method="vectorized", devices=1, compile_s=compile_s, run_s=run_s, cache_hit=hit)
         tree = to_datatree(run, loglik, pp, None, infos[i], dims, coords)
@@ -249,6 +208,10 @@ def fit_batched(rng_key: int | jax.Array, model: Callable[..., Any], datasets: S
             name=label, info=infos[i], data=datasets[i], rng_key=rng_key, settings=recorded, nuts=run,
             diagnostics=diag, wall_time_s=float("nan"), postprocessing_time_s=float("nan"), dataset=name)
         tree.attrs.update(attrs.items())
+        tree.attrs["padding"] = json.dumps(
+            {"reason": "pad names no arrays"} if not pad
+            else {"n_trials": int(n), "padded_to": int(n_max), "arrays": list(pad)} if n < n_max
+            else {"n_trials": int(n), "padded_to": int(n), "reason": "the largest data set"})
         out[name] = tree
     wall = time.perf_counter() - t0
     for tree in out.values():  # the batch's, known only now

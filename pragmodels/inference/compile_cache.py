@@ -1,8 +1,10 @@
 """The cache of compiled programs that later fits of the same model and shapes reuse.
 
 A program is keyed by the model's structure (:func:`pragmodels.model_key.structure_key`), its
-static data values, the arrays' shapes and dtypes, and the sampler settings; the cache is a small
-LRU (:func:`cache_info`, :func:`clear_cache`, :func:`set_cache_size`). :func:`lookup` and
+static data values, the arrays' shapes and dtypes, and the sampler settings; the cache is an LRU
+bounded by memory and by count (:func:`cache_info`, :func:`clear_cache`, :func:`set_cache_size`):
+each program is charged the growth of the process's resident memory while it was compiled
+(tens of MB for a small listener's NUTS program; 32 MB where that cannot be read). :func:`lookup` and
 :func:`store` are what :mod:`~pragmodels.inference.nuts`, :mod:`~pragmodels.inference.predictive`,
 :mod:`~pragmodels.evaluation.crossval` and :mod:`~pragmodels.inference.batched` use.
 """
@@ -11,6 +13,7 @@ LRU (:func:`cache_info`, :func:`clear_cache`, :func:`set_cache_size`). :func:`lo
 from __future__ import annotations
 
 import functools
+import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Mapping
@@ -116,12 +119,37 @@ class CompiledEntry:
     bound: Any
     compile_s: float
     info: dict = field(default_factory=dict)
+    nbytes: int = 0
 
 
 _CACHE: OrderedDict[Hashable, CompiledEntry] = OrderedDict()
 _LOCK = threading.Lock()
 _STATS = {"hits": 0, "misses": 0, "compile_s": 0.0}
 _MAXSIZE = [32]
+_MAX_BYTES = [512 * 2**20]
+_UNKNOWN_BYTES = 32 * 2**20  # charged to a program where resident memory cannot be read
+_MISSED_AT = threading.local()  # resident memory at each key's miss in this thread, until its store
+
+
+def _resident_bytes() -> int | None:
+    """The process's resident memory in bytes (Linux /proc, else psutil where installed), or None."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError, AttributeError):
+        pass
+    try:
+        import psutil  # type: ignore[import-untyped]
+    except ImportError:
+        return None
+    return int(psutil.Process().memory_info().rss)
+
+
+def _evict() -> None:
+    """Drop least recently used entries beyond the count or the memory bound (the newest one stays)."""
+    while len(_CACHE) > 1 and (len(_CACHE) > _MAXSIZE[0]
+                               or sum(e.nbytes for e in _CACHE.values()) > _MAX_BYTES[0]):
+        _CACHE.popitem(last=False)
 
 
 def lookup(key: Hashable) -> CompiledEntry | None:
@@ -143,11 +171,19 @@ def lookup(key: Hashable) -> CompiledEntry | None:
             _STATS["hits"] += 1
         else:
             _STATS["misses"] += 1
-        return entry
+    if entry is None:
+        missed = getattr(_MISSED_AT, "rss", None)
+        if missed is None or len(missed) > 64:  # misses never stored (a failed compile) are forgotten
+            missed = _MISSED_AT.rss = {}
+        missed[key] = _resident_bytes()
+    return entry
 
 
 def store(key: Hashable, entry: CompiledEntry) -> None:
     """Keep ``entry`` under ``key``, dropping the least recently used entries beyond :func:`set_cache_size`.
+
+    Unless ``entry.nbytes`` is set, the entry is charged the growth of resident memory since this
+    thread's :func:`lookup` of ``key`` missed (at least 1 MB; 32 MB where memory cannot be read).
 
     Parameters
     ----------
@@ -160,12 +196,15 @@ def store(key: Hashable, entry: CompiledEntry) -> None:
     -------
     None
     """
+    if not entry.nbytes:
+        before = getattr(_MISSED_AT, "rss", {}).pop(key, None)
+        now = _resident_bytes()
+        entry.nbytes = max(now - before, 2**20) if before is not None and now is not None else _UNKNOWN_BYTES
     with _LOCK:
         _CACHE[key] = entry
         _CACHE.move_to_end(key)
         _STATS["compile_s"] += entry.compile_s
-        while len(_CACHE) > _MAXSIZE[0]:
-            _CACHE.popitem(last=False)
+        _evict()
 
 
 def cache_info() -> dict[str, Any]:
@@ -174,13 +213,17 @@ def cache_info() -> dict[str, Any]:
     Returns
     -------
     dict
-        ``size`` and ``maxsize`` (entries), ``hits``, ``misses`` and total ``compile_s`` so far
-        (since the last :func:`clear_cache`), and ``entries``: a one-line description of each
-        entry, least recently used first.
+        ``size`` and ``maxsize`` (entries), ``memory_mb`` and ``max_mb`` (the memory charged to the
+        entries, and its bound), ``hits``, ``misses`` and total ``compile_s`` so far (since the last
+        :func:`clear_cache`), and ``entries``: a one-line description of each entry, least recently
+        used first.
     """
     with _LOCK:
-        return dict(size=len(_CACHE), maxsize=_MAXSIZE[0], hits=_STATS["hits"], misses=_STATS["misses"],
-                    compile_s=round(_STATS["compile_s"], 3), entries=[e.label for e in _CACHE.values()])
+        return dict(size=len(_CACHE), maxsize=_MAXSIZE[0],
+                    memory_mb=round(sum(e.nbytes for e in _CACHE.values()) / 2**20, 1),
+                    max_mb=round(_MAX_BYTES[0] / 2**20, 1), hits=_STATS["hits"], misses=_STATS["misses"],
+                    compile_s=round(_STATS["compile_s"], 3),
+                    entries=[f"{e.label} ({e.nbytes / 2**20:.0f} MB)" for e in _CACHE.values()])
 
 
 def clear_cache() -> None:
@@ -199,27 +242,35 @@ def clear_cache() -> None:
         _BOUND.clear()
 
 
-def set_cache_size(maxsize: int) -> None:
-    """Keep at most ``maxsize`` compiled programs (least recently used dropped first; default 32).
+def set_cache_size(maxsize: int | None = None, *, max_mb: float | None = None) -> None:
+    """Keep at most ``maxsize`` compiled programs (default 32) charged at most ``max_mb`` of memory in all
+    (default 512); the least recently used are dropped first, the newest is always kept.
 
-    The same bound applies to the models :func:`bound_model` keeps.
+    The count bound also applies to the models :func:`bound_model` keeps. A bound left None is unchanged.
 
     Parameters
     ----------
-    maxsize : int
+    maxsize : int, optional
         At least 1; entries beyond it are dropped at once.
+    max_mb : float, optional
+        Megabytes, > 0: the sum of the entries' charges (:func:`store`) kept under it.
 
     Raises
     ------
     ValueError
-        ``maxsize`` is not an integer >= 1.
+        ``maxsize`` is not an integer >= 1, or ``max_mb`` not a number > 0.
     """
-    if not isinstance(maxsize, int) or maxsize < 1:
+    if maxsize is not None and (isinstance(maxsize, bool) or not isinstance(maxsize, int) or maxsize < 1):
         raise ValueError(f"maxsize must be an integer >= 1; got {maxsize!r}.")
+    if max_mb is not None and (isinstance(max_mb, bool) or not isinstance(max_mb, (int, float))
+                               or not max_mb > 0 or max_mb == float("inf")):
+        raise ValueError(f"max_mb must be a finite number of megabytes > 0; got {max_mb!r}.")
     with _LOCK:
-        _MAXSIZE[0] = maxsize
-        while len(_CACHE) > maxsize:
-            _CACHE.popitem(last=False)
+        if maxsize is not None:
+            _MAXSIZE[0] = maxsize
+        if max_mb is not None:
+            _MAX_BYTES[0] = int(max_mb * 2**20)
+        _evict()
 
 
 _BOUND: OrderedDict[Hashable, Any] = OrderedDict()

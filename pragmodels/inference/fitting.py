@@ -39,6 +39,7 @@ from pragmodels.inference.nuts import (
     pointwise_log_likelihood,
     run_nuts,
 )
+from pragmodels.inference.padding import cut_padding, plan_padding
 from pragmodels.inference.predictive import (
     posterior_predictive as _posterior_predictive,
     prior_predictive_draws,
@@ -240,6 +241,7 @@ def fit(
     priors: Mapping[str, Any] | None = None,
     out: str | os.PathLike[str] | None = None,
     strict: bool = False,
+    pad_trials: bool = True,
 ) -> xr.DataTree:
     """Fit ``model(**data)`` with NUTS and return an ArviZ ``DataTree``.
 
@@ -299,6 +301,12 @@ def fit(
         Raise :class:`~pragmodels.inference.diagnostics.FitDiagnosticsError` instead of warning (a
         :class:`FitPostprocessingError` when a step after sampling failed); the result is on the
         exception's ``.tree``.
+    pad_trials : bool
+        Pad the per-trial arrays to the next size of 8, 12, 16, 24, 32, 48, ... and mask the padding
+        (:mod:`pragmodels.inference.padding`), so that fits to data sets of different sizes share
+        their compiled programs (and memory). Done only where a check shows it changes no site's shape
+        and not the log density; the result never holds padding, and ``tree.attrs["padding"]`` says
+        what was padded or why not. The draws differ from an unpadded fit's only as two seeds do.
 
     Returns
     -------
@@ -328,14 +336,23 @@ def fit(
     if not observed:
         raise ValueError("the model has no observed sites: pass the observations in `data`.")
 
+    # the model and data the programs run on: padded to a size bucket where that changes nothing
+    plan = plan_padding(model, data, info.observed_values) if pad_trials else None
+    run_model, run_data = (plan.model, plan.data) if plan is not None and plan.padded else (model, data)
+
+    def cut(draws: dict[str, np.ndarray] | None) -> dict[str, np.ndarray] | None:
+        if draws is None or plan is None or not plan.padded:
+            return draws
+        return {k: cut_padding(v, plan.n, plan.padded_to) for k, v in draws.items()}
+
     key_mcmc, key_pp = jax.random.split(key)
     init_params, optima = None, None
     if init == "optimize":
         key_mcmc, key_init = jax.random.split(key_mcmc)
-        static, arrays = split_data(data)
-        found = multistart_inits(key_init, bound_model(model, static), arrays, num_chains)
+        static, arrays = split_data(run_data)
+        found = multistart_inits(key_init, bound_model(run_model, static), arrays, num_chains)
         init_params, optima = found.init_params, found.summary()
-    run = run_nuts(key_mcmc, model, data, num_warmup=num_warmup, num_samples=num_samples, num_chains=num_chains,
+    run = run_nuts(key_mcmc, run_model, run_data, num_warmup=num_warmup, num_samples=num_samples, num_chains=num_chains,
                    chain_method=chain_method, target_accept=target_accept, max_tree_depth=max_tree_depth,
                    dense_mass=dense_mass, init="uniform" if init == "optimize" else init, init_params=init_params,
                    progress_bar=progress_bar)
@@ -348,9 +365,9 @@ def fit(
     # from here on the chains are finished: a failing step is recorded, never allowed to lose them
     t_post = time.perf_counter()
     steps = _Steps()
-    loglik = steps.attempt("log_likelihood", lambda: pointwise_log_likelihood(model, run, data), {})
+    loglik = steps.attempt("log_likelihood", lambda: cut(pointwise_log_likelihood(run_model, run, run_data)), {})
     pp = (steps.attempt("posterior_predictive",
-                        lambda: _posterior_predictive(key_pp, model, run.latent, data, observed))
+                        lambda: cut(_posterior_predictive(key_pp, run_model, run.latent, run_data, observed)))
           if posterior_predictive else None)
     prior = None
     if prior_predictive:
@@ -378,6 +395,7 @@ def fit(
         tree.attrs.update(provenance_attrs(
             name=label, info=info, data=data, rng_key=rng_key, settings=settings, nuts=run, diagnostics=diag,
             wall_time_s=wall, postprocessing_time_s=post_s, init_optima=optima))
+        tree.attrs["padding"] = json.dumps(plan.record() if plan is not None else {"reason": "pad_trials=False"})
 
     steps.attempt("provenance", provenance)
     if steps.errors:

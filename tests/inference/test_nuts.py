@@ -291,6 +291,44 @@ def test_lru_bound_and_clear_cache():
         compile_cache.set_cache_size(32)
 
 
+def test_memory_bound_evicts_least_recently_used_by_charge():
+    compile_cache.clear_cache()
+    compile_cache.set_cache_size(max_mb=100)
+    try:
+        for i, mb in enumerate((40, 40, 30)):
+            compile_cache.store(("probe", i), compile_cache.CompiledEntry("probe", f"p{i}", None, None, 0.0,
+                                                                          nbytes=mb * 2**20))
+        info = compile_cache.cache_info()
+        assert info["size"] == 2 and info["memory_mb"] == 70 and info["max_mb"] == 100
+        assert compile_cache.lookup(("probe", 0)) is None  # the oldest went first
+        compile_cache.store(("probe", 3), compile_cache.CompiledEntry("probe", "big", None, None, 0.0,
+                                                                      nbytes=500 * 2**20))
+        info = compile_cache.cache_info()
+        assert info["size"] == 1 and info["entries"] == ["big (500 MB)"]  # the newest always stays
+    finally:
+        compile_cache.set_cache_size(32, max_mb=512)
+        compile_cache.clear_cache()
+
+
+def test_store_charges_the_memory_grown_since_the_miss():
+    compile_cache.clear_cache()
+    try:
+        key = ("probe", "grow")
+        assert compile_cache.lookup(key) is None
+        held = np.ones(64 * 2**20 // 8)  # 64 MB resident, as a compiled program would be
+        compile_cache.store(key, compile_cache.CompiledEntry("probe", "grow", held, None, 0.0))
+        assert 60 <= compile_cache.cache_info()["memory_mb"] <= 200
+    finally:
+        compile_cache.clear_cache()
+
+
+@pytest.mark.parametrize("kwargs", [dict(maxsize=0), dict(maxsize=True), dict(max_mb=0), dict(max_mb=-5),
+                                    dict(max_mb=float("inf")), dict(max_mb="512")])
+def test_set_cache_size_rejects_bad_bounds(kwargs):
+    with pytest.raises(ValueError, match="maxsize|max_mb"):
+        compile_cache.set_cache_size(**kwargs)
+
+
 @pytest.mark.nuts
 def test_pointwise_log_likelihood_equals_numpyro():
     run = nuts.run_nuts(0, normal_means, dict(y=YN), num_chains=3, chain_method="vectorized", **SHORT)

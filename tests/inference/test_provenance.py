@@ -14,7 +14,7 @@ from pragmodels.inference.provenance import model_name, seed_record
 
 #: What a fit's attributes say about its outcome, not its inputs: these may differ between two fits.
 OUTCOME = {"wall_time_s", "compile_time_s", "sampling_time_s", "postprocessing_time_s", "kernel_cache_hit",
-           "created_at", "diagnostics", "diagnostics_ok"}
+           "created_at", "diagnostics", "diagnostics_ok", "padding"}  # padding: to a bucket, or to the largest
 
 
 def tiny(y):
@@ -43,7 +43,9 @@ def test_fit_and_fit_batched_agree_on_every_shared_attribute():
     assert json.loads(single["priors"])["mu"]["loc"] == 0.5  # the prior as sampled, not as declared
     assert json.loads(single["seed"]) == 3 and single["model"] == "tiny"
     assert json.loads(single["observed_sites"]) == ["y"]
-    for key in OUTCOME - {"created_at", "diagnostics"}:
+    assert json.loads(single["padding"])["padded_to"] == 8  # 7 trials, padded to the bucket of 8
+    assert json.loads(batched["padding"]) == {"reason": "pad names no arrays"}
+    for key in OUTCOME - {"created_at", "diagnostics", "padding"}:
         assert isinstance(single[key], (int, float)) and isinstance(batched[key], (int, float)), key
 
 

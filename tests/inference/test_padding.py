@@ -1,0 +1,116 @@
+"""Size buckets: per-trial arrays padded and masked so that fits of different sizes share programs."""
+
+import json
+
+import numpy as np
+import numpyro
+import numpyro.distributions as dist
+import pytest
+from numpyro.infer.util import log_density
+
+import pragmodels as pm
+from pragmodels.inference import compile_cache, nuts
+from pragmodels.inference.padding import bucket_size, cut_padding, plan_padding
+from pragmodels.params import inspect_model
+from pragmodels.rsa_models import listener_model
+
+SEM = pm.semantics.boolean_semantics([[1, 1, 0], [0, 0, 1], [1, 0, 1], [0, 1, 0]])
+
+
+def listener_data(n, seed=0):
+    rng = np.random.default_rng(seed)
+    return dict(log_semantics=SEM, utterance=rng.integers(0, 4, n), choice=rng.integers(0, 3, n))
+
+
+def plan(model, data):
+    return plan_padding(model, data, inspect_model(model, data).observed_values)
+
+
+@pytest.mark.parametrize("n, expected", [(0, 8), (1, 8), (8, 8), (9, 12), (12, 12), (13, 16), (17, 24),
+                                         (25, 32), (33, 48), (49, 64), (100, 128), (129, 192), (193, 256)])
+def test_bucket_sizes(n, expected):
+    assert bucket_size(n) == expected
+
+
+def test_buckets_waste_at_most_half():
+    for n in range(9, 5000):
+        b = bucket_size(n)
+        assert n <= b < 1.5 * n + 1, n
+
+
+def test_listener_is_padded_and_its_log_density_unchanged():
+    data = listener_data(50)
+    model = listener_model()
+    p = plan(model, data)
+    assert p.padded and p.padded_to == 64 and sorted(p.keys) == ["choice", "utterance"]
+    assert p.data["utterance"].shape == (64,) and p.data["_pad_mask"].sum() == 50
+    params = {"alpha": np.float32(2.3), "lapse": np.float32(0.07)}
+    lp = float(log_density(model, (), data, params)[0])
+    lp_pad = float(log_density(p.model, (), dict(p.data), params)[0])
+    assert lp_pad == pytest.approx(lp, rel=1e-6)
+    # the padded trials repeat the last one, so without the mask the density would differ
+    unmasked = {k: v for k, v in p.data.items() if k != "_pad_mask"}
+    assert float(log_density(model, (), unmasked, params)[0]) < lp - 1e-3
+
+
+def test_bucket_sized_data_are_not_padded():
+    p = plan(listener_model(), listener_data(48))
+    assert not p.padded and "bucket" in p.reason and p.record() == {
+        "n_trials": 48, "padded_to": 48, "reason": p.reason}
+
+
+def per_trial_latent(x, y=None):
+    """A latent per trial: padding would add latent variables, so it must not be padded."""
+    with numpyro.plate("trial", x.shape[0]):
+        z = numpyro.sample("z", dist.Normal(0.0, 1.0))
+        numpyro.sample("y", dist.Normal(x + z, 1.0), obs=y)
+
+
+def sum_of_trials(x, y=None):
+    """Uses every row of x outside the likelihood: padding changes the log density."""
+    mu = numpyro.sample("mu", dist.Normal(0.0, 1.0))
+    numpyro.factor("rows", -0.1 * (x ** 2).sum() * mu ** 2)
+    numpyro.sample("y", dist.Normal(mu + x, 1.0), obs=y)
+
+
+def test_padding_refused_where_a_site_changes_shape():
+    data = dict(x=np.linspace(0, 1, 10), y=np.zeros(10))
+    p = plan(per_trial_latent, data)
+    assert not p.padded and "'z'" in p.reason and p.data is data
+
+
+def test_padding_refused_where_the_log_density_changes():
+    data = dict(x=np.linspace(0, 1, 10), y=np.zeros(10))
+    p = plan(sum_of_trials, data)
+    assert not p.padded and "log density" in p.reason
+
+
+def test_cut_padding_drops_the_last_padded_axis_only():
+    arr = np.arange(2 * 3 * 12).reshape(2, 3, 12)
+    assert cut_padding(arr, 10, 12).shape == (2, 3, 10)
+    np.testing.assert_array_equal(cut_padding(arr, 10, 12), arr[..., :10])
+    assert cut_padding(arr, 12, 12) is arr
+    assert cut_padding(np.zeros((2, 3, 5)), 10, 12).shape == (2, 3, 5)
+
+
+@pytest.mark.nuts
+@pytest.mark.filterwarnings("ignore::pragmodels.inference.diagnostics.FitWarning")  # short chains
+def test_fits_of_two_sizes_share_one_program_and_hold_no_padding():
+    model = listener_model()
+    kw = dict(num_warmup=150, num_samples=150, num_chains=2, progress_bar=False)
+    first = pm.fit(0, model, listener_data(50), **kw)
+    misses = compile_cache.cache_info()["misses"]
+    data = listener_data(60, seed=1)
+    second = pm.fit(1, model, data, **kw)
+    assert second.attrs["kernel_cache_hit"] == 1 and first.attrs["kernel_cache_hit"] == 0
+    assert compile_cache.cache_info()["misses"] == misses  # log-likelihood and predictive reused too
+    assert json.loads(second.attrs["padding"]) == {"n_trials": 60, "padded_to": 64,
+                                                  "arrays": ["utterance", "choice"]}
+    assert second.posterior_predictive["choice"].shape[-1] == 60
+    assert second.observed_data["choice"].shape == (60,)
+    # the pointwise log-likelihood equals the unpadded model's at the same draws
+    draws = {k: second.posterior[k].values for k in ("alpha", "lapse")}
+    direct = nuts.pointwise_log_likelihood(model, draws, data)["choice"]
+    np.testing.assert_allclose(second.log_likelihood["choice"].values, direct, rtol=1e-5, atol=1e-6)
+    unpadded = pm.fit(1, model, data, pad_trials=False, **kw)
+    assert json.loads(unpadded.attrs["padding"]) == {"reason": "pad_trials=False"}
