@@ -90,8 +90,12 @@ def converged(tree) -> bool:
     """Whether a fit meets every standard of :data:`STANDARDS`: max r_hat <= 1.01, bulk and tail
     ESS >= 400, no divergences and under 1% of trajectories at the tree-depth cap."""
     d = _diagnostics(tree)
-    return (d["max_rhat"] <= STANDARDS["max_rhat"] and min(d["min_ess_bulk"], d["min_ess_tail"]) >= STANDARDS["min_ess"]
-            and d["divergences"] <= STANDARDS["max_divergences"] and not depth_share(tree) >= STANDARDS["max_depth_share"])
+    # each comparison is False for NaN, so a NaN diagnostic fails; diagnostics_ok carries what the
+    # recorded worst values cannot (e.g. a NaN r_hat of one element)
+    return (bool(tree.attrs.get("diagnostics_ok", True)) and d["max_rhat"] <= STANDARDS["max_rhat"]
+            and d["min_ess_bulk"] >= STANDARDS["min_ess"] and d["min_ess_tail"] >= STANDARDS["min_ess"]
+            and d["divergences"] <= STANDARDS["max_divergences"]
+            and not depth_share(tree) >= STANDARDS["max_depth_share"])  # NaN: not recorded
 
 
 def chain_table(trees: dict) -> pd.DataFrame:
