@@ -28,7 +28,7 @@ import numpy as np
 
 from pragmodels.inference import compile_cache, nuts
 from pragmodels.inference.diagnostics import FitWarning, diagnose
-from pragmodels.inference.fitting import check_settings, to_datatree, validate_data
+from pragmodels.inference.fitting import check_dense_mass, check_settings, to_datatree, validate_data
 from pragmodels.inference.nuts import as_rng_key
 from pragmodels.inference.padding import Masked, cut_padding
 from pragmodels.inference.predictive import (
@@ -135,6 +135,7 @@ def fit_batched(rng_key: int | jax.Array, model: Callable[..., Any], datasets: S
         raise ValueError(f"fit_batched: init must be 'median' or 'uniform'; got {init!r}.")
     datasets = [validate_data(dict(d)) for d in datasets]
     infos = [inspect_model(model, d, priors) for d in datasets]  # each data set validated eagerly
+    check_dense_mass(dense_mass, infos[0])
     label = model_name(model)
     if priors:
         model = with_priors(model, priors)

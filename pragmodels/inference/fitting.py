@@ -36,6 +36,7 @@ from pragmodels.inference.nuts import (
     ChainMethod,
     NutsRun,
     as_rng_key,
+    dense_mass_key,
     pointwise_log_likelihood,
     run_nuts,
 )
@@ -55,7 +56,7 @@ from pragmodels.params import ModelInfo, inspect_model, with_priors
 from pragmodels.validation import check_one_of
 
 __all__ = ["fit", "CHAIN_METHODS", "PostprocessingWarning", "FitPostprocessingError", "validate_data",
-           "check_settings", "to_datatree"]
+           "check_settings", "check_dense_mass", "to_datatree"]
 
 
 class PostprocessingWarning(FitWarning):
@@ -136,6 +137,25 @@ def check_settings(num_warmup: object, num_samples: object, num_chains: object, 
     if isinstance(max_tree_depth, bool) or not isinstance(max_tree_depth, (int, np.integer)) or max_tree_depth < 1:
         raise ValueError(f"max_tree_depth must be an integer >= 1; got {max_tree_depth!r}.")
     check_one_of("init", init, list(INITS))
+
+
+def check_dense_mass(dense_mass: object, info: ModelInfo) -> None:
+    """Every site a ``dense_mass`` block names is a sampled latent site of the model.
+
+    Raises
+    ------
+    ValueError
+        A block names a site that is not sampled (unknown, observed, deterministic or fixed); the
+        message names it and lists the sampled sites.
+    """
+    blocks = dense_mass_key(dense_mass)  # a TypeError for anything but a bool or blocks of names
+    if isinstance(blocks, bool):
+        return
+    sampled = [k for k in info.latent if k not in info.fixed]
+    unknown = [site for block in blocks for site in block if site not in sampled]
+    if unknown:
+        raise ValueError(f"dense_mass names {unknown}, which the model does not sample; its sampled sites "
+                         f"are {sampled}.")
 
 
 def to_datatree(run: NutsRun, loglik: dict[str, np.ndarray], pp: dict[str, np.ndarray] | None,
@@ -330,6 +350,7 @@ def fit(
     # one eager trace: validates the data and the prior overrides by name, and records the priors,
     # fixed values and dims actually in force (provenance is read from here, not from a list)
     info = inspect_model(model, data, priors)
+    check_dense_mass(dense_mass, info)
     if priors:
         model = with_priors(model, priors)
     observed = info.observed

@@ -136,6 +136,9 @@ class NutsRun:
         return {k: self.samples[k] for k in self.latent_sites}
 
 
+MAX_SEED = 2**32 - 1
+
+
 def as_rng_key(rng_key: int | jax.Array) -> jax.Array:
     """One typed PRNG key from what a user passes as ``rng_key``.
 
@@ -156,11 +159,15 @@ def as_rng_key(rng_key: int | jax.Array) -> jax.Array:
     Raises
     ------
     ValueError
-        A key array (several keys) instead of one key.
+        A key array (several keys) instead of one key, or an int seed outside ``[0, 2**32 - 1]``
+        (a config's ``seed`` has the same range).
     TypeError
         Neither an int nor a JAX array (``bool`` is not a seed).
     """
     if isinstance(rng_key, (int, np.integer)) and not isinstance(rng_key, bool):
+        if not 0 <= int(rng_key) <= MAX_SEED:
+            raise ValueError(f"rng_key must be an int seed in [0, 2**32 - 1], as a config's seed is (JAX "
+                             f"folds other ints onto these); got {int(rng_key)}.")
         return jax.random.key(int(rng_key))
     if isinstance(rng_key, jax.Array):
         typed = jax.dtypes.issubdtype(rng_key.dtype, jax.dtypes.prng_key)

@@ -249,3 +249,22 @@ def test_multistart_rejects_bad_settings_by_name():
         multistart_inits(jax.random.key(0), _two_basins, dict(y=np.array(0.0)), 2, lr=-1)
     with pytest.raises(ValueError, match="init must be one of"):
         pm.fit(0, _two_basins, dict(y=np.array(0.0)), init="map")
+
+
+@pytest.mark.parametrize("dense_mass, bad", [([("alpha", "nope")], "nope"), ([("choice",)], "choice")])
+def test_dense_mass_naming_a_site_the_model_does_not_sample_is_refused(dense_mass, bad):
+    from pragmodels.rsa_models import listener_model
+    sem = pm.semantics.boolean_semantics([[1, 1, 0], [0, 0, 1]])
+    data = dict(log_semantics=sem, utterance=np.array([0, 1]), choice=np.array([0, 2]))
+    with pytest.raises(ValueError, match=rf"dense_mass names \['{bad}'\].*sampled sites are \['alpha', 'lapse'\]"):
+        pm.fit(0, listener_model(), data, dense_mass=dense_mass, num_warmup=10, num_samples=10, num_chains=1,
+               progress_bar=False)
+
+
+@pytest.mark.parametrize("seed", [-1, 2**32, -(2**40)])
+def test_a_seed_outside_the_configs_range_is_refused(seed):
+    from pragmodels.inference.nuts import MAX_SEED
+    from pragmodels.runs.schema import StudyConfig
+    assert StudyConfig.model_fields["seed"].metadata[-1].le == MAX_SEED  # the CLI and the library agree
+    with pytest.raises(ValueError, match=rf"int seed in \[0, 2\*\*32 - 1\].*got {seed}"):
+        pm.fit(seed, lambda y: None, dict(y=np.zeros(2)), num_warmup=10, num_samples=10, progress_bar=False)
