@@ -1,14 +1,19 @@
 """Rational Speech Act agents as pure JAX functions in log space.
 
-Layering: imports ``jax`` and :mod:`pragmodels.logmath` only; never numpyro.
+Layering: imports ``jax``, ``numpy``, :mod:`pragmodels.logmath` and :mod:`pragmodels.validation`
+only; never numpyro.
 
 Arrays are log-probabilities unless named otherwise: ``log_semantics [utterance, state]``,
-``alpha`` a scalar, ``cost [utterance]`` in nats of utility, ``log_prior [state]`` (``None``:
+``alpha`` a scalar >= 0, ``cost [utterance]`` in nats of utility, ``log_prior [state]`` (``None``:
 uniform). Listeners return ``[utterance, state]`` (normalised over ``state``), speakers
 ``[state, utterance]`` (normalised over ``utterance``); undefined rows are ``-inf``, never NaN.
 They compute in the dtype given, float32 or float64; half precision (float16, bfloat16) is a
 ``ValueError``, also inside ``jit``: at a large ``alpha`` it rounds true cells to probability 0
-without an error (cast with ``.astype(jnp.float32)``).
+without an error (cast with ``.astype(jnp.float32)``). The rationality ``alpha`` is >= 0 (0: a
+uniform choice among the true utterances); a concrete negative ``alpha``, which would make the
+speaker prefer the least informative utterance, is a ``ValueError``. A traced ``alpha`` (sampled
+inside a fit) cannot be checked: give it a prior on ``[0, inf)``, as the ready-made models do
+(:mod:`pragmodels.rsa_models` refuses any other).
 
 Exposes the literal and pragmatic listeners and speakers (depth k; ``prior_at`` and
 ``cost_scaling`` choose between the published conventions), their ``_batch`` forms (a batch axis
@@ -23,10 +28,11 @@ from typing import Literal
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.typing import ArrayLike, DTypeLike
 
 from pragmodels.logmath import log_mix_uniform, log_normalize, log_sum_exp, masked_scale
-from pragmodels.validation import check_numeric, check_precision, check_shape, check_values
+from pragmodels.validation import check_numeric, check_precision, check_shape, check_values, concrete
 
 __all__ = [
     "softmax_speaker",
@@ -75,12 +81,23 @@ def _check_table(fn: str, name: str, x: jax.Array, axes: tuple[str, str]) -> Non
     check_values(fn, name, x, neg_inf=True)
 
 
+def _check_alpha(fn: str, alpha: ArrayLike) -> None:
+    """A finite rationality ``alpha >= 0`` (each entry of a batch); concrete values only."""
+    check_values(fn, "alpha", alpha)
+    arr = concrete(alpha)
+    if arr is not None and (arr < 0).any():
+        i = tuple(int(k) for k in np.argwhere(arr < 0)[0]) if arr.ndim else ()
+        where = f"alpha{list(i)}" if arr.ndim else "alpha"
+        raise ValueError(f"{fn}: {where} = {arr[i].item()!r}; expected a rationality >= 0 (0: a uniform choice "
+                         "among true utterances; a negative alpha prefers the least informative one).")
+
+
 def _check_params(fn: str, n_utt: int, n_state: int, alpha: ArrayLike | None, cost: ArrayLike | None,
                   log_prior: ArrayLike | None, qud: ArrayLike | None = None) -> None:
-    """alpha a finite scalar, cost [utterance] finite, log_prior [state] (no NaN/+inf), qud [state]."""
+    """alpha a finite scalar >= 0, cost [utterance] finite, log_prior [state] (no NaN/+inf), qud [state]."""
     if alpha is not None:
         check_shape(fn, "alpha", alpha, (), "[] (a scalar)")
-        check_values(fn, "alpha", alpha)
+        _check_alpha(fn, alpha)
     if cost is not None:
         check_shape(fn, "cost", cost, (n_utt,), "[utterance]")
         check_values(fn, "cost", cost)
@@ -310,7 +327,7 @@ def _batch_inputs(fn: str, log_semantics: ArrayLike, alpha: ArrayLike, cost: Arr
     if 0 in sem.shape:
         raise ValueError(f"{fn}: log_semantics is empty (shape {sem.shape}).")
     check_values(fn, "log_semantics", sem, neg_inf=True)
-    check_values(fn, "alpha", a)
+    _check_alpha(fn, a)
     check_values(fn, "cost", cost)
     check_values(fn, "log_prior", log_prior, neg_inf=True)
     if sem.ndim == 2:

@@ -36,6 +36,7 @@ from pragmodels.priors import FAMILIES, Prior, as_prior
 
 __all__ = [
     "param",
+    "prior_in_force",
     "scaled_param",
     "deterministic",
     "group_effect",
@@ -106,8 +107,7 @@ def param(name: str, prior: Prior | Mapping[str, Any] | float, *,
     ``dims``).
     """
     names, sizes = _dims(name, dims)
-    overrides = _OVERRIDES.get()
-    spec = as_prior(overrides[name] if name in overrides else prior, f"prior of parameter {name!r}")
+    spec = prior_in_force(name, prior)
     if isinstance(spec, float):
         # a scalar stays a Python float, so e.g. a lapse fixed at 0 is statically off in the graph
         value = jnp.full(sizes, spec) if sizes else spec
@@ -135,6 +135,29 @@ def param(name: str, prior: Prior | Mapping[str, Any] | float, *,
         if batch:
             d = d.to_event(len(batch))
     return numpyro.sample(name, d, infer={INFER_KEY: {"prior": spec, "dims": names}})
+
+
+def prior_in_force(name: str, prior: Prior | Mapping[str, Any] | float) -> Prior | float:
+    """The prior :func:`param` gives ``name`` here: the override in force (bound by
+    :class:`with_priors` or passed as ``fit(..., priors=...)``), else ``prior``.
+
+    Lets a model check a parameter's prior before declaring it (e.g. that a rationality's
+    support lies in ``[0, inf)``), which no single draw can show.
+
+    Parameters
+    ----------
+    name : str
+        The parameter's site name.
+    prior : Prior, prior spec dict or float
+        The default prior, as given to :func:`param`.
+
+    Returns
+    -------
+    Prior or float
+        The prior in force, or the number a parameter is fixed at.
+    """
+    overrides = _OVERRIDES.get()
+    return as_prior(overrides[name] if name in overrides else prior, f"prior of parameter {name!r}")
 
 
 #: families whose draws divided by a positive ``unit`` stay in the family: which parameters are

@@ -13,7 +13,10 @@ model and its data, not from flags:
   cost_weight``). Only cost *differences* are identified by choice data, so leave out a constant
   column (e.g. code the cheapest utterance as 0);
 - a parameter is fixed by overriding its prior with a number: ``priors={"lapse": 0.0}`` fits no
-  lapse (``fit(..., priors=...)`` does the same at fit time).
+  lapse (``fit(..., priors=...)`` does the same at fit time);
+- ``alpha`` is a rationality >= 0: an override of its prior must have its support in ``[0, inf)``
+  (``LogNormal``, ``HalfNormal``, ``Gamma``, ... or a number >= 0); a ``Normal`` prior is a
+  ``ValueError`` before anything is sampled.
 """
 
 from __future__ import annotations
@@ -24,11 +27,12 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.typing import ArrayLike
 
 from pragmodels import agents
 from pragmodels.likelihoods.categorical import listener_choices, speaker_choices
-from pragmodels.params import deterministic, group_effect, param, with_priors
+from pragmodels.params import deterministic, group_effect, param, prior_in_force, with_priors
 from pragmodels.priors import Prior
 from pragmodels.validation import check_index, check_int, check_values
 
@@ -74,6 +78,24 @@ def _check_trials(fn: str, **per_trial: ArrayLike | None) -> None:
         raise ValueError(f"{fn}: the per-trial arrays must have one length (one entry per trial); got {shapes}.")
 
 
+def _alpha(fn: str) -> jax.Array | float:
+    """Declare ``alpha``, a rationality >= 0: its prior in force (or fixed value) must lie in
+    ``[0, inf)``, else a ``ValueError`` naming it (checked on the prior, not on a draw, so a fit
+    never samples a negative alpha that the agents could not check inside ``jit``)."""
+    spec = prior_in_force("alpha", DEFAULT_PRIORS["alpha"])
+    if isinstance(spec, float):
+        low: Any = spec
+    else:
+        support = spec.distribution().support
+        while hasattr(support, "base_constraint"):  # independent(...) of a batched prior
+            support = support.base_constraint
+        low = getattr(support, "lower_bound", None)
+    if low is None or bool(np.any(np.asarray(low) < 0)):
+        raise ValueError(f"{fn}: alpha's prior is {spec}, which allows alpha < 0; alpha is a rationality >= 0: "
+                         "give it a prior on [0, inf) (e.g. LogNormal, HalfNormal, Gamma) or a number >= 0.")
+    return param("alpha", DEFAULT_PRIORS["alpha"])
+
+
 def _cost(fn: str, cost_design: ArrayLike | None, n_utt: int) -> jax.Array | None:
     """``cost [utterance] = cost_design @ cost_weight`` (recorded as a deterministic), or None."""
     if cost_design is None:
@@ -102,7 +124,7 @@ def rsa_listener(log_semantics: ArrayLike, utterance: ArrayLike, choice: ArrayLi
     _check_semantics("rsa_listener", log_semantics)
     _check_trials("rsa_listener", utterance=utterance, choice=choice)
     check_index("rsa_listener", "utterance", utterance, int(jnp.shape(log_semantics)[0]))
-    alpha = param("alpha", DEFAULT_PRIORS["alpha"])
+    alpha = _alpha("rsa_listener")
     cost = _cost("rsa_listener", cost_design, int(jnp.shape(log_semantics)[0]))
     lapse = param("lapse", DEFAULT_PRIORS["lapse"])
     log_l = agents.pragmatic_listener(log_semantics, alpha, cost, log_prior, depth, prior_at=prior_at,
@@ -123,7 +145,7 @@ def rsa_speaker(log_semantics: ArrayLike, state: ArrayLike, choice: ArrayLike | 
     _check_semantics("rsa_speaker", log_semantics)
     _check_trials("rsa_speaker", state=state, choice=choice)
     check_index("rsa_speaker", "state", state, int(jnp.shape(log_semantics)[-1]))
-    alpha = param("alpha", DEFAULT_PRIORS["alpha"])
+    alpha = _alpha("rsa_speaker")
     cost = _cost("rsa_speaker", cost_design, int(jnp.shape(log_semantics)[0]))
     lapse = param("lapse", DEFAULT_PRIORS["lapse"])
     log_s = agents.pragmatic_speaker(log_semantics, alpha, cost, log_prior, depth, prior_at=prior_at,

@@ -47,6 +47,9 @@ def reference_game_speaker(seed: int, n_per_state: int = 80, alpha: float = 2.0,
     fn = "reference_game_speaker"
     check_int(fn, "seed", seed, 0)
     check_int(fn, "n_per_state", n_per_state, 1)
+    check_values(fn, "alpha", alpha)
+    if alpha < 0:
+        raise ValueError(f"{fn}: alpha = {alpha!r}; expected a rationality >= 0.")
     check_values(fn, "cost", cost)
     check_weight(lapse, fn, "lapse")
     rng = np.random.default_rng(seed)

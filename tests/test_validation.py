@@ -393,3 +393,38 @@ def test_half_precision_is_refused_by_name_also_under_jit(dtype):
         agents.pragmatic_listener_batch(sem.astype(dtype), jnp.ones(2))
     with pytest.raises(ValueError, match=rf"site 'y': log_probs has dtype {jnp.dtype(dtype).name}"):
         likelihoods.choices("y", jnp.asarray(_P3, dtype), np.array([0, 1]))
+
+
+def test_a_negative_alpha_is_refused_where_it_can_be_seen():
+    """Issue 33, item 5: a negative alpha was accepted (an anti-informative speaker). Decision:
+    alpha >= 0. A concrete alpha < 0 is a ValueError in every agent (a traced one cannot be
+    checked, and jit still runs); the ready-made models refuse a prior (or fixed value) that
+    allows alpha < 0, whatever its draws; the simulator agrees with the config schema (ge=0)."""
+    from pragmodels import simulate
+    from pragmodels.params import inspect_model
+    from pragmodels.priors import Prior
+    from pragmodels.rsa_models import listener_model, speaker_model
+
+    match = r"alpha = -0.5; expected a rationality >= 0"
+    for call in (lambda: agents.pragmatic_listener(SEM, -0.5), lambda: agents.pragmatic_speaker(SEM, -0.5),
+                 lambda: agents.softmax_speaker(SEM, -0.5),
+                 lambda: agents.lexical_uncertainty_listener(np.stack([SEM, SEM]), -0.5)):
+        with pytest.raises(ValueError, match=match):
+            call()
+    with pytest.raises(ValueError, match=r"pragmatic_listener_batch: alpha\[1\] = -0.5; expected a rationality >= 0"):
+        agents.pragmatic_listener_batch(SEM, jnp.array([1.0, -0.5]))
+    out = jax.jit(agents.pragmatic_listener)(SEM, -0.5)  # traced: not checked, still runs
+    assert out.shape == SEM.shape
+    np.testing.assert_allclose(np.exp(np.asarray(agents.pragmatic_listener(SEM, 0.0))).sum(1), 1.0, rtol=1e-5)
+    data = _speaker_data()
+    for prior in (Prior("Normal", loc=2.0, scale=0.1), Prior("Uniform", low=-1.0, high=3.0), -1.0):
+        with pytest.raises(ValueError, match=r"rsa_speaker: alpha's prior is .*allows alpha < 0; alpha is a "
+                                             r"rationality >= 0"):
+            inspect_model(speaker_model(priors={"alpha": prior}), data)
+    with pytest.raises(ValueError, match=r"rsa_listener: alpha's prior is Normal"):
+        inspect_model(listener_model(), dict(log_semantics=SEM, utterance=np.array([0, 1]), choice=np.array([0, 1])),
+                      priors={"alpha": Prior("Normal", loc=1.0, scale=1.0)})
+    for prior in (Prior("HalfNormal", scale=2.0), Prior("Gamma", concentration=2.0, rate=1.0), 0.0, 3.0):
+        inspect_model(speaker_model(priors={"alpha": prior}), data)
+    with pytest.raises(ValueError, match=r"reference_game_speaker: alpha = -1.0; expected a rationality >= 0"):
+        simulate.reference_game_speaker(0, alpha=-1.0)
