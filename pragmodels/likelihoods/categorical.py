@@ -107,12 +107,11 @@ def check_table(fn: str, log_probs: ArrayLike, *, what: str, axis: int = -1, nam
     check_normalised(fn, name, log_probs, what, axis)
     if lapse is not None:
         check_weight(lapse, fn, "lapse")
-        rows = tuple(jnp.shape(log_probs)[:axis % jnp.ndim(log_probs)]) + \
-            tuple(jnp.shape(log_probs)[axis % jnp.ndim(log_probs) + 1:])
+        shape, ax = tuple(jnp.shape(log_probs)), axis % jnp.ndim(log_probs)
+        rows = shape[:ax] + shape[ax + 1:]
         if jnp.shape(lapse) not in ((), rows):
-            raise ValueError(f"{fn}: lapse must be a scalar or have shape {rows} ({name}'s shape "
-                             f"{tuple(jnp.shape(log_probs))} without its {what} axis: one per row); got shape "
-                             f"{tuple(jnp.shape(lapse))}.")
+            raise ValueError(f"{fn}: lapse must be a scalar or have shape {rows} ({name}'s shape {shape} without "
+                             f"its {what} axis: one per row); got shape {tuple(jnp.shape(lapse))}.")
 
 
 def check_cutpoints(fn: str, cutpoints: ArrayLike) -> None:
