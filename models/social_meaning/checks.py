@@ -74,7 +74,7 @@ def cell_check(tree, kind: str, human: pd.DataFrame, data: dict, n_draws: int = 
     obs = frame["rating"].to_numpy(float) @ w
     rep = _replicates(tree, kind, data, len(frame), n_draws, seed) @ w
     lo, hi = _interval(rep)
-    out = cells.to_frame(index=False)
+    out = cells.to_frame(index=False, name=CELL_KEYS)  # factorize drops the MultiIndex's names
     out["observed"], out["median"], out["lo"], out["hi"] = obs, np.median(rep, 0), lo, hi
     out["inside"] = (out.observed >= out.lo) & (out.observed <= out.hi)
     return out
