@@ -142,6 +142,13 @@ def check_settings(num_warmup: object, num_samples: object, num_chains: object, 
 def check_dense_mass(dense_mass: object, info: ModelInfo) -> None:
     """Every site a ``dense_mass`` block names is a sampled latent site of the model.
 
+    Parameters
+    ----------
+    dense_mass : bool or list of tuples of site names
+        As for :func:`fit`.
+    info : ModelInfo
+        The model's eager trace (:func:`pragmodels.params.inspect_model`).
+
     Raises
     ------
     ValueError
