@@ -61,7 +61,7 @@ def coverage(trees: dict, truths: list[float]) -> dict:
     for level in LEVELS:
         lo_q, hi_q = (1 - level) / 2, 1 - (1 - level) / 2
         hits = []
-        for (name, tree), truth in zip(trees.items(), truths, strict=True):
+        for tree, truth in zip(trees.values(), truths, strict=True):
             draws = tree.posterior["alpha"].values.ravel()
             lo, hi = np.quantile(draws, [lo_q, hi_q])
             hits.append(lo <= truth <= hi)
