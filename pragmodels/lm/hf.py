@@ -19,6 +19,7 @@ import copy
 import hashlib
 import importlib
 import importlib.util
+import inspect
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -136,6 +137,9 @@ class TransformersLM:
         except (OSError, ValueError, KeyError, RuntimeError) as e:
             raise ModelFileError(f"{source} could not be loaded by transformers ({type(e).__name__}: {e}).") from e
         self._model.to(self.device).eval()
+        # the KV cache's argument and output field: `cache` from transformers 5.2x (`past_key_values` is
+        # deprecated there, a FutureWarning), `past_key_values` before
+        self._cache_kw = "cache" if "cache" in inspect.signature(self._model.forward).parameters else "past_key_values"
         self._source = source
         cfg_ctx = getattr(self._model.config, "max_position_embeddings", None)
         self.n_ctx = int(n_ctx if n_ctx is not None else (cfg_ctx or 2048))
@@ -296,7 +300,7 @@ class TransformersLM:
         """(logits, new cache) of ``ids [batch, token]`` after ``cache`` (None: from the start)."""
         kw: dict[str, Any] = {"use_cache": True}
         if cache is not None:
-            kw["past_key_values"] = cache
+            kw[self._cache_kw] = cache
         if last_only:
             kw["logits_to_keep"] = 1
         try:
@@ -306,7 +310,7 @@ class TransformersLM:
                 raise
             out = self._model(input_ids=ids, **kw)
         self.tokens_evaluated += int(ids.numel())
-        return out.logits, out.past_key_values
+        return out.logits, getattr(out, self._cache_kw)
 
     def _prompt(self, p: list[int]) -> tuple[Any, Any]:
         """(KV cache of the prompt, logits at its last token ``[vocab]``); the cache is never mutated."""
