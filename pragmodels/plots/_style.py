@@ -25,3 +25,14 @@ def new_figure(n_panels: int, width: float = 4.2, height: float = 4.0, **kw: Any
 
     fig, axes = plt.subplots(1, n_panels, figsize=(width * n_panels, height), squeeze=False, **kw)
     return fig, axes[0]
+
+
+def fit_colours(n: int) -> list:
+    """``n`` saturated, distinct colours (cycled past 23): tab10, then the darkest of each tab20b
+    hue group, then Dark2. Not tab20: every second entry of it is a pale tint, which reads as the
+    fading that marks an unconverged fit."""
+    import matplotlib.pyplot as plt
+
+    listed = ([plt.get_cmap("tab10")(i) for i in range(10)] + [plt.get_cmap("tab20b")(i) for i in range(0, 20, 4)]
+              + [plt.get_cmap("Dark2")(i) for i in range(8)])
+    return [listed[i % len(listed)] for i in range(max(n, 1))]

@@ -11,15 +11,17 @@ if TYPE_CHECKING:
 
 
 def accuracy_by_condition(table: pd.DataFrame, *, references: Mapping[str, float] | None = None,
-                          order: Sequence[str] | None = None, title: str = "",
+                          order: Sequence[str] | None = None, title: str = "", note: str = "",
                           figsize: tuple[float, float] = (8.0, 4.2)) -> Figure:
     """Accuracy per condition (x) for each series (e.g. scored letters, sampled answers, fitted models).
 
     ``table``: one row per (series, condition) with columns ``series``, ``condition``, ``mean``,
-    ``lo``, ``hi`` (the interval drawn as an error bar) and optionally ``n_item`` (written under
-    the marker when it differs between rows). ``references``: ``{label: accuracy}`` drawn as
-    dashed horizontal lines (e.g. chance 0.2, a human ceiling). The series are offset sideways
-    so their bars do not overlap. Returns the Figure.
+    ``lo``, ``hi`` (the interval drawn as an error bar) and optionally ``n_item`` (when it differs
+    between rows, written in a row of its own under the condition names, in each series' colour
+    below its marker). ``references``: ``{label: accuracy}`` drawn as dashed horizontal lines
+    (e.g. chance 0.2, a human ceiling). The series are offset sideways so their bars do not
+    overlap. ``note``: a line under the figure (e.g. why some intervals have no width). Returns
+    the Figure.
 
     Shapes: ``table [row]`` -> one Axes.
     """
@@ -48,10 +50,9 @@ def accuracy_by_condition(table: pd.DataFrame, *, references: Mapping[str, float
         ax.errorbar(x, m, yerr=yerr, fmt="o", capsize=3, color=colors(k), label=s)
         if show_n:
             for xi, n in zip(x, rows["n_item"]):
-                # one line per series, stacked, so neighbours' labels never overlap; left of the
-                # point, so an interval's bar never crosses its label
-                ax.annotate(f"n={int(n)}", (xi, 0.0), xytext=(-4, 2 + 9 * k), textcoords="offset points",
-                            ha="right", va="bottom", fontsize=7, color=colors(k))
+                # under the condition names, away from the data: a point at 0 never meets its label
+                ax.annotate(f"{int(n)}", (xi, 0.0), xycoords=("data", "axes fraction"), xytext=(0, -18),
+                            textcoords="offset points", ha="center", va="top", fontsize=7, color=colors(k))
     for j, (label, y) in enumerate((references or {}).items()):
         ax.axhline(y, ls="--", lw=1, color=("0.35", "0.6", "0.2")[j % 3])
         ax.annotate(label, (len(conds) - 0.5, y), xytext=(-2, 2), textcoords="offset points", ha="right",
@@ -60,8 +61,13 @@ def accuracy_by_condition(table: pd.DataFrame, *, references: Mapping[str, float
     ax.set_xlim(-0.6, len(conds) - 0.4)
     ax.set_ylim(-0.03, 1)  # a condition at 0 (every answer malformed) stays visible
     ax.set_ylabel("accuracy (against the human consensus)")
-    ax.set_xlabel("condition")
+    ax.set_xlabel("condition", labelpad=14 if show_n else 4)
+    if show_n:
+        ax.annotate("items:", (0.0, 0.0), xycoords="axes fraction", xytext=(-6, -18), textcoords="offset points",
+                    ha="right", va="top", fontsize=7, color="0.25")
     if title:
         ax.set_title(title)
+    if note:
+        fig.supxlabel(note, fontsize=8, color="0.25")
     ax.legend(loc="center left", fontsize=8, frameon=False)  # the top holds the reference lines
     return fig

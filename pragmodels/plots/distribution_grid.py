@@ -16,13 +16,16 @@ def distribution_grid(panels: Sequence[Mapping[str, object]], state_values: Sequ
     distribution over the states (lines with markers), a dashed line at the target.
 
     Shapes: each panel ``{"title": str, "human": [response], "target": float, "series": {label:
-    [state]}}``; ``state_values [state]``.
+    [state]}}`` and optionally ``"left"`` and ``"right"``, the scale's ends (written under the
+    title with the states' first and last values, e.g. "0 = cold ... 100 = hot");
+    ``state_values [state]``.
 
     Parameters
     ----------
     panels : sequence of mapping
         ``title``, ``human`` (raw responses), ``target`` and ``series`` (label -> probabilities
-        over the states, already computed).
+        over the states, already computed); ``left`` and ``right`` (optional): what the scale's
+        ends mean.
     state_values : sequence of float
         The states' values (e.g. 0, 5, ..., 100).
     ncols : int
@@ -60,7 +63,10 @@ def distribution_grid(panels: Sequence[Mapping[str, object]], state_values: Sequ
             ax.plot(values, np.asarray(probs, float), marker="o", ms=2.5, lw=1.2, color=colours[c % len(colours)],
                     label=str(label))
         ax.axvline(float(p["target"]), color="k", ls="--", lw=0.8)  # type: ignore[arg-type]
-        ax.set_title(str(p["title"]), fontsize=8)
+        title = str(p["title"])
+        if "left" in p or "right" in p:
+            title += f"\n{values[0]:g} = {p.get('left', '?')} ... {values[-1]:g} = {p.get('right', '?')}"
+        ax.set_title(title, fontsize=8)
         ax.tick_params(labelsize=7)
         if k % ncols == 0:
             ax.set_ylabel(ylabel, fontsize=8)

@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from pragmodels.plots._style import fit_colours
+
 if TYPE_CHECKING:
     import xarray as xr
     from matplotlib.figure import Figure
@@ -44,20 +46,9 @@ def _common_draws(trees: Mapping[str, xr.DataTree], var_names: Sequence[str]) ->
     return out
 
 
-
-def _fit_colours(n: int) -> list:
-    """``n`` saturated, distinct colours (cycled past 23): tab10, then the darkest of each tab20b
-    hue group, then Dark2. Not tab20: every second entry of it is a pale tint, which reads as the
-    fading that marks an unconverged fit."""
-    import matplotlib.pyplot as plt
-
-    listed = ([plt.get_cmap("tab10")(i) for i in range(10)] + [plt.get_cmap("tab20b")(i) for i in range(0, 20, 4)]
-              + [plt.get_cmap("Dark2")(i) for i in range(8)])
-    return [listed[i % len(listed)] for i in range(max(n, 1))]
-
 def forest(trees: Mapping[str, xr.DataTree], var_names: Sequence[str], figsize: tuple[float, float] | None = None,
            labels: Mapping[str, str] | None = None, reference: float | None = None,
-           title: str | None = None, unconverged: Collection[str] = ()) -> Figure:
+           title: str | None = None, unconverged: Collection[str] = (), absent: str | None = None) -> Figure:
     """``trees``: ``{label: DataTree}`` (e.g. humans and each LLM x prompt); returns the Figure.
 
     One panel per parameter, each with its own x-axis (labelled with ``labels[name]``, default
@@ -68,11 +59,14 @@ def forest(trees: Mapping[str, xr.DataTree], var_names: Sequence[str], figsize: 
     :func:`_common_draws`). ``title`` replaces the default title. ``unconverged``: labels of fits
     below the sampling standards; their rows are named with a ``†``, drawn faded, and a note under
     the title says what the mark means (a ``ValueError`` names a label that is not a fit).
+    A fit whose draws of a parameter are all NaN has no interval in that panel; ``absent`` is
+    written in its place (e.g. "the reference" for the row a contrast is taken against).
 
     Shapes: each of ``var_names`` ``[chain, draw, *dims]`` in every fit's posterior (same ``dims``;
     a parameter with ``dims`` gets one panel per element).
     """
     import arviz_plots as azp
+    import numpy as np
 
     unknown = [u for u in unconverged if u not in trees]
     if unknown:
@@ -85,7 +79,7 @@ def forest(trees: Mapping[str, xr.DataTree], var_names: Sequence[str], figsize: 
     # one colour per fit: the default cycle has 10, the study compares 13 fits. Passed as the colour
     # aesthetic's values, not through rc_context: leaving an rc_context restores rcParams["interactive"],
     # which Jupyter's inline backend switches on with the first figure, and later figures stayed hidden
-    colours = _fit_colours(len(trees))
+    colours = fit_colours(len(trees))
     pc = azp.plot_forest(data, var_names=panels, combined=True, point_estimate="median", ci_kind="eti",
                          ci_probs=(0.5, 0.94), backend="matplotlib", labels=[],
                          cols=["__variable__"], aes={"y": ["model"], "overlay": ["model"], "color": ["model"]},
@@ -112,6 +106,11 @@ def forest(trees: Mapping[str, xr.DataTree], var_names: Sequence[str], figsize: 
         if reference is not None or len(fits) > 1:  # one fit's own median is no reference
             ref = float(data[fits[0]]["posterior"][name].median()) if reference is None else float(reference)
             ax.axvline(ref, color="0.55", ls="--", lw=0.8, zorder=0, gid="reference")
+        for f, row in zip(fits, rows):
+            if absent and bool(data[f]["posterior"][name].isnull().all()):
+                x = float(reference) if reference is not None else float(np.mean(ax.get_xlim()))
+                ax.annotate(absent, (x, row), xytext=(4, 0), textcoords="offset points", va="center", fontsize=8,
+                            color="0.35")
         for side in ("top", "right", "left"):
             ax.spines[side].set_visible(False)
     if reference is not None:

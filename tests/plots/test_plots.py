@@ -165,13 +165,16 @@ def test_esr_heatmaps_say_which_esr_they_show():
     assert obs.get_suptitle() != implied.get_suptitle()
 
 
-def test_ppc_stacks_the_models_with_one_legend():
+def test_means_against_model_stacks_the_models_with_one_legend():
     cells = [f"a{i}|low|precise" for i in range(6)]
     predicted = pd.DataFrame(dict(cell=cells, median=np.linspace(3, 6, 6), lo=np.linspace(2.5, 5.5, 6),
                                   hi=np.linspace(3.5, 6.5, 6)))
     observed = pd.DataFrame([dict(model=m, prompt=p, cell=c, mean=4.0) for m in ("gpt", "claude")
                              for p in ("MIN", "ALT") for c in cells])
-    fig = plots.ppc_condition_means(predicted, observed)
+    fig = plots.means_against_model(predicted, observed)
+    # LLM means against a model fitted to the humans: not a posterior predictive check, and not titled one
+    assert "predictive" not in fig.get_suptitle().lower()
+    assert plots.means_against_model(predicted, observed, title="LLMs vs humans").get_suptitle() == "LLMs vs humans"
     axes = fig.axes
     assert [ax.get_title(loc="left") for ax in axes] == ["gpt", "claude"]
     assert [t.get_text() for t in axes[-1].get_xticklabels()] == cells
@@ -241,8 +244,118 @@ def test_accuracy_by_condition_draws_every_bar_and_reference():
     # the markers sit at the means, the series side by side
     pts = sorted((round(float(x), 3), round(float(y), 3)) for c in ax.containers for x, y in zip(*c.lines[0].get_data()))
     assert [y for _, y in pts] == [0.3, 0.2, 0.4, 0.25]   # by x: first series on the left
-    assert {tx.get_text() for tx in ax.texts} >= {"n=231", "n=40", "chance", "ceiling"}
+    assert {tx.get_text() for tx in ax.texts} >= {"231", "40", "items:", "chance", "ceiling"}
     with pytest.raises(ValueError, match="'hi'"):
         plots.accuracy_by_condition(t.drop(columns="hi"))
     with pytest.raises(ValueError, match="'all' is not in order"):
         plots.accuracy_by_condition(t, order=["vanilla"])
+
+
+def test_accuracy_by_condition_writes_item_counts_apart_from_the_points_and_a_note():
+    """The n= labels were drawn at accuracy 0, on top of the points of a condition where every
+    answer was wrong; the figure did not say why some fitted models have no interval."""
+    t = pd.DataFrame({"series": ["scored", "scored", "sampled", "sampled"], "condition": ["vanilla", "all"] * 2,
+                      "mean": [0.3, 0.4, 0.0, 0.0], "lo": [0.25, 0.35, 0.0, 0.0], "hi": [0.35, 0.45, 0.2, 0.2],
+                      "n_item": [231, 231, 15, 15]})
+    fig = plots.accuracy_by_condition(t, order=["vanilla", "all"], note="why: no interval")
+    fig.canvas.draw()
+    ax = fig.axes[0]
+    renderer = fig.canvas.get_renderer()
+    bottom = ax.get_window_extent(renderer).y0
+    counts = [tx for tx in ax.texts if tx.get_text() in ("231", "15", "items:")]
+    assert len(counts) == 5
+    assert all(tx.get_window_extent(renderer).y1 < bottom for tx in counts)  # under the axes, not on a point
+    names = ax.xaxis.get_ticklabels()
+    assert all(tx.get_window_extent(renderer).y1 <= min(n.get_window_extent(renderer).y0 for n in names) + 1
+               for tx in counts)  # under the condition names
+    assert ax.xaxis.label.get_window_extent(renderer).y1 <= min(tx.get_window_extent(renderer).y0 for tx in counts)
+    assert fig._supxlabel is not None and fig._supxlabel.get_text() == "why: no interval"
+
+
+def _esr_model_frame():
+    rows = []
+    for m in ("gpt", "claude"):
+        for p in ("MIN", "ALT"):
+            for k, a in (("main", "competent"), ("interaction", "likeable")):
+                flip = m == "gpt" and p == "MIN" and k == "interaction"
+                rows.append(dict(model=m, prompt=p, kind=k, attribute=a, esr=0.12 if flip else 1.5,
+                                 lo=-0.17 if flip else 0.9, hi=0.54 if flip else 12.0, p_sign_flip=0.2 if flip else 0.0))
+    return pd.DataFrame(rows)
+
+
+def test_esr_intervals_show_the_sign_the_interval_and_p_sign_flip():
+    """The model-based ESR was drawn as a heatmap of posterior medians of |ESR|: neither the
+    sign, nor the interval, nor P(sign flip) could be seen."""
+    fig = plots.esr_intervals(_esr_model_frame())
+    ax = fig.axes[0]
+    assert [a.get_title() for a in fig.axes] == ["gpt", "claude"]
+    assert ax.get_xscale() == "asinh"  # negative ratios and ratios of 12 on one axis
+    spans = sorted(tuple(np.round(ln.get_xdata(), 2)) for ln in ax.get_lines() if len(ln.get_xdata()) == 2
+                   and ln.get_xdata()[0] != ln.get_xdata()[1])
+    assert (-0.17, 0.54) in spans and spans.count((0.9, 12.0)) == 3  # each interval, its negative end included
+    assert ax.get_xlim()[0] < -0.17 and ax.get_xlim()[1] > 12.0
+    assert [t.get_text() for t in ax.texts] == ["P(flip) 0.20"]  # only where P(sign flip) > 0.05
+    assert not fig.axes[1].texts
+    zero = [ln for ln in ax.get_lines() if list(ln.get_xdata()) == [0, 0]]
+    assert len(zero) == 1 and zero[0].get_linestyle() == ":"
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["main: competent", "interaction: likeable"]
+    with pytest.raises(ValueError, match="'p_sign_flip'"):
+        plots.esr_intervals(_esr_model_frame().drop(columns="p_sign_flip"))
+
+
+def test_predictive_check_draws_each_observed_value_once_and_counts_the_cells_outside():
+    stats = pd.DataFrame([dict(model=m, label=lab, observed=obs, median=obs + 0.1, lo=obs - 0.5, hi=obs + 0.5)
+                          for m in ("rsa", "baseline") for lab, obs in (("main: a", 1.0), ("interaction: a", 0.5))])
+    cells = pd.DataFrame([dict(model=m, observed=float(i), median=float(i), lo=i - 0.5 + (3 if i == 0 else 0),
+                               hi=i + 0.5 + (3 if i == 0 else 0)) for m in ("rsa", "baseline") for i in range(5)])
+    fig = plots.predictive_check(stats, cells, title="Check of the human fits")
+    assert fig.get_suptitle() == "Check of the human fits"
+    assert [a.get_title() for a in fig.axes[1:]] == ["rsa: 4 of 5 inside", "baseline: 4 of 5 inside"]
+    observed = [c for c in fig.axes[0].collections if c.get_label() == "observed"]
+    assert len(observed) == 1 and len(observed[0].get_segments()) == 2  # once per statistic, not once per model
+    red = [ln for ln in fig.axes[1].get_lines() if ln.get_color() == "tab:red"]
+    assert len(red) == 1 and list(red[0].get_xdata()) == [0.0]
+    with pytest.raises(ValueError, match="same models in the same order"):
+        plots.predictive_check(stats, cells[cells.model == "rsa"])
+
+
+def test_elpd_compare_draws_each_model_against_the_best():
+    cmp = pd.DataFrame({"elpd_diff": [0.0, -1.4, -3.9], "dse": [0.0, 3.6, 4.7]}, index=["rsa", "motives", "baseline"])
+    fig = plots.elpd_compare(cmp, title="Human ratings")
+    ax = fig.axes[0]
+    names = dict(zip(ax.get_yticks(), (t.get_text() for t in ax.get_yticklabels())))
+    assert [names[y] for y in sorted(names, reverse=True)] == ["rsa", "motives", "baseline"]  # best on top
+    bars = sorted(tuple(np.round(ln.get_xdata(), 2)) for ln in ax.get_lines() if len(set(ln.get_ydata())) == 1
+                  and len(set(ln.get_xdata())) == 2)
+    assert (-5.0, 2.2) in bars and (-8.6, 0.8) in bars  # +- 1 SE of the difference
+    lo, hi = ax.get_xlim()
+    assert lo < -8.6 and hi > 2.2  # every bar whole
+    assert ax.get_title().startswith("Human ratings\nhigher is better")
+    with pytest.raises(ValueError, match="best model first"):
+        plots.elpd_compare(cmp.iloc[::-1])
+    with pytest.raises(ValueError, match="'dse'"):
+        plots.elpd_compare(cmp.drop(columns="dse"))
+
+
+def test_forest_writes_a_note_where_a_fit_has_no_draws_of_a_parameter():
+    """The contrast figure drew a point fixed at 0 for every MIN row of 'CDS minus CDS under MIN'."""
+    rng = np.random.default_rng(0)
+
+    def tree(x):
+        return xr.DataTree.from_dict({"posterior": xr.Dataset({"d": (("chain", "draw"), x),
+                                                               "e": (("chain", "draw"), rng.normal(0, 1, (2, 50)))})})
+
+    fig = plots.forest({"gpt MIN": tree(np.full((2, 50), np.nan)), "gpt ALT": tree(rng.normal(1, 0.2, (2, 50)))},
+                       ["d", "e"], reference=0.0, absent="the reference")
+    assert [t.get_text() for t in fig.axes[0].texts] == ["the reference"] and not fig.axes[1].texts
+    rows = dict(zip((t.get_text() for t in fig.axes[0].get_yticklabels()), fig.axes[0].get_yticks()))
+    assert fig.axes[0].texts[0].xy == (0.0, rows["gpt MIN"])
+    first = [ln for ln in fig.axes[0].get_lines() if ln.get_gid() != "reference"]
+    assert all(np.allclose(ln.get_ydata(), rows["gpt ALT"]) for ln in first)  # no interval in the MIN row
+
+
+def test_distribution_grid_names_the_scale_ends():
+    panels = [{"title": "'hot tea', target 80", "left": "cold", "right": "hot", "human": [70.0, 80.0], "target": 80.0,
+               "series": {"L0": np.full(21, 1 / 21)}}]
+    fig = plots.distribution_grid(panels, np.arange(0, 101, 5), ncols=1)
+    assert fig.axes[0].get_title() == "'hot tea', target 80\n0 = cold ... 100 = hot"

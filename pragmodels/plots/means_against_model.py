@@ -1,4 +1,6 @@
-"""Posterior predictive condition means of one fit against observed means of other data sets."""
+"""Condition means observed in other data sets against one fitted model's implied condition means
+(e.g. each LLM's ratings against the model fitted to the humans): a comparison with a model of
+other data, not a posterior predictive check of these data."""
 
 from __future__ import annotations
 
@@ -13,12 +15,14 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 
-def ppc_condition_means(predicted: pd.DataFrame, observed: pd.DataFrame, lo: float = 1.0, hi: float = 7.0,
-                        interval: str = "94%") -> Figure:
-    """``predicted``: one row per cell with ``cell`` (label), ``median, lo, hi`` (the fitted model's
-    predicted mean and its ``interval``); ``observed``: columns ``model, prompt, cell, mean``.
-    One panel per observed model, stacked with a shared x axis (cells in ``predicted``'s order,
-    named under the bottom panel) and rating scale ``lo``..``hi``; one legend beside them."""
+def means_against_model(predicted: pd.DataFrame, observed: pd.DataFrame, lo: float = 1.0, hi: float = 7.0,
+                        interval: str = "94%", fitted: str = "human-fitted model",
+                        title: str = "Observed condition means against a fitted model's condition means") -> Figure:
+    """``predicted``: one row per cell with ``cell`` (label), ``median, lo, hi`` (the ``fitted``
+    model's implied condition mean and its ``interval``); ``observed``: columns ``model, prompt,
+    cell, mean``. One panel per observed model, stacked with a shared x axis (cells in
+    ``predicted``'s order, named under the bottom panel) and rating scale ``lo``..``hi``; one
+    legend beside them; titled ``title`` (say what is compared with what)."""
     import matplotlib.pyplot as plt
 
     models = list(dict.fromkeys(observed["model"]))
@@ -31,8 +35,8 @@ def ppc_condition_means(predicted: pd.DataFrame, observed: pd.DataFrame, lo: flo
     pos = dict(zip(predicted["cell"], x))
     for ax, m in zip(axes, models):
         ax.fill_between(x, predicted["lo"], predicted["hi"], color="0.85", step="mid",
-                        label=f"human-fitted model, {interval} interval")
-        ax.plot(x, predicted["median"], "k_", ms=9, label="human-fitted model, median")
+                        label=f"{fitted}, {interval} interval")
+        ax.plot(x, predicted["median"], "k_", ms=9, label=f"{fitted}, median")
         sub = observed[observed.model == m]
         for prompt, g in sub.groupby("prompt", sort=False):
             ax.scatter(g["cell"].map(pos), g["mean"], s=18, label=f"observed mean, {prompt} prompt",
@@ -47,6 +51,5 @@ def ppc_condition_means(predicted: pd.DataFrame, observed: pd.DataFrame, lo: flo
     axes[-1].set_xlabel("cell (attribute | context | form)")
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside right center", fontsize=8)
-    fig.suptitle("Posterior predictive check: each LLM's observed condition means against the human-fitted "
-                 "model's prediction", fontsize=10)
+    fig.suptitle(title, fontsize=10)
     return fig
