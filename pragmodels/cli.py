@@ -12,7 +12,9 @@ exit status 0 done, 1 the run failed, 2 a config, input, data or run folder cann
 stopped by signal N. The docs page *Running studies and sweeps* describes each command.
 
 Layering: imports :mod:`pragmodels.errors` and :mod:`pragmodels.lm.llamacpp` for its defaults (not
-``llama_cpp``); the runners and :mod:`pragmodels.lm.score_file` lazily; never a study.
+``llama_cpp``); the runners and :mod:`pragmodels.lm.score_file` lazily; never a study. A config is
+read and validated before JAX or a study's code is imported (a study's ``Config`` lives in a module
+of its own, :func:`pragmodels.runs.study.check_study_config`), so its errors come at once.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import sys
 import time
 import traceback
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from pragmodels.errors import ConfigError, PragmodelsError
 
@@ -103,11 +105,29 @@ def _study_config(study: str) -> Path:
     return found
 
 
-def _run(args: argparse.Namespace) -> Path:
+def _check(args: argparse.Namespace) -> dict[str, Any]:
+    """The command's config, read and validated before JAX or a study's code is imported: a bad key
+    or value is reported at once."""
     from pragmodels.runs.entry_points import read_config
+    from pragmodels.runs.study import check_study_config
 
+    if args.command == "tables":
+        path = _study_config(args.study)
+        cfg = check_study_config(path)
+        if not cfg.get("tables"):
+            raise ConfigError(f"study config {path}: `tables`: required key missing for `pragmodels tables` "
+                              "(expected 'path/to/module.py:function').", path=path)
+        return cfg
     path = Path(args.config)
-    cfg = read_config(path)
+    if "study" in read_config(path):
+        return check_study_config(path)
+    from pragmodels.runs.fit_config import load_config
+
+    return load_config(path)
+
+
+def _run(args: argparse.Namespace, cfg: dict[str, Any]) -> Path:
+    path = Path(args.config)
     mode = "quick" if args.quick else "full"
     if "study" in cfg:
         from pragmodels.runs.study import run_study
@@ -118,16 +138,10 @@ def _run(args: argparse.Namespace) -> Path:
     return run_config(path, args.out, quick=args.quick, progress_bar=not args.no_progress)
 
 
-def _tables(args: argparse.Namespace) -> None:
+def _tables(args: argparse.Namespace, cfg: dict[str, Any]) -> None:
     from pragmodels.runs.entry_points import load_entry_point
-    from pragmodels.runs.study import load_study_config
 
-    path = _study_config(args.study)
-    cfg, _ = load_study_config(path)
-    if not cfg.get("tables"):
-        raise ConfigError(f"study config {path}: `tables`: required key missing for `pragmodels tables` "
-                          "(expected 'path/to/module.py:function').", path=path)
-    load_entry_point(cfg["tables"], path, "tables")(cfg, Path(args.out))
+    load_entry_point(cfg["tables"], _study_config(args.study), "tables")(cfg, Path(args.out))
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -256,26 +270,32 @@ def _compilation_cache() -> None:
               "(set PRAGMODELS_COMPILATION_CACHE to a writable folder, or to 'off').", file=sys.stderr)
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+def _start_stack() -> None:
+    """Settings the scientific stack reads when it starts, then its compilation cache."""
     from pragmodels.runtime import configure_host_devices
 
+    configure_host_devices()  # one CPU device per core for parallel chains (before JAX starts)
+    import matplotlib
+
+    matplotlib.use("Agg")  # the command line writes figures to files and never shows them
+    # compiled NUTS kernels are reused across fits of the same shapes and across runs
+    _compilation_cache()
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
     t0 = time.perf_counter()
     try:
         if args.command == "lm":  # no JAX, no figures
             print(_lm_score(args))
             return 0
-        configure_host_devices()  # one CPU device per core for parallel chains (before JAX starts)
-        import matplotlib
-
-        matplotlib.use("Agg")  # the command line writes figures to files and never shows them
-        # compiled NUTS kernels are reused across fits of the same shapes and across runs
-        _compilation_cache()
+        cfg = _check(args)  # a config error is reported before JAX is imported
+        _start_stack()
         if args.command == "run":
-            out = _run(args)
+            out = _run(args, cfg)
             print(f"wrote {out}/ in {time.perf_counter() - t0:.1f} s")
         else:
-            _tables(args)
+            _tables(args, cfg)
     except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM/SIGHUP during a run (pragmodels.runs.folder)
         left = ("no table was written (the scores computed are in the cache)" if args.command == "lm"
                 else "the run folder was left as it was")

@@ -1,7 +1,8 @@
 """Declarative priors: a user-facing spec kept separate from the NumPyro distribution it builds.
 
-Layering: imports ``numpy`` and ``numpyro.distributions`` (never ``numpyro.sample``); used by
-:mod:`pragmodels.params` (which samples) and by configs (:meth:`Prior.from_dict`).
+Layering: imports ``numpy``, and ``numpyro.distributions`` (never ``numpyro.sample``) only when a
+distribution is built; used by :mod:`pragmodels.params` (which samples) and by configs
+(:meth:`Prior.from_dict`, which a config's schema calls before JAX is loaded).
 
 A :class:`Prior` names a family and its parameters. Parameters are numbers or arrays (nested
 lists), so array-valued priors (a location per utterance) and simplex families (``Dirichlet``)
@@ -15,31 +16,49 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Mapping
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import numpy as np
-import numpyro.distributions as dist
 
-__all__ = ["Prior", "FAMILIES", "as_prior", "priors_to_json"]
+if TYPE_CHECKING:
+    import numpyro.distributions as dist
 
-#: family name -> (NumPyro distribution, parameter names in order)
-FAMILIES: dict[str, tuple[type, tuple[str, ...]]] = {
-    "Normal": (dist.Normal, ("loc", "scale")),
-    "HalfNormal": (dist.HalfNormal, ("scale",)),
-    "LogNormal": (dist.LogNormal, ("loc", "scale")),
-    "TruncatedNormal": (dist.TruncatedNormal, ("loc", "scale", "low", "high")),
-    "Exponential": (dist.Exponential, ("rate",)),
-    "Gamma": (dist.Gamma, ("concentration", "rate")),
-    "InverseGamma": (dist.InverseGamma, ("concentration", "rate")),
-    "Beta": (dist.Beta, ("concentration1", "concentration0")),
-    "Uniform": (dist.Uniform, ("low", "high")),
-    "HalfCauchy": (dist.HalfCauchy, ("scale",)),
-    "Cauchy": (dist.Cauchy, ("loc", "scale")),
-    "StudentT": (dist.StudentT, ("df", "loc", "scale")),
-    "Laplace": (dist.Laplace, ("loc", "scale")),
-    "Dirichlet": (dist.Dirichlet, ("concentration",)),
-    "MultivariateNormal": (dist.MultivariateNormal, ("loc", "covariance_matrix")),
+__all__ = ["Prior", "FAMILIES", "FAMILY_PARAMETERS", "as_prior", "priors_to_json"]
+
+#: family name (the NumPyro distribution's) -> its parameter names in order; a prior is declared and
+#: checked from these alone, so that a config's priors validate without NumPyro (and JAX) loaded
+FAMILY_PARAMETERS: dict[str, tuple[str, ...]] = {
+    "Normal": ("loc", "scale"),
+    "HalfNormal": ("scale",),
+    "LogNormal": ("loc", "scale"),
+    "TruncatedNormal": ("loc", "scale", "low", "high"),
+    "Exponential": ("rate",),
+    "Gamma": ("concentration", "rate"),
+    "InverseGamma": ("concentration", "rate"),
+    "Beta": ("concentration1", "concentration0"),
+    "Uniform": ("low", "high"),
+    "HalfCauchy": ("scale",),
+    "Cauchy": ("loc", "scale"),
+    "StudentT": ("df", "loc", "scale"),
+    "Laplace": ("loc", "scale"),
+    "Dirichlet": ("concentration",),
+    "MultivariateNormal": ("loc", "covariance_matrix"),
 }
+
+if TYPE_CHECKING:
+    #: family name -> (NumPyro distribution, parameter names in order)
+    FAMILIES: dict[str, tuple[type, tuple[str, ...]]]
+
+
+def __getattr__(name: str) -> Any:
+    """``FAMILIES``, built (and NumPyro imported) on first use."""
+    if name == "FAMILIES":
+        import numpyro.distributions as dist
+
+        families = {f: (getattr(dist, f), params) for f, params in FAMILY_PARAMETERS.items()}
+        globals()["FAMILIES"] = families
+        return families
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 #: a frozen prior parameter: a float, or a nested tuple of floats for an array
@@ -106,13 +125,13 @@ class Prior:
     _params: tuple[tuple[str, Frozen], ...]
 
     def __init__(self, family: str, **params: Any):
-        if family not in FAMILIES:
+        if family not in FAMILY_PARAMETERS:
             import difflib
 
-            near = difflib.get_close_matches(str(family), FAMILIES, n=1)
+            near = difflib.get_close_matches(str(family), FAMILY_PARAMETERS, n=1)
             hint = f" (did you mean {near[0]!r}?)" if near else ""
-            raise ValueError(f"unknown prior family {family!r}{hint}; expected one of {sorted(FAMILIES)}.")
-        expected = FAMILIES[family][1]
+            raise ValueError(f"unknown prior family {family!r}{hint}; expected one of {sorted(FAMILY_PARAMETERS)}.")
+        expected = FAMILY_PARAMETERS[family]
         if set(params) != set(expected):
             raise ValueError(f"Prior({family!r}) takes parameters {list(expected)}; got {sorted(params)}.")
         frozen = tuple((k, _freeze(params[k], f"Prior({family!r}) parameter {k}")) for k in expected)
@@ -132,7 +151,9 @@ class Prior:
 
     def distribution(self) -> dist.Distribution:
         """The NumPyro distribution (one draw has shape :meth:`shape`)."""
-        cls, _ = FAMILIES[self.family]
+        import numpyro.distributions as dist
+
+        cls = getattr(dist, self.family)
         return cls(**{k: np.asarray(v, dtype=np.float32) for k, v in self._params})
 
     def shape(self) -> tuple[int, ...]:

@@ -1,6 +1,7 @@
 """Eager checks of agent and likelihood inputs: shapes always, values where they are concrete.
 
-Layering: imports ``numpy`` and ``jax`` only. Inside ``jit``/``grad`` the values are tracers and
+Layering: imports ``numpy`` only, and ``jax`` where a value may come from it (so that the config
+schemas, which use :func:`check_one_of`, load without JAX). Inside ``jit``/``grad`` the values are tracers and
 only shapes are checked; called with NumPy or JAX arrays (as :func:`pragmodels.fit` traces a
 model once before sampling) the values are checked too. Every error names the function, the
 argument, the first offending index and value, and what was expected. :func:`check_one_of` is the
@@ -9,11 +10,10 @@ one "must be one of" check of a setting (the library's and the studies').
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from typing import TypeVar, cast
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
 __all__ = ["concrete", "numeric", "check_numeric", "check_precision", "check_values", "check_shape", "check_int", "check_index", "bad_index",
@@ -28,7 +28,8 @@ def concrete(x: object) -> np.ndarray | None:
 
     Shapes: ``x [...]`` -> ``[...]`` (the same shape; ``np.asarray(x)``), or None.
     """
-    if x is None or isinstance(x, jax.core.Tracer):
+    jax = sys.modules.get("jax")  # a tracer exists only once JAX is imported
+    if x is None or (jax is not None and isinstance(x, jax.core.Tracer)):
         return None
     arr = np.asarray(x)
     if arr.dtype.kind == "O":
@@ -39,7 +40,11 @@ def concrete(x: object) -> np.ndarray | None:
 
 def _is_float(dtype: np.dtype) -> bool:
     """A float dtype, bfloat16 (NumPy kind ``"V"``) included."""
-    return dtype.kind == "f" or (dtype.kind == "V" and bool(jnp.issubdtype(dtype, jnp.floating)))
+    if dtype.kind != "V":
+        return dtype.kind == "f"
+    import jax.numpy as jnp
+
+    return bool(jnp.issubdtype(dtype, jnp.floating))
 
 
 def numeric(arr: np.ndarray) -> np.ndarray | None:

@@ -37,6 +37,43 @@ def test_help_answers_without_jax():
     assert _python(code).endswith("no JAX")
 
 
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _broken_configs(tmp: Path) -> list[tuple[Path, str]]:
+    """A fit config and a study config with a typo in a key, and a study config with a bad value."""
+    import json
+
+    fit = json.loads((ROOT / "fits" / "reference_game.json").read_text())
+    fit["sampler"]["num_sample"] = fit["sampler"].pop("num_samples")
+    study = json.loads((ROOT / "fits" / "social_meaning.json").read_text())
+    study["study"] = str(ROOT / study["study"])  # the copy lives outside the repository
+    study["tables"] = str(ROOT / study["tables"])
+    study["n_draw"] = study.pop("n_draws")
+    value = {k: v for k, v in study.items() if k != "n_draw"} | {"motive_prior": "flat"}
+    out = []
+    for name, cfg, expected in [("fit", fit, "`sampler.num_sample`: unknown key; did you mean `num_samples`?"),
+                                ("study", study, "`n_draw`: unknown key; did you mean `n_draws`?"),
+                                ("value", value, '`motive_prior` = "flat": expected \'uniform\' or \'free\'')]:
+        (tmp / f"{name}.json").write_text(json.dumps(cfg))
+        out.append((tmp / f"{name}.json", expected))
+    return out
+
+
+@pytest.mark.subprocess
+def test_config_errors_answer_without_jax(tmp_path):
+    """A bad key or value in a fit or study config is reported before JAX or the study's code is imported."""
+    for path, expected in _broken_configs(tmp_path):
+        code = ("import sys\nfrom pragmodels.cli import main\n"
+                f"assert main(['run', {str(path)!r}, '--quick']) == 2\n"
+                "print(sorted(m for m in ('jax', 'numpyro', 'matplotlib', 'models.social_meaning.study') "
+                "if m in sys.modules))")
+        got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)
+        assert got.returncode == 0, got.stderr
+        assert got.stdout.strip() == "[]", (path.name, got.stdout)
+        assert expected in got.stderr, got.stderr
+
+
 def test_every_public_name_resolves_and_the_stub_lists_it():
     names = set()
     for node in ast.parse(STUB.read_text()).body:

@@ -1,7 +1,7 @@
 """Study 3: DRInQ conversational implicature (Arai & Ren 2026): an LM on the benchmark, and a pragmatic listener.
 
 Entry point ``"study": "models/implicature/study.py:run"`` (``fits/implicature.json``; schema
-:class:`Config`), run by ``pragmodels run fits/implicature.json``. The LM outputs are data, made
+:class:`~models.implicature.config.Config`), run by ``pragmodels run fits/implicature.json``. The LM outputs are data, made
 beforehand by ``python -m models.implicature.score`` and committed in
 ``fits/implicature/lm_outputs/``; this study never calls a language model. Per LM it scores the
 benchmark under each prompting condition (:func:`accuracy_tables`, :func:`interpretation_table`),
@@ -14,23 +14,22 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import jax
 import numpy as np
 import pandas as pd
 import xarray as xr
-from pydantic import Field
 from scipy import stats
 
 import pragmodels as pm
 from models.implicature import listeners, lm_outputs, prompts
+from models.implicature.config import Config
 from pragmodels.datasets import load_drinq
 from pragmodels.evaluation.model_comparison import loo_sentence
-from pragmodels.lm.entry import LMEntry
 from pragmodels.metrics.accuracy import accuracy_summary, mcnemar, paired_bootstrap
 from pragmodels.runs.folder import Run
-from pragmodels.runs.schema import StudyConfig, validate_config
+from pragmodels.runs.schema import validate_config
 from pragmodels.runs.study import StudyFolder
 
 #: the repository root (the committed LM outputs and relative paths in the config are under it)
@@ -38,18 +37,6 @@ ROOT = Path(__file__).resolve().parents[2]
 OUTPUTS = ROOT / "fits" / "implicature" / "lm_outputs"
 #: the paper's numbers quoted in the report (its Section 3.7 and Table 2)
 PAPER = {"validated": 819, "hard": 400, "human_average_hard": 0.89}
-
-
-class Config(StudyConfig):
-    """``fits/implicature.json``: the generic study keys and this study's own."""
-
-    lms: dict[str, LMEntry] = Field(description="the LMs to evaluate and model, by name (outputs: the folder of "
-                                                "its output tables, default fits/implicature/lm_outputs; made by "
-                                                "python -m models.implicature.score)")
-    n_boot: int = Field(10_000, ge=100, description="bootstrap resamples of the items")
-    n_draws: int = Field(400, ge=10, description="posterior draws for the predictive accuracy")
-    executor: Literal["sequential", "process"] = Field("sequential", description="pragmodels.inference.fit_many executor: "
-                                                                              "'sequential' or 'process'")
 
 
 def _correct_matrix(df: pd.DataFrame, col: str, gold: pd.Series, ids: list[str]) -> np.ndarray:

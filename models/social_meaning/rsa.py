@@ -20,6 +20,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+#: the settings of ``rsa_model(motive_prior=...)`` (the default first) and of ``effect_scale=...``: in the
+#: config's schema module, which validates a config before this one is imported
+from models.social_meaning.config import EFFECT_SCALES, MOTIVE_PRIORS
 from pragmodels import agents
 from pragmodels.likelihoods.categorical import likert_ratings, ordinal_log_probs
 from pragmodels.likelihoods.rater import likert_ratings_by_rater, quadrature
@@ -45,8 +48,6 @@ FEATURE_SETS = {"qud_fit": ("p_exact", "p_qud_fit"), "motives": ("p_exact", "p_p
 RATING_LINKS = tuple(FEATURE_SETS)
 DELTA = float(np.log(5.0))
 N_RATING = 7
-#: settings of ``rsa_model(motive_prior=...)``, the default first
-MOTIVE_PRIORS = ("uniform", "free")
 
 #: default priors; every one can be overridden at fit time (``pm.fit(..., priors={...})`` or the
 #: study config) without editing this module, and the fit records the priors actually sampled
@@ -268,11 +269,6 @@ ZETA_PARAMS = ("non-centred", "centred")
 def check_zeta_param(zeta_param) -> str:
     """``zeta_param`` if it is one of :data:`ZETA_PARAMS`, else a ``ValueError`` naming it."""
     return check_one_of("zeta_param", zeta_param, ZETA_PARAMS)
-
-
-#: settings of ``rsa_model(effect_scale=...)`` and ``baseline_model(effect_scale=...)``
-#: (docs/studies/social_meaning.md, "Effects in units of the noise")
-EFFECT_SCALES = ("rating", "noise")
 
 
 def check_effect_scale(effect_scale) -> str:

@@ -1,8 +1,9 @@
 """The social-meaning study end to end: reproduction tables, RSA and baseline fits to humans and
 to each LLM x prompt, model-implied ESR/CDS with credible intervals, figures and a report.
 
-The config's schema is :class:`Config` (validated before the run; ``schemas/social_meaning.schema.json``);
-every NUTS setting is there. Entry points named by ``fits/social_meaning.json``: :func:`run`
+The config's schema is :class:`~models.social_meaning.config.Config` (in its own module, validated
+before the run and before this one is imported; ``schemas/social_meaning.schema.json``); every NUTS
+setting is there. Entry points named by ``fits/social_meaning.json``: :func:`run`
 (``"study"``; called by ``pragmodels run`` through :func:`pragmodels.runs.study.run_study`) and
 :func:`write_tables` (``"tables"``; ``pragmodels tables social_meaning``). :func:`rebuild_report`
 re-renders a finished run's report from its ``run.json``. Notes: ``docs/studies/social_meaning.md``.
@@ -14,17 +15,23 @@ import functools
 import json
 import warnings
 from pathlib import Path
-from typing import Annotated, Literal
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pandas as pd
-import pydantic
-from pydantic import Field
 
 import pragmodels as pm
 from models.social_meaning import checks, claims, esr, paper, rsa
+from models.social_meaning.config import (  # noqa: F401 - the config's schema, importable from here too
+    FIT_LABELS,
+    HUMAN_LABELS,
+    LLM_LABELS,
+    Config,
+    FitSettings,
+    ModeReplicates,
+    StudySampler,
+)
 from models.social_meaning.report import (  # noqa: F401
     KEY_PARAMETERS,
     chain_table,
@@ -38,74 +45,15 @@ from pragmodels.inference.diagnostics import FitWarning
 from pragmodels.io.atomic import atomic_write
 from pragmodels.likelihoods.rater import rater_slots
 from pragmodels.runs.folder import MODES, Run, lock_folder, read_manifest
-from pragmodels.runs.schema import ModeSamplers, SamplerSettings, Strict, StudyConfig, validate_config
+from pragmodels.runs.schema import validate_config
 from pragmodels.runs.study import StudyFolder
 
 TABLE_COLUMNS = ["model", "prompt", "spearman", "ccc", "rmse", "cds_m", "cds_i", "cds", "das", "iss"]
 SCENARIOS = ("bicycle", "cinema", "conference", "house", "office", "pasta")
-#: labels of the three human fits (as in the report)
-HUMAN_LABELS = ("human", "human (motives link)", "human baseline")
 #: the human RSA fits' dense mass block: the speaker and listener parameters and the loadings, which
 #: the ratings pin only jointly (a long ridge of the cost against the knowledge prior:
 #: models/social_meaning/rsa.py, "Features that vanish"); the rest stays diagonal
 RSA_BLOCK = ("alpha", "precise_logodds_coarse", "theta_mu", "theta_sigma", "theta_z", "beta")
-
-
-# ------------------------------------------------------------------ the config's schema
-#: labels of the LLM x prompt fits, ``"<model> <prompt>"``
-LLM_LABELS = tuple(f"{m} {p}" for m in datasets.LLMS for p in datasets.PROMPTS)
-#: every label a ``sampler.fits`` entry may name
-FIT_LABELS = HUMAN_LABELS + LLM_LABELS
-
-
-class FitSettings(SamplerSettings):
-    """NUTS settings of one fit, and the parametrisation its sampler meets (the posterior is the same)."""
-
-    effect_scale: Literal[rsa.EFFECT_SCALES] = Field(
-        "rating", description="sample the loadings and the scenario effects' scale in rating points ('rating') "
-                              "or in units of each attribute's noise ('noise'); the same posterior, another "
-                              "geometry (models/social_meaning/rsa.py, 'Effects in units of the noise')")
-
-
-class StudySampler(SamplerSettings):
-    """NUTS settings of one mode; ``human`` overrides some of them for the human fits, ``fits`` for single LLM fits."""
-
-    human: SamplerSettings | None = Field(None, description="overrides for the three human fits (which mix "
-                                                            "more slowly), e.g. more num_samples")
-    fits: dict[Literal[FIT_LABELS], FitSettings] | None = Field(
-        None, description="overrides for single fits, by label: 'human', 'human (motives link)', 'human baseline' "
-                          "(after the 'human' entry) or '<model> <prompt>' (e.g. more num_samples for a "
-                          "near-deterministic rater); recorded in each fit's provenance")
-
-
-class ModeReplicates(Strict):
-    """Simulated data sets of the ESR calibration check per mode (0: the check is skipped)."""
-
-    quick: int = Field(ge=0, description="replicates of a --quick run")
-    full: int = Field(ge=0, description="replicates of a full run")
-
-
-class Config(StudyConfig):
-    """``fits/social_meaning.json``: the generic study keys (:class:`pragmodels.runs.schema.StudyConfig`)
-    and this study's own. Validated by :func:`pragmodels.runs.study.load_study_config` before the run.
-    Every NUTS setting of the study is here (``docs/studies/social_meaning.md`` says why each is
-    what it is)."""
-
-    sampler: ModeSamplers[StudySampler] = Field(description="NUTS settings per mode of the RSA and baseline fits")
-    measurement_sampler: ModeSamplers[SamplerSettings] = Field(
-        description="NUTS settings per mode of the ESR measurement model (models/social_meaning/esr.py; its "
-                    "posterior is near Gaussian: short trees)")
-    calibration_replicates: ModeReplicates = Field(
-        description="simulated data sets of the measurement model's calibration check per mode (0: skipped)")
-    calibration_sampler: SamplerSettings = Field(
-        description="NUTS settings of the calibration refits (one batched run over all replicates)")
-    motive_prior: Literal[rsa.MOTIVE_PRIORS] = Field("uniform", description="the RSA fits' motive prior "
-                                                                           "(models/social_meaning/rsa.py)")
-    n_draws: int = Field(400, ge=1, description="posterior draws for the model-implied ESR and CDS")
-    conditions: list[Annotated[tuple[Literal[datasets.LLMS], Literal[datasets.PROMPTS]], pydantic.Strict(False)]] | None = (
-        Field(None, description="restrict the LLM fits to some [model, prompt] pairs (default: all 12)"))
-    executor: Literal["sequential", "process"] = Field("sequential", description="how the 14 fits run "
-                                                                                 "(pragmodels.inference.fit_many)")
 
 
 # ------------------------------------------------------------------ reproduction (Tables 2-4)

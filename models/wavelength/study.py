@@ -1,7 +1,7 @@
 """Study 2: the Wavelength game (Qiu et al. 2025), LM-RSA listeners fitted to 4,000 human guesses.
 
 Entry point ``"study": "models/wavelength/study.py:run"`` (``fits/wavelength.json``; schema
-:class:`Config`), run by ``pragmodels run fits/wavelength.json``. The LM scores are data, made
+:class:`~models.wavelength.config.Config`), run by ``pragmodels run fits/wavelength.json``. The LM scores are data, made
 beforehand by ``python -m models.wavelength.score`` and committed in ``fits/wavelength/lm_scores/``;
 this study never calls a language model. Per LM it fits the listeners by NUTS, compares them by
 LOO (and item cross-validation), computes the paper's metrics, checks the posterior predictive,
@@ -12,25 +12,23 @@ for notebooks: :func:`fit_data`, :func:`fixed_listeners`, :func:`listener_metric
 
 from __future__ import annotations
 
-import difflib
 import json
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 import xarray as xr
-from pydantic import Field, model_validator
 
 import pragmodels as pm
 from models.wavelength import listeners, lm_scores, production, prompts
+from models.wavelength.config import Config
 from pragmodels.datasets import load_wavelength
-from pragmodels.lm.entry import LMEntry
 from pragmodels.metrics import distributions
 from pragmodels.runs.folder import Run
-from pragmodels.runs.schema import SamplerSettings, StudyConfig, validate_config
+from pragmodels.runs.schema import validate_config
 from pragmodels.runs.study import StudyFolder
 
 #: the repository root (the committed LM scores and relative paths in the config are under it)
@@ -39,35 +37,6 @@ SCORES = ROOT / "fits" / "wavelength" / "lm_scores"
 FLAT = ("uniform", "literal", "lm_rsa", "lm_rsa_cost", "appendix_c")
 #: the alpha values of the per-item identifiability check (log-spaced)
 ALPHA_GRID = np.exp(np.linspace(np.log(0.05), np.log(200.0), 80))
-
-
-class Config(StudyConfig):
-    """``fits/wavelength.json``: the generic study keys and this study's own."""
-
-    lms: dict[str, LMEntry] = Field(description="the LMs to fit, by name (outputs: the scores file, default "
-                                                "fits/wavelength/lm_scores/<name>.nc; made by python -m "
-                                                "models.wavelength.score)")
-    quick_items: int = Field(12, ge=2, description="items fitted in quick mode (the first scored ones)")
-    cv_folds: int = Field(5, ge=2, description="folds of the item cross-validation (full mode)")
-    cv: bool = Field(True, description="run the item cross-validation with the LM-prior model (full mode)")
-    cv_lms: list[str] | None = Field(None, description="the LMs to cross-validate (default: all of lms)")
-    cv_sampler: SamplerSettings | None = Field(None, description="NUTS settings of the cross-validation fits "
-                                                                 "(default: the full settings with 2 chains)")
-    by_item_sampler: SamplerSettings | None = Field(None, description="NUTS settings of the per-item (hierarchical) "
-                                                                      "fits in full mode (default: the full settings)")
-    n_draws: int = Field(400, ge=10, description="posterior draws for the metrics and checks")
-    grid_items: int = Field(12, ge=1, description="items in the figure's grid")
-    executor: Literal["sequential", "process"] = Field("sequential", description="pragmodels.inference.fit_many executor: "
-                                                                              "'sequential' or 'process'")
-
-    @model_validator(mode="after")
-    def _cv_lms_are_lms(self) -> Config:
-        for name in self.cv_lms or []:
-            if name not in self.lms:
-                near = difflib.get_close_matches(name, list(self.lms), n=1, cutoff=0.6)
-                raise ValueError(f"`cv_lms` names {name!r}, which is not in `lms` ({', '.join(map(repr, self.lms))})"
-                                 + (f"; did you mean {near[0]!r}?" if near else ""))
-        return self
 
 
 def fit_data(ds: xr.Dataset, long: pd.DataFrame) -> dict[str, np.ndarray]:

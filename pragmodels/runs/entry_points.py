@@ -16,7 +16,7 @@ from typing import Any
 from pragmodels.errors import ConfigError
 from pragmodels.io.imports import import_file, import_package
 
-__all__ = ['search_path', 'load_entry_point', 'import_studies', 'read_config']
+__all__ = ['search_path', 'load_entry_point', 'entry_point_file', 'import_studies', 'read_config']
 
 # ------------------------------------------------------------------ entry points
 def search_path(start: str | os.PathLike) -> list[Path]:
@@ -74,6 +74,37 @@ def load_entry_point(value: str, config_path: str | os.PathLike, key: str = "stu
         ``models/social_meaning/study.py``, suggested), the import failed (or found another
         package of that name first), or no such function.
     """
+    where = f"{config_path}: {key} = {value!r}"
+    path, func_name = entry_point_file(value, config_path, key)
+    try:
+        module = import_file(path)
+    except ImportError as e:
+        raise ConfigError(f"{where}: importing {path} failed ({e}).") from e
+    func = getattr(module, func_name, None)
+    if not callable(func):
+        raise ConfigError(f"{where}: {path} has no function {func_name!r}.")
+    return func
+
+
+def entry_point_file(value: str, config_path: str | os.PathLike, key: str = "study") -> tuple[Path, str]:
+    """The file and the function name of ``"path/to/module.py:function"``, found as
+    :func:`load_entry_point` finds them but without importing the file.
+
+    Parameters
+    ----------
+    value, config_path, key
+        As :func:`load_entry_point`.
+
+    Returns
+    -------
+    (Path, str)
+        The file (absolute, resolved) and the function's name.
+
+    Raises
+    ------
+    ConfigError
+        As :func:`load_entry_point`: ``value`` is malformed or names no file.
+    """
     config_path = Path(config_path)
     where = f"{config_path}: {key} = {value!r}"
     if not isinstance(value, str) or value.count(":") != 1:
@@ -93,15 +124,7 @@ def load_entry_point(value: str, config_path: str | os.PathLike, key: str = "stu
         moved = next(((b / m).as_posix() if absolute else m for b in bases for m in _moved_into_package(b, rel)), None)
         hint = f"; did you mean '{moved}:{func_name}'?" if moved else ""
         raise ConfigError(f"{where}: no file {rel} under {' or '.join(str(b) for b in bases)}{hint}.")
-    path = (base / rel).resolve()
-    try:
-        module = import_file(path)
-    except ImportError as e:
-        raise ConfigError(f"{where}: importing {path} failed ({e}).") from e
-    func = getattr(module, func_name, None)
-    if not callable(func):
-        raise ConfigError(f"{where}: {path} has no function {func_name!r}.")
-    return func
+    return (base / rel).resolve(), func_name
 
 
 def _moved_into_package(base: Path, rel: Path) -> list[str]:

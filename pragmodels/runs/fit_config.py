@@ -1,8 +1,9 @@
 """Run one fit described by a JSON config in ``fits/`` and write its run folder beside it.
 
-Layering: imports :mod:`pragmodels.inference.fitting`, :mod:`pragmodels.rsa_models`,
-:mod:`pragmodels.simulate`, :mod:`pragmodels.priors`, :mod:`pragmodels.io.netcdf`,
-:mod:`pragmodels.runs.schema`, :mod:`pragmodels.runs.entry_points` and :mod:`pragmodels.runs.folder`.
+Layering: imports :mod:`pragmodels.priors`, :mod:`pragmodels.runs.schema`,
+:mod:`pragmodels.runs.entry_points` and :mod:`pragmodels.runs.folder`; :mod:`pragmodels.inference.fitting`,
+:mod:`pragmodels.rsa_models`, :mod:`pragmodels.simulate` and :mod:`pragmodels.io.netcdf` lazily, to run a
+fit, so that :func:`load_config` validates a config without importing JAX.
 
 A config names a model factory of :mod:`pragmodels.rsa_models` with its options, declarative
 priors, the data (a simulator of :mod:`pragmodels.simulate`), sampler settings, a seed and
@@ -25,12 +26,8 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
 import numpy as np
 from pydantic import Field, create_model, model_validator
 
-from pragmodels import rsa_models, simulate
-from pragmodels.agents import CostScaling, PriorAt
 from pragmodels.errors import ConfigError
-from pragmodels.inference.fitting import fit
-from pragmodels.io.netcdf import load_netcdf, save_netcdf
-from pragmodels.priors import FAMILIES, Prior
+from pragmodels.priors import FAMILY_PARAMETERS, Prior
 from pragmodels.runs.entry_points import read_config
 from pragmodels.runs.folder import check_writable, open_run, read_manifest, run_folder
 from pragmodels.runs.schema import (
@@ -70,11 +67,17 @@ def _prior_model(family: str, params: tuple[str, ...]) -> type[_PriorSpec]:
     return create_model(f"{family}Prior", __base__=_PriorSpec, __doc__=f"A {family} prior.", **fields)
 
 
-_PRIORS = tuple(_prior_model(f, params) for f, (_, params) in FAMILIES.items())
+_PRIORS = tuple(_prior_model(f, params) for f, params in FAMILY_PARAMETERS.items())
 if TYPE_CHECKING:
     PriorSpec = _PriorSpec
 else:
     PriorSpec = Annotated[Union[_PRIORS], Field(discriminator="family")]  # noqa: UP007 - a Union of a tuple built at run time
+
+
+#: :data:`pragmodels.agents.PriorAt` and :data:`~pragmodels.agents.CostScaling` (the same values, a test
+#: checks), written here so that a config validates without JAX, which ``pragmodels.agents`` imports
+PriorAt = Literal["all", "top"]
+CostScaling = Literal["inside", "outside"]
 
 
 class _ModelOptions(Strict):
@@ -186,6 +189,8 @@ def load_config(path: str | Path) -> dict[str, Any]:
 
 
 def _build(cfg: dict[str, Any], path: Path) -> tuple[Callable[..., Any], dict[str, Any]]:
+    from pragmodels import rsa_models, simulate
+
     spec = validate_config(FitConfig, cfg, path, "fit config")
     opts = spec.model.model_dump(exclude={"factory"}, exclude_unset=True)
     priors = {k: Prior.from_dict(v.model_dump()) for k, v in spec.priors.items()}
@@ -228,6 +233,7 @@ def _check_model(cfg: dict[str, Any], model: Callable[..., Any], data: dict[str,
 
 def _traces_without_priors(cfg: dict[str, Any], data: dict[str, Any]) -> bool:
     """Whether the model without ``priors`` traces (then the priors broke it)."""
+    from pragmodels import rsa_models
     from pragmodels.params import inspect_model
 
     if not cfg.get("priors"):
@@ -266,6 +272,13 @@ def _did_you_mean(name: str, names: list[str]) -> str:
     return f" (did you mean {near[0]!r}?)" if near else ""
 
 
+def fit(*args: Any, **kwargs: Any) -> Any:
+    """:func:`pragmodels.fit`, imported at the first fit (so that validating a config imports no JAX)."""
+    from pragmodels.inference.fitting import fit as fit_now
+
+    return fit_now(*args, **kwargs)
+
+
 def run_config(path: str | Path, out_dir: str | Path | None = None, *, quick: bool = False,
                progress_bar: bool = True) -> Path:
     """Fit the config at ``path`` into its run folder.
@@ -301,6 +314,8 @@ def run_config(path: str | Path, out_dir: str | Path | None = None, *, quick: bo
         The run folder cannot be written, is locked or holds a run of the other mode
         (:func:`pragmodels.runs.folder.open_run`).
     """
+    from pragmodels.io.netcdf import save_netcdf
+
     path = Path(path)
     cfg = load_config(path)  # the whole config, also in quick mode: --quick hides no invalid value
     mode = "quick" if quick else "full"
@@ -351,6 +366,8 @@ def render_report(run_dir: str | Path) -> str:
     """
     import pandas as pd
     from arviz_stats import eti
+
+    from pragmodels.io.netcdf import load_netcdf
 
     run_dir = Path(run_dir)
     man = read_manifest(run_dir)

@@ -13,10 +13,12 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from pragmodels.errors import ConfigError
-from pragmodels.runs.entry_points import load_entry_point, read_config
+from pragmodels.io.imports import import_file
+from pragmodels.runs.entry_points import entry_point_file, load_entry_point, read_config
 from pragmodels.runs.folder import MODES, Run, check_writable, open_run, run_folder
 from pragmodels.validation import check_one_of
 
@@ -27,7 +29,7 @@ if TYPE_CHECKING:
     from pragmodels.inference.fit_many import FitSpec
     from pragmodels.runs.schema import StudyConfig
 
-__all__ = ['study_config_model', 'load_study_config', 'run_study', 'convergence_table', 'StudyFolder']
+__all__ = ['study_config_model', 'config_module_file', 'check_study_config', 'load_study_config', 'run_study', 'convergence_table', 'StudyFolder']
 
 def study_config_model(entry: Callable[..., Any]) -> type[StudyConfig]:
     """The config model of a study: ``Config`` in its entry point's module, else ``StudyConfig``.
@@ -51,20 +53,97 @@ def study_config_model(entry: Callable[..., Any]) -> type[StudyConfig]:
     from pragmodels.runs.schema import StudyConfig
 
     module = sys.modules.get(getattr(entry, "__module__", "") or "")
+    return _config_of(module) or StudyConfig
+
+
+def _config_of(module: ModuleType | None) -> type[StudyConfig] | None:
+    """A module's ``Config``, checked to be a ``StudyConfig``; None when it has none."""
+    from pragmodels.runs.schema import StudyConfig
+
     model = getattr(module, "Config", None)
     if model is None:
-        return StudyConfig
+        return None
     if not (isinstance(model, type) and issubclass(model, StudyConfig)):
         raise ConfigError(f"{getattr(module, '__file__', module)}: Config must be a subclass of "
                           f"pragmodels.runs.schema.StudyConfig; got {model!r}.")
     return model
 
 
+def config_module_file(entry_file: str | os.PathLike[str]) -> Path | None:
+    """The module that holds a study's ``Config`` apart from its code: ``config.py`` beside the
+    entry point's file, when that file is in a package (``models/social_meaning/config.py`` for
+    ``models/social_meaning/study.py``); None when there is none.
+
+    Parameters
+    ----------
+    entry_file : str or path-like
+        The entry point's file (:func:`pragmodels.runs.entry_points.entry_point_file`).
+
+    Returns
+    -------
+    Path or None
+    """
+    entry_file = Path(entry_file)
+    candidate = entry_file.parent / "config.py"
+    if entry_file.name == "config.py" or not (entry_file.parent / "__init__.py").is_file():
+        return None
+    return candidate if candidate.is_file() else None
+
+
+def _validated(path: Path) -> tuple[dict[str, Any], type[StudyConfig] | None]:
+    """The config at ``path`` validated, and the ``Config`` of its study's config module (None
+    when the study has none and its entry point's module was imported for its ``Config``)."""
+    from pragmodels.runs.schema import validate_config
+
+    config = read_config(path, "study config")
+    if "study" not in config:
+        raise ConfigError(f"study config {path}: `study`: required key missing (expected "
+                          "'path/to/module.py:function').", path=path, problems=[("study", "required key missing")])
+    entry_file, _ = entry_point_file(config["study"], path, "study")
+    config_file = config_module_file(entry_file)
+    light = None
+    if config_file is not None:
+        try:
+            light = _config_of(import_file(config_file))
+        except ImportError as e:
+            raise ConfigError(f"{path}: study = {config['study']!r}: importing {config_file} (the study's config "
+                              f"schema) failed ({e}).", path=path) from e
+    model = light or study_config_model(load_entry_point(config["study"], path, "study"))
+    validate_config(model, config, path, "study config")
+    return config, light
+
+
+def check_study_config(path: str | os.PathLike) -> dict[str, Any]:
+    """The study config at ``path``, validated against its study's schema without importing the study.
+
+    The schema is ``Config`` in the study's config module (:func:`config_module_file`, e.g.
+    ``models/social_meaning/config.py``), which imports no JAX: a bad key or value is reported at
+    once. A study without a config module has its entry point's module imported for its
+    ``Config`` (else :class:`~pragmodels.runs.schema.StudyConfig`), as :func:`load_study_config`.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The study config file.
+
+    Returns
+    -------
+    dict
+        The config as read (not the validated model).
+
+    Raises
+    ------
+    ConfigError
+        As :func:`load_study_config`.
+    """
+    return _validated(Path(path))[0]
+
+
 def load_study_config(path: str | os.PathLike) -> tuple[dict[str, Any], Callable[..., Any]]:
     """The study config at ``path`` and its entry point, validated before anything runs.
 
-    The ``study`` entry point is resolved (:func:`load_entry_point`), then the whole config is
-    checked against the study's schema (:func:`study_config_model`).
+    The config is checked against the study's schema (:func:`check_study_config`), then the
+    ``study`` entry point is resolved (:func:`load_entry_point`).
 
     Parameters
     ----------
@@ -79,18 +158,18 @@ def load_study_config(path: str | os.PathLike) -> tuple[dict[str, Any], Callable
     Raises
     ------
     ConfigError
-        The file cannot be read, has no ``study`` key, the entry point cannot be resolved, or the
-        config does not validate (one line naming the file, the keys and the values).
+        The file cannot be read, has no ``study`` key, the entry point cannot be resolved, the
+        config does not validate (one line naming the file, the keys and the values), or the
+        entry point's module defines a ``Config`` other than its config module's.
     """
-    from pragmodels.runs.schema import validate_config
-
     path = Path(path)
-    config = read_config(path, "study config")
-    if "study" not in config:
-        raise ConfigError(f"study config {path}: `study`: required key missing (expected "
-                          "'path/to/module.py:function').", path=path, problems=[("study", "required key missing")])
+    config, light = _validated(path)
     entry = load_entry_point(config["study"], path, "study")
-    validate_config(study_config_model(entry), config, path, "study config")
+    own = _config_of(sys.modules.get(getattr(entry, "__module__", "") or ""))
+    if light is not None and own is not None and own is not light:
+        raise ConfigError(f"{path}: study = {config['study']!r}: its module defines a Config of its own, not the one "
+                          f"of its config module {light.__module__} that the config was validated against; "
+                          f"import that one instead (from {light.__module__} import Config).", path=path)
     return config, entry
 
 

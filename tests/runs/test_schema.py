@@ -263,6 +263,17 @@ def test_model_and_data_schemas_match_the_factories_and_simulators():
         assert set(fields) == set(sig) and all(fields[k] == v for k, v in sig.items() if k != "seed"), name
 
 
+def test_the_model_options_take_the_agents_values():
+    """fit_config writes PriorAt and CostScaling out, so that a config validates without JAX: the same values."""
+    import typing
+
+    from pragmodels import agents
+    from pragmodels.runs import fit_config as runner
+
+    assert typing.get_args(runner.PriorAt) == typing.get_args(agents.PriorAt)
+    assert typing.get_args(runner.CostScaling) == typing.get_args(agents.CostScaling)
+
+
 def test_the_json_schema_files_are_up_to_date():
     """Regenerate with `python -m pragmodels.runs.json_schema` (from the repository root)."""
     texts = schema_texts(ROOT / "fits")

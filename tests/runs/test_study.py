@@ -130,3 +130,40 @@ def test_a_flat_study_file_moved_into_a_package_is_suggested(tmp_path):
     cfg = tmp_path / "fits" / "game.json"
     with pytest.raises(errors.ConfigError, match="did you mean 'studies/game/study.py:run'"):
         runs.load_entry_point("studies/game_study.py:run", cfg)
+
+
+def _study_package(tmp_path: Path, study_code: str) -> Path:
+    """A study package with its Config in config.py; the study module raises if it is imported."""
+    import uuid
+
+    name = f"study_pkg_{uuid.uuid4().hex[:8]}"  # a package name of its own: imported by location, once
+    pkg = tmp_path / name
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "config.py").write_text("from pydantic import Field\nfrom pragmodels.runs.schema import StudyConfig\n\n\n"
+                                   "class Config(StudyConfig):\n    n: int = Field(1, ge=1)\n")
+    (pkg / "study.py").write_text(study_code)
+    sampler = {mode: {"num_warmup": 10, "num_samples": 10} for mode in ("quick", "full")}
+    cfg = {"name": "game", "study": f"{pkg / 'study.py'}:run", "sampler": sampler, "seed": 1, "n": 2}
+    path = tmp_path / "game.json"
+    path.write_text(json.dumps(cfg))
+    return path
+
+
+def test_a_study_config_is_validated_by_its_config_module_without_importing_the_study(tmp_path):
+    path = _study_package(tmp_path, "raise RuntimeError('the study was imported')\n")
+    study = Path(json.loads(path.read_text())["study"].rsplit(":", 1)[0])
+    assert runs.study.config_module_file(study) == study.parent / "config.py"
+    assert runs.study.check_study_config(path)["n"] == 2
+    path.write_text(path.read_text().replace('"n": 2', '"n": 0'))
+    with pytest.raises(errors.ConfigError, match=r"`n` = 0: must be greater than or equal to 1"):
+        runs.study.check_study_config(path)
+
+
+def test_a_study_module_with_a_config_of_its_own_is_refused(tmp_path):
+    """The config is validated against config.py's Config: a study module that defines another one would
+    run with values that Config never checked."""
+    path = _study_package(tmp_path, "from pragmodels.runs.schema import StudyConfig\n\n\n"
+                                    "class Config(StudyConfig):\n    pass\n\n\ndef run(*a):\n    pass\n")
+    with pytest.raises(errors.ConfigError, match=r"its module defines a Config of its own.*import that one instead"):
+        runs.load_study_config(path)
