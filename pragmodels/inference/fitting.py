@@ -16,6 +16,7 @@ and how it fails: the docs page *Fitting and checking*.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import time
@@ -28,8 +29,20 @@ import jax
 import numpy as np
 import xarray as xr
 
+from pragmodels.inference.basins import (
+    BASIN_NATS,
+    Basin,
+    chain_inits,
+    combine,
+    disagreements,
+    find_basins,
+    log_masses,
+    merge_mixed,
+    summarise,
+    take,
+)
 from pragmodels.inference.compile_cache import bound_model, split_data
-from pragmodels.inference.diagnostics import FitDiagnosticsError, FitWarning, diagnose
+from pragmodels.inference.diagnostics import Diagnostics, FitDiagnosticsError, FitWarning, diagnose
 from pragmodels.inference.multistart import multistart_inits
 from pragmodels.inference.nuts import (
     CHAIN_METHODS,
@@ -68,8 +81,8 @@ class FitPostprocessingError(FitDiagnosticsError):
     """Raised by ``fit(..., strict=True)`` when a step after sampling failed; nothing is written
     to disk. The partial result (posterior and sample_stats at least) is on :attr:`tree`."""
 
-INITS = ("median", "uniform", "optimize")
-Init = Literal["median", "uniform", "optimize"]
+INITS = ("median", "uniform", "optimize", "basins")
+Init = Literal["median", "uniform", "optimize", "basins"]
 
 
 def validate_data(data: object) -> dict[str, Any]:
@@ -246,6 +259,30 @@ class _Steps:
         self.tracebacks.append(f"{step}:\n" + "".join(traceback.format_exception(error)))
 
 
+def _weigh_basins(rng_key: jax.Array, bound: Callable[..., Any], arrays: Mapping[str, Any], run: NutsRun,
+                  basins: list[Basin], max_tree_depth: int) -> tuple[list[Basin], Diagnostics]:
+    """Merge basins whose chains mixed, estimate their masses, diagnose each; the basins and the
+    diagnostics of all of them (a problem of any basin, and disagreements between heavy ones)."""
+    basins = merge_mixed(basins, run.latent)
+    log_masses(rng_key, bound, arrays, basins, run.latent, run.stats["lp"])
+    summarise(basins, run.latent)
+    problems, parts = [], []
+    for k, b in enumerate(basins):
+        sub = dataclasses.replace(run, samples={n: v[b.chains] for n, v in run.samples.items()},
+                                  stats={n: v[b.chains] for n, v in run.stats.items()})
+        d = diagnose(_raw_tree(sub), emit=False, max_tree_depth=max_tree_depth, latent=run.latent_sites)
+        b.diagnostics = {**d.as_attrs(), "ok": int(d.ok)}
+        parts.append(d)
+        problems += [f"basin {k} (weight {b.weight:.2f}): {p}" for p in d.problems]
+    problems += [f"{m}: the posterior has separated modes that answer differently" for m in disagreements(basins)]
+    diag = Diagnostics(divergences=sum(d.divergences for d in parts),
+                       max_rhat=float(np.nanmax([d.max_rhat for d in parts])),
+                       min_ess_bulk=float(np.nanmin([d.min_ess_bulk for d in parts])),
+                       min_ess_tail=float(np.nanmin([d.min_ess_tail for d in parts])),
+                       num_chains=run.num_chains, problems=problems)
+    return basins, diag
+
+
 def fit(
     rng_key: int | jax.Array,
     model: Callable[..., Any],
@@ -269,6 +306,7 @@ def fit(
     out: str | os.PathLike[str] | None = None,
     strict: bool = False,
     pad_trials: bool = True,
+    basin_nats: float = BASIN_NATS,
 ) -> xr.DataTree:
     """Fit ``model(**data)`` with NUTS and return an ArviZ ``DataTree``.
 
@@ -295,7 +333,7 @@ def fit(
     dense_mass : bool or list of tuples of site names
         NUTS mass matrix: diagonal (False), dense (True) or dense blocks, e.g.
         ``[("beta", "alpha")]`` for strongly correlated parameters.
-    init : {"median", "uniform", "optimize"}
+    init : {"median", "uniform", "optimize", "basins"}
         Where chains start: near the prior medians (default; keeps, e.g., a lapse rate from
         starting near 1 where the likelihood is flat and a chain can stall), NumPyro's
         uniform draws in (-2, 2) on the unconstrained scale, or ``"optimize"``: 16 uniform
@@ -303,7 +341,14 @@ def fit(
         the best basin found (:mod:`pragmodels.inference.multistart`; for posteriors with a dominant mode
         that warm-up does not reliably reach). Where every start ended is recorded in the
         ``init_optima`` attribute. Use it with non-centred hierarchies only: a centred one has
-        no joint mode and the optimiser walks into its scale-to-zero funnel.
+        no joint mode and the optimiser walks into its scale-to-zero funnel. ``"basins"``: the
+        same starts, grouped into basins by place; ``num_chains`` chains start in each basin within
+        ``basin_nats`` of the best (at most 4), and the result combines the basins by their
+        posterior mass, estimated by bridge sampling (:mod:`pragmodels.inference.basins`; the
+        basins, weights and per-basin diagnostics are in ``attrs["basins"]``).
+    basin_nats : float
+        With ``init="basins"``: basins whose optimum lies within this many nats of the best get
+        chains (default 10).
     chain_method : {None, "parallel", "vectorized", "sequential"}
         ``parallel`` splits the chains over the CPU devices (see
         :func:`pragmodels.configure_host_devices`) or GPUs that divide them evenly, vectorised
@@ -374,15 +419,20 @@ def fit(
         return {k: cut_padding(v, plan.n, plan.padded_to) for k, v in draws.items()}
 
     key_mcmc, key_pp = jax.random.split(key)
-    init_params, optima = None, None
-    if init == "optimize":
+    init_params, optima, basins = None, None, None
+    static, arrays = split_data(run_data)
+    if init in ("optimize", "basins"):
         key_mcmc, key_init = jax.random.split(key_mcmc)
-        static, arrays = split_data(run_data)
         found = multistart_inits(key_init, bound_model(run_model, static), arrays, num_chains)
         init_params, optima = found.init_params, found.summary()
-    run = run_nuts(key_mcmc, run_model, run_data, num_warmup=num_warmup, num_samples=num_samples, num_chains=num_chains,
-                   chain_method=chain_method, target_accept=target_accept, max_tree_depth=max_tree_depth,
-                   dense_mass=dense_mass, init="uniform" if init == "optimize" else init, init_params=init_params,
+        if init == "basins":
+            basins = find_basins(found.end_params, found.potentials, nats=basin_nats)
+            init_params, _ = chain_inits(basins, found.end_params, num_chains)
+    run = run_nuts(key_mcmc, run_model, run_data, num_warmup=num_warmup, num_samples=num_samples,
+                   num_chains=num_chains * (len(basins) if basins else 1), chain_method=chain_method,
+                   target_accept=target_accept, max_tree_depth=max_tree_depth, dense_mass=dense_mass,
+                   init="uniform" if init in ("optimize", "basins") else init,  # type: ignore[arg-type]
+                   init_params=init_params,
                    progress_bar=progress_bar)
     ran = run.chain_method
     if asked is not None and ran != asked and not (num_chains == 1 and ran == "single"):
@@ -397,6 +447,15 @@ def fit(
     pp = (steps.attempt("posterior_predictive",
                         lambda: cut(_posterior_predictive(key_pp, run_model, run.latent, run_data, observed)))
           if posterior_predictive else None)
+    basin_diag = None
+    if basins is not None:  # the basins' masses, then every chain of the result draws from each by its weight
+        basins, basin_diag = _weigh_basins(jax.random.fold_in(key, 2), bound_model(run_model, static), arrays, run,
+                                           basins, max_tree_depth)
+        index = combine(run.samples, basins, num_chains, np.random.default_rng(int(jax.random.randint(
+            jax.random.fold_in(key, 3), (), 0, 2**31 - 1))))
+        run = dataclasses.replace(run, samples=take(run.samples, index), stats=take(run.stats, index))
+        loglik = take(loglik, index) if loglik else loglik
+        pp = take(pp, index) if pp else pp
     prior = None
     if prior_predictive:
         prior = steps.attempt("prior_predictive", lambda: prior_predictive_draws(
@@ -411,7 +470,13 @@ def fit(
     wall = time.perf_counter() - t_start
     diag = None
     try:  # called here, not through steps.attempt, so that its warnings point at fit's caller
-        diag = diagnose(tree, emit=not strict, max_tree_depth=max_tree_depth, latent=run.latent_sites)
+        if basin_diag is not None:  # each basin's own chains: the combined draws would hide their mixing
+            diag = basin_diag
+            if not strict:
+                for problem in diag.problems:
+                    warnings.warn(problem, FitWarning, stacklevel=2)
+        else:
+            diag = diagnose(tree, emit=not strict, max_tree_depth=max_tree_depth, latent=run.latent_sites)
     except Exception as e:
         steps.record("diagnostics", e)
 
@@ -424,6 +489,10 @@ def fit(
             name=label, info=info, data=data, rng_key=rng_key, settings=settings, nuts=run, diagnostics=diag,
             wall_time_s=wall, postprocessing_time_s=post_s, init_optima=optima))
         tree.attrs["padding"] = json.dumps(plan.record() if plan is not None else {"reason": "pad_trials=False"})
+        if basins is not None:
+            tree.attrs["basins"] = json.dumps(dict(
+                method="bridge sampling (normal proposal, 4 repeats; unconstrained scale)", basin_nats=basin_nats,
+                basins=[b.record() for b in basins]))
 
     steps.attempt("provenance", provenance)
     if steps.errors:

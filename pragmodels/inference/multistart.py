@@ -39,16 +39,19 @@ Params = dict[str, jax.Array]
 class MultistartResult:
     """Where the starts ended. ``init_params``: unconstrained values with a leading chain axis
     (for ``MCMC.run(init_params=...)``); ``final_potentials``: each start's end point, sorted
-    (nats; lower is better; ``inf`` for a start that diverged).
+    (nats; lower is better; ``inf`` for a start that diverged); ``end_params`` and ``potentials``:
+    every start's end point and potential, in start order (for :mod:`pragmodels.inference.basins`).
 
     Shapes: ``init_params[site] [num_chains, *unconstrained site shape]``, ``final_potentials
-    [n_starts]``.
+    [n_starts]``, ``end_params[site] [n_starts, ...]``, ``potentials [n_starts]``.
     """
 
     init_params: Params
     final_potentials: np.ndarray
     n_starts: int
     steps: int
+    end_params: Params
+    potentials: np.ndarray
 
     def summary(self) -> dict[str, Any]:
         """JSON-ready digest: best potential, how many starts reached its basin, and the gap to
@@ -124,4 +127,5 @@ def multistart_inits(rng_key: jax.Array, model: Callable[..., Any], model_kwargs
     basin = order[final[order] <= best + SAME_BASIN_NATS]
     pick = np.resize(basin, num_chains)
     init_params = jax.tree.map(lambda x: jnp.asarray(x)[pick], end)
-    return MultistartResult(init_params=init_params, final_potentials=final[order], n_starts=n_starts, steps=steps)
+    return MultistartResult(init_params=init_params, final_potentials=final[order], n_starts=n_starts, steps=steps,
+                            end_params=end, potentials=final)

@@ -1,0 +1,341 @@
+"""Posteriors with several basins: chains from each, combined by each basin's posterior mass.
+
+Layering: imports ``jax``, ``numpyro.infer.util``, ``arviz_stats`` (r_hat) and
+:mod:`pragmodels.inference.multistart` (the optimised starts); :func:`pragmodels.fit` uses it for
+``init="basins"``.
+
+``init="optimize"`` starts every chain in the best basin its optimised starts found, so r_hat
+cannot see another mode, and a second basin a few nats lower, but wider, can hold much of the
+posterior's mass. Here:
+
+1. **Basins.** The optimised end points (:func:`pragmodels.inference.multistart.multistart_inits`)
+   are grouped by place: an end point joins the best-placed basin whose optimum lies within
+   :data:`SAME_BASIN_DISTANCE` of it on every unconstrained coordinate, else it opens a basin. Basins
+   whose optimum lies within ``basin_nats`` (default :data:`BASIN_NATS`) of the best get
+   ``num_chains`` chains each (at most :data:`MAX_BASINS` basins), started at their end points.
+2. **Mixing.** Basins whose chains reached one another (the r_hat of their pooled draws, one
+   basin as one chain, at most :data:`MIXED_RHAT` for every sampled element) are one basin.
+3. **Masses.** Each basin's mass, ``Z_k``, the integral of the unnormalised posterior over the
+   basin, is estimated by bridge sampling (Meng & Wong 1996; Gronau et al. 2017) between its
+   draws and a multivariate normal fitted to them, on the unconstrained scale (Jacobians included);
+   its Monte Carlo error by repeating with four independent proposal sets. The weights are
+   ``Z_k / sum Z``. For separated basins this is the posterior mass of each; stacking (Yao,
+   Vehtari & Gelman 2022) would instead weight by predictive performance, which does not tell two
+   modes that predict alike apart.
+4. **The combined posterior.** Every chain of the result draws from each basin in proportion to
+   its weight (draws taken without replacement from the basin's chains, in random order), so
+   summaries, LOO and predictive checks read the mixture. Each basin's own chains are diagnosed
+   (r_hat within the basin); the result's ``attrs["basins"]`` records each basin: its optimum, the
+   starts that reached it, its log mass and error, weight, diagnostics and parameter means and
+   90% intervals. Basins with weight > 1% that disagree on a parameter (one's mean outside the
+   other's interval) are named in a :class:`~pragmodels.inference.diagnostics.FitWarning`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.flatten_util import ravel_pytree
+from numpyro.infer.util import potential_energy, unconstrain_fn
+
+__all__ = ["BASIN_NATS", "MAX_BASINS", "SAME_BASIN_DISTANCE", "MIXED_RHAT", "Basin", "find_basins",
+           "chain_inits", "merge_mixed", "log_masses", "combine", "take", "summarise", "disagreements",
+           "bridge_log_mass"]
+
+#: basins whose optimum lies within this many nats of the best get chains
+BASIN_NATS = 10.0
+#: at most this many basins get chains
+MAX_BASINS = 4
+#: end points closer than this on every unconstrained coordinate are one basin
+SAME_BASIN_DISTANCE = 0.5
+#: basins whose pooled draws have r_hat at most this (one basin as one chain) have mixed: one basin
+MIXED_RHAT = 1.05
+#: a basin with at least this weight counts in the disagreement check
+WEIGHT_THRESHOLD = 0.01
+
+
+@dataclass
+class Basin:
+    """One basin: its optimum's potential (nats), the optimised starts that reached it, its chains, and
+    after sampling its log mass (and Monte Carlo error), weight, diagnostics and parameter summaries."""
+
+    potential: float
+    starts: list[int]
+    chains: list[int] = field(default_factory=list)
+    log_mass: float = float("nan")
+    log_mass_se: float = float("nan")
+    weight: float = float("nan")
+    diagnostics: dict[str, Any] = field(default_factory=dict)
+    summary: dict[str, list[float]] = field(default_factory=dict)
+
+    def record(self) -> dict[str, Any]:
+        """JSON-ready."""
+        return dict(potential=round(self.potential, 3), starts=len(self.starts), chains=self.chains,
+                    log_mass=round(self.log_mass, 4), log_mass_se=round(self.log_mass_se, 4),
+                    weight=round(self.weight, 4), diagnostics=self.diagnostics, summary=self.summary)
+
+
+def find_basins(end_params: Mapping[str, Any], potentials: np.ndarray, *, nats: float = BASIN_NATS,
+                max_basins: int = MAX_BASINS) -> list[Basin]:
+    """Group optimised end points into basins by place; keep those within ``nats`` of the best.
+
+    Shapes: ``end_params[site] [start, ...]`` (unconstrained), ``potentials [start]`` (nats, ``inf``
+    for a start that failed).
+
+    Parameters
+    ----------
+    end_params : dict of arrays
+        Where each start ended.
+    potentials : array
+        Each end point's potential energy (minus the log density).
+    nats : float
+        Basins whose best end point lies within this many nats of the overall best are kept.
+    max_basins : int
+        At most this many (the best-placed) are kept.
+
+    Returns
+    -------
+    list of Basin
+        Best first; ``starts`` indexes the starts.
+    """
+    flat = np.stack([np.asarray(ravel_pytree({k: v[i] for k, v in end_params.items()})[0])
+                     for i in range(len(potentials))])
+    order = [int(i) for i in np.argsort(potentials, kind="stable") if np.isfinite(potentials[i])]
+    basins: list[Basin] = []
+    centres: list[np.ndarray] = []
+    for i in order:
+        for b, centre in zip(basins, centres, strict=True):
+            if np.max(np.abs(flat[i] - centre)) <= SAME_BASIN_DISTANCE:
+                b.starts.append(i)
+                break
+        else:
+            basins.append(Basin(float(potentials[i]), [i]))
+            centres.append(flat[i])
+    best = basins[0].potential
+    return [b for b in basins if b.potential <= best + nats][:max_basins]
+
+
+def chain_inits(basins: list[Basin], end_params: Mapping[str, Any], num_chains: int
+                ) -> tuple[dict[str, jax.Array], np.ndarray]:
+    """``num_chains`` chains per basin, started at its end points (cycling when it has fewer).
+
+    Shapes: ``end_params[site] [start, ...]`` -> ``init_params[site] [basin * num_chains, ...]`` and
+    ``chain_basin [basin * num_chains]`` (each chain's basin).
+    """
+    picks, owner = [], []
+    for k, b in enumerate(basins):
+        picks.extend(np.resize(np.asarray(b.starts), num_chains).tolist())
+        owner.extend([k] * num_chains)
+        b.chains = list(range(k * num_chains, (k + 1) * num_chains))
+    idx = np.asarray(picks)
+    return {k: jnp.asarray(v)[idx] for k, v in end_params.items()}, np.asarray(owner)
+
+
+def _pooled_rhat(draws: Mapping[str, np.ndarray], chains_a: list[int], chains_b: list[int]) -> float:
+    """The worst r_hat over every element when each of two chain sets is pooled into one chain."""
+    from arviz_stats.base import array_stats
+
+    worst = 0.0
+    for v in draws.values():
+        a = np.asarray(v)[chains_a].reshape(-1, int(np.prod(np.shape(v)[2:], dtype=int)))
+        b = np.asarray(v)[chains_b].reshape(-1, a.shape[1])
+        n = min(a.shape[0], b.shape[0])
+        both = np.stack([a[:n], b[:n]])  # [2, n, element]
+        varies = np.ptp(both, axis=(0, 1)) > 0
+        if varies.any():
+            worst = max(worst, float(np.nanmax(array_stats.rhat(both[..., varies], chain_axis=0, draw_axis=1))))
+    return worst
+
+
+def merge_mixed(basins: list[Basin], latent: Mapping[str, np.ndarray]) -> list[Basin]:
+    """Merge basins whose chains mixed (pooled r_hat <= :data:`MIXED_RHAT` for every sampled element).
+
+    Shapes: ``latent[site] [chain, draw, ...]``.
+    """
+    merged: list[Basin] = []
+    for b in basins:
+        for m in merged:
+            if _pooled_rhat(latent, m.chains, b.chains) <= MIXED_RHAT:
+                m.chains = m.chains + b.chains
+                m.starts = m.starts + b.starts
+                break
+        else:
+            merged.append(b)
+    return merged
+
+
+def _logmeanexp(x: np.ndarray) -> float:
+    m = float(np.max(x))
+    return m + math.log(float(np.mean(np.exp(x - m))))
+
+
+def bridge_log_mass(log_p1: np.ndarray, log_q1: np.ndarray, log_p2: np.ndarray, log_q2: np.ndarray,
+                    iterations: int = 1000, tol: float = 1e-10) -> float:
+    """The iterative bridge sampling estimate (Meng & Wong 1996) of ``log Z``, ``Z = int p``.
+
+    Shapes: ``log_p1, log_q1 [n1]`` at draws from ``p / Z``; ``log_p2, log_q2 [n2]`` at draws from ``q``.
+
+    Parameters
+    ----------
+    log_p1, log_q1 : array
+        The unnormalised log target and the normalised log proposal at the target's draws.
+    log_p2, log_q2 : array
+        The same at the proposal's draws.
+    iterations, tol : int, float
+        The fixed-point iteration's bound and tolerance on ``log Z``.
+
+    Returns
+    -------
+    float
+    """
+    l1, l2 = np.asarray(log_p1 - log_q1, float), np.asarray(log_p2 - log_q2, float)
+    n1, n2 = l1.size, l2.size
+    ls1, ls2 = math.log(n1 / (n1 + n2)), math.log(n2 / (n1 + n2))
+    log_r = _logmeanexp(l2)  # the importance-sampling estimate as the start
+    for _ in range(iterations):
+        num = _logmeanexp(l2 - np.logaddexp(ls1 + l2, ls2 + log_r))
+        den = _logmeanexp(-np.logaddexp(ls1 + l1, ls2 + log_r))
+        new = num - den
+        if abs(new - log_r) < tol:
+            return new
+        log_r = new
+    return log_r
+
+
+def log_masses(rng_key: jax.Array, model: Callable[..., Any], arrays: Mapping[str, Any], basins: list[Basin],
+               latent: Mapping[str, np.ndarray], lp: np.ndarray, repeats: int = 4) -> None:
+    """Each basin's log mass by bridge sampling, with its Monte Carlo error (SD over ``repeats`` proposal
+    sets); sets ``log_mass``, ``log_mass_se`` and ``weight`` of each basin.
+
+    Shapes: ``latent[site] [chain, draw, ...]`` (constrained), ``lp [chain, draw]`` (the log density on
+    the unconstrained scale, Jacobians included).
+    """
+    n_chain, n_draw = lp.shape
+
+    def unconstrained(i: jax.Array) -> jax.Array:
+        c, d = i // n_draw, i % n_draw
+        params = {k: jnp.asarray(v)[c, d] for k, v in latent.items()}
+        return ravel_pytree(unconstrain_fn(model, (), dict(arrays), params))[0]
+
+    z_all = np.asarray(jax.jit(jax.vmap(unconstrained))(jnp.arange(n_chain * n_draw)), dtype=float)
+    z0 = {k: jnp.asarray(v)[0, 0] for k, v in latent.items()}
+    _, unravel = ravel_pytree(unconstrain_fn(model, (), dict(arrays), z0))
+    log_p = jax.jit(jax.vmap(lambda z: -potential_energy(model, (), dict(arrays), unravel(z))))
+    for k, b in enumerate(basins):
+        rows = np.concatenate([np.arange(c * n_draw, (c + 1) * n_draw) for c in b.chains])
+        z1, lp1 = z_all[rows], lp.reshape(-1)[rows]
+        mean = z1.mean(0)
+        cov = np.atleast_2d(np.cov(z1, rowvar=False)) + 1e-8 * np.eye(z1.shape[1])
+        chol = np.linalg.cholesky(cov)
+        logdet = 2 * np.log(np.diag(chol)).sum()
+
+        def log_q(z: np.ndarray, mean: np.ndarray = mean, chol: np.ndarray = chol, logdet: float = logdet
+                  ) -> np.ndarray:
+            u = np.linalg.solve(chol, (z - mean).T).T
+            return -0.5 * (u * u).sum(-1) - 0.5 * logdet - 0.5 * z.shape[1] * math.log(2 * math.pi)
+
+        estimates = []
+        for r in range(repeats):
+            eps = np.asarray(jax.random.normal(jax.random.fold_in(rng_key, 100 * k + r), z1.shape), float)
+            z2 = mean + eps @ chol.T
+            lp2 = np.asarray(log_p(jnp.asarray(z2, dtype=jnp.result_type(float))), float)
+            lp2[~np.isfinite(lp2)] = -np.inf
+            estimates.append(bridge_log_mass(lp1, log_q(z1), lp2, log_q(z2)))
+        b.log_mass = float(np.mean(estimates))
+        b.log_mass_se = float(np.std(estimates, ddof=1) / math.sqrt(repeats)) if repeats > 1 else float("nan")
+    logs = np.array([b.log_mass for b in basins])
+    w = np.exp(logs - np.logaddexp.reduce(logs))
+    for b, wk in zip(basins, w, strict=True):
+        b.weight = float(wk)
+
+
+def combine(draws: Mapping[str, np.ndarray], basins: list[Basin], num_chains: int, rng: np.random.Generator
+            ) -> np.ndarray:
+    """Which draw of the run fills each place of the combined posterior: every chain draws from each basin
+    in proportion to its weight (largest remainders), without replacement, in random order.
+
+    Shapes: ``draws[site] [chain, draw, ...]`` (only the shape is read) -> ``[num_chains, draw, 2]``
+    (chain and draw index into the run).
+    """
+    n_draw = next(iter(draws.values())).shape[1]
+    w = np.array([b.weight for b in basins])
+    raw = w * n_draw
+    counts = np.floor(raw).astype(int)
+    counts[np.argsort(raw - counts)[::-1][: n_draw - counts.sum()]] += 1
+    pools = [rng.permutation([(c, d) for c in b.chains for d in range(n_draw)]) for b in basins]
+    taken = [0] * len(basins)
+    out = np.empty((num_chains, n_draw, 2), dtype=int)
+    for c in range(num_chains):
+        picks = []
+        for k, n in enumerate(counts):
+            picks.append(pools[k][taken[k]: taken[k] + n])
+            taken[k] += n
+        chain = np.concatenate(picks)
+        out[c] = chain[rng.permutation(n_draw)]
+    return out
+
+
+def take(values: Mapping[str, np.ndarray], index: np.ndarray) -> dict[str, np.ndarray]:
+    """``values[site][index[..., 0], index[..., 1]]``: the combined posterior's draws of each site.
+
+    Shapes: ``values[site] [chain, draw, ...]``, ``index [chain', draw', 2]`` -> ``[chain', draw', ...]``.
+    """
+    return {k: np.asarray(v)[index[..., 0], index[..., 1]] for k, v in values.items()}
+
+
+def disagreements(basins: list[Basin]) -> list[str]:
+    """Pairs of basins with weight > 1% that disagree on a parameter: each one's mean outside the other's 90%
+    interval.
+
+    Parameters
+    ----------
+    basins : list of Basin
+        With ``weight`` and ``summary`` (``{element: [mean, 5%, 95%]}``) set.
+
+    Returns
+    -------
+    list of str
+        One sentence per disagreeing pair and parameter, naming both basins.
+    """
+    heavy = [(k, b) for k, b in enumerate(basins) if b.weight > WEIGHT_THRESHOLD]
+    found = []
+    for i, (ka, a) in enumerate(heavy):
+        for kb, b in heavy[i + 1:]:
+            for name, (m_a, lo_a, hi_a) in a.summary.items():
+                m_b, lo_b, hi_b = b.summary[name]
+                if not (lo_a <= m_b <= hi_a) and not (lo_b <= m_a <= hi_b):
+                    found.append(f"basins {ka} and {kb} (weights {a.weight:.2f}, {b.weight:.2f}) disagree on "
+                                 f"{name}: {m_a:.3g} [{lo_a:.3g}, {hi_a:.3g}] against {m_b:.3g} "
+                                 f"[{lo_b:.3g}, {hi_b:.3g}]")
+    return found
+
+
+def summarise(basins: list[Basin], latent: Mapping[str, np.ndarray]) -> None:
+    """Set each basin's ``summary``: ``{element: [mean, 5%, 95%]}`` of every sampled element.
+
+    Shapes: ``latent[site] [chain, draw, ...]``.
+
+    Parameters
+    ----------
+    basins : list of Basin
+        With ``chains`` set.
+    latent : dict of arrays
+        The sampled sites' draws.
+    """
+    for b in basins:
+        out = {}
+        for name, v in latent.items():
+            x = np.asarray(v)[b.chains].reshape(-1, *np.shape(v)[2:])
+            flat = x.reshape(x.shape[0], -1)
+            for j in range(flat.shape[1]):
+                idx = np.unravel_index(j, x.shape[1:]) if x.ndim > 1 else ()
+                label = name + (f"[{', '.join(str(int(i)) for i in idx)}]" if idx else "")
+                col = flat[:, j]
+                out[label] = [float(col.mean()), float(np.quantile(col, 0.05)), float(np.quantile(col, 0.95))]
+        b.summary = out
