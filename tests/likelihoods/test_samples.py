@@ -72,9 +72,19 @@ def test_bad_concentration_is_named():
 
 @pytest.mark.nuts
 def test_a_listener_on_sampled_semantics_fits():
-    from benchmarks.sampled_semantics import sampled_listener, simulate
-    data, alpha = simulate(np.random.default_rng(3), 32)
-    tree = pm.fit(0, sampled_listener, data, num_warmup=500, num_samples=500, num_chains=2, progress_bar=False)
+    from pragmodels import agents
+    from pragmodels.rsa_models import sampled_listener_model
+    rng = np.random.default_rng(3)
+    theta = rng.dirichlet(np.ones(5), size=4)
+    counts = np.stack([rng.multinomial(32, row) for row in theta])
+    l1 = np.exp(np.asarray(agents.pragmatic_listener(np.log(theta), 3.0), dtype=float))
+    utterance = np.repeat(np.arange(4), 50)
+    choice = np.array([rng.choice(5, p=l1[u] / l1[u].sum()) for u in utterance])
+    data = dict(semantic_counts=counts, utterance=utterance, choice=choice)
+    tree = pm.fit(0, sampled_listener_model(), data, num_warmup=500, num_samples=500, num_chains=2,
+                  progress_bar=False)
     assert tree.posterior["lm_listener"].shape[-2:] == (4, 5)
     assert sorted(tree.log_likelihood.data_vars) == ["choice"]  # the LM's counts are not response data
     assert int(tree.attrs["diagnostics_ok"]) == 1
+    lo, hi = np.quantile(tree.posterior["alpha"].values, [0.005, 0.995])
+    assert lo < 3.0 < hi  # the 99% interval holds the alpha that made the data
