@@ -81,7 +81,7 @@ CostScaling = Literal["inside", "outside"]
 
 
 class _ModelOptions(Strict):
-    depth: int = Field(1, ge=1, description="recursion depth of the pragmatic agent (1: S1 / L1)")
+    depth: int = Field(1, ge=1, le=10, description="recursion depth of the pragmatic agent (1: S1 / L1; at most 10)")
     prior_at: PriorAt = Field("all", description="where the state prior enters: every level, or the top only")
 
 
@@ -99,13 +99,22 @@ class ListenerModel(_ModelOptions):
     cost_scaling: CostScaling = Field("inside", description="utterance costs inside or outside alpha")
 
 
+class SampledListenerModel(_ModelOptions):
+    """:func:`pragmodels.rsa_models.sampled_listener_model`: listener choices on an LM's sample counts."""
+
+    factory: Literal["sampled_listener_model"]
+    cost_scaling: CostScaling = Field("inside", description="utterance costs inside or outside alpha")
+    concentration: float = Field(1.0, gt=0, description="the Dirichlet prior's concentration per cell")
+
+
 class HierarchicalListenerModel(_ModelOptions):
     """:func:`pragmodels.rsa_models.hierarchical_listener_model`: listener choices, alpha by item."""
 
     factory: Literal["hierarchical_listener_model"]
 
 
-ModelSpec = Annotated[SpeakerModel | ListenerModel | HierarchicalListenerModel, Field(discriminator="factory")]
+ModelSpec = Annotated[SpeakerModel | ListenerModel | SampledListenerModel | HierarchicalListenerModel,
+                      Field(discriminator="factory")]
 
 
 class ReferenceGameSpeakerData(Strict):
@@ -113,7 +122,7 @@ class ReferenceGameSpeakerData(Strict):
 
     simulate: Literal["reference_game_speaker"]
     seed: Seed
-    n_per_state: int = Field(80, ge=1, description="choices simulated per state")
+    n_per_state: int = Field(80, ge=1, le=10**6, description="choices simulated per state (at most 1,000,000)")
     alpha: float = Field(2.0, ge=0, description="the speaker's rationality")
     cost: float = Field(0.5, description="the cost of 'square'")
     lapse: float = Field(0.0, ge=0, le=1, description="probability of a uniformly random choice")
@@ -124,11 +133,18 @@ class ScaleListenerByItemData(Strict):
 
     simulate: Literal["scale_listener_by_item"]
     seed: Seed
-    n_items: int = Field(100, ge=1, description="number of items")
-    n_per_item: int = Field(40, ge=1, description="guesses simulated per item")
-    n_states: int = Field(21, ge=2, description="points of the 0-100 scale")
+    n_items: int = Field(100, ge=1, le=100_000, description="number of items (at most 100,000)")
+    n_per_item: int = Field(40, ge=1, le=100_000, description="guesses simulated per item (at most 100,000)")
+    n_states: int = Field(21, ge=2, le=10_000, description="points of the 0-100 scale (at most 10,000)")
     alpha_mu: float = Field(1.0, description="mean of log alpha over items")
     alpha_sigma: float = Field(0.5, ge=0, description="sd of log alpha over items")
+
+    @model_validator(mode="after")
+    def _size(self) -> ScaleListenerByItemData:
+        if self.n_items * self.n_per_item > 10**7:
+            raise ValueError(f"n_items x n_per_item = {self.n_items * self.n_per_item:,} guesses; at most "
+                             "10,000,000 are simulated (their arrays must fit in memory)")
+        return self
 
 
 DataSpec = Annotated[ReferenceGameSpeakerData | ScaleListenerByItemData, Field(discriminator="simulate")]

@@ -6,6 +6,7 @@ No test here fits a model: each stops at a validation error (the fit is replaced
 import copy
 import inspect
 import json
+import os
 import re
 import urllib.error
 import urllib.request
@@ -106,6 +107,9 @@ def test_an_unknown_key_at_any_level_is_named_with_the_nearest_valid_key(tmp_pat
     (_set("sampler", "dense_mass", [["alpha", ""]]), '`sampler.dense_mass[0][1]` = "": must not be empty'),
     (_set("sampler", "dense_mass", [["alpha", "lapse"], ["alpha"]]), "names 'alpha' twice; a site may be in one"),
     (_set("sampler", "dense_mass", [["alpha", "alpha"]]), "names 'alpha' twice"),
+    # issue 33: a depth that hung and a size that ran out of memory (exit 1) are bounded
+    (_set("model", "depth", 100000), "`model.depth` = 100000: must be less than or equal to 10"),
+    (_set("data", "n_per_state", 10**12), "`data.n_per_state` = 1000000000000: must be less than or equal to 1000000"),
 ])
 def test_a_wrong_value_names_the_key_the_value_and_the_expected_type(tmp_path, capsys, no_fit, change, expected):
     path = _config(tmp_path, change)
@@ -249,7 +253,8 @@ def test_model_and_data_schemas_match_the_factories_and_simulators():
     from pragmodels.runs import fit_config as runner
 
     models = {m.model_fields["factory"].annotation.__args__[0]: m
-              for m in (runner.SpeakerModel, runner.ListenerModel, runner.HierarchicalListenerModel)}
+              for m in (runner.SpeakerModel, runner.ListenerModel, runner.SampledListenerModel,
+                        runner.HierarchicalListenerModel)}
     assert sorted(models) == sorted(n for n in rsa_models.__all__ if n.endswith("_model"))
     for name, m in models.items():
         options = {k: f.default for k, f in m.model_fields.items() if k != "factory"}
@@ -436,6 +441,35 @@ def test_an_unwritable_compilation_cache_or_home_is_a_warning(tmp_path, capsys, 
     assert "pragmodels: warning: compilation cache folder" in capsys.readouterr().err
 
 
+def test_the_command_line_keeps_xlas_log_lines_below_fatal_away_unless_the_user_set_a_level(tmp_path, monkeypatch):
+    """XLA's "Very slow compile?" alarm is a C++ ERROR line: TF_CPP_MIN_LOG_LEVEL=3 before JAX starts,
+    unless the user chose a level."""
+    import pragmodels.cli as cli
+
+    seen = []
+    monkeypatch.setattr(cli, "_tables", lambda args, cfg: seen.append(os.environ.get("TF_CPP_MIN_LOG_LEVEL")))
+    monkeypatch.delenv("TF_CPP_MIN_LOG_LEVEL", raising=False)
+    assert main(["tables", "social_meaning", "--out", str(tmp_path / "t.csv")]) == 0
+    monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "0")
+    assert main(["tables", "social_meaning", "--out", str(tmp_path / "t.csv")]) == 0
+    assert seen == ["3", "0"]
+
+
+def test_a_run_that_compiles_says_so_once(tmp_path, capsys):
+    from pragmodels.cli import _compile_note
+
+    cache = tmp_path / "jax"
+    cache.mkdir()
+    (cache / ".probe-x").write_text("")
+    _compile_note(str(cache))  # a cold cache
+    _compile_note(None)  # no cache
+    (cache / "jit_model-0123-cache").write_text("")
+    _compile_note(str(cache))  # compiled programs to reuse: nothing to say
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 2 and all(line.startswith("pragmodels: note: ") for line in lines)
+    assert f"cached in {cache} and reused by later runs" in lines[0] and "every run compiles them again" in lines[1]
+
+
 def test_an_unwritable_output_folder_fails_before_the_fit(tmp_path, capsys, no_fit):
     blocker = tmp_path / "a_file"
     blocker.write_text("not a folder")
@@ -489,3 +523,12 @@ def test_study_config_values_are_checked_before_any_work(tmp_path, capsys, study
     assert main(["run", str(path), "--quick", "--no-progress", "--out", str(tmp_path / "out")]) == 2
     assert expected in _one_line_error(capsys)
     assert not (tmp_path / "out").exists()
+
+
+def test_a_simulated_data_set_too_large_for_memory_is_refused():
+    from pydantic import ValidationError
+
+    from pragmodels.runs.fit_config import ScaleListenerByItemData
+    with pytest.raises(ValidationError, match="n_items x n_per_item = 10,000,000,000 guesses; at most 10,000,000"):
+        ScaleListenerByItemData(simulate="scale_listener_by_item", seed=0, n_items=100_000, n_per_item=100_000)
+    assert ScaleListenerByItemData(simulate="scale_listener_by_item", seed=0, n_items=10_000, n_per_item=40)
