@@ -66,6 +66,9 @@ def test_notebooks_run_and_show_their_figures(name, kernel_dir, mirror, monkeypa
     if name == "quickstart.ipynb":  # its fit shows a progress bar: a widget
         fit = next(c for c in code if "progress_bar=True" in c.source)
         assert any(WIDGET in o.get("data", {}) for o in fit.outputs)
+    if name == "social_meaning.ipynb":  # the quick fits' own warnings are shown, not silenced
+        fits = next(c for c in code if "fit_one(" in c.source)
+        assert "FitWarning" in "".join(o.get("text", "") for o in fits.outputs if o.get("name") == "stderr")
     assert (_files(ROOT), _files(ROOT / "notebooks")) == before
 
 
@@ -131,6 +134,13 @@ def test_tables_social_meaning_writes_the_required_columns(tmp_path, capsys):
     assert "rmse_individual" in pd.read_csv(tmp_path / "tables_with_paper.csv").columns
 
 
+def _social_trees(run_dir):
+    """The fits of a social-meaning run folder, as its report reads them: ``(trees, baseline)``."""
+    manifest = json.loads((run_dir / "run.json").read_text())
+    fits = {k: load_netcdf(run_dir / f["file"]) for k, f in manifest["fits"].items() if k != "esr measurement"}
+    return {k: t for k, t in fits.items() if k != "human baseline"}, fits["human baseline"]
+
+
 @pytest.mark.slow  # about 4 minutes cold; `make test-all`
 def test_social_meaning_main_job_quick(tmp_path):
     out = tmp_path / "run"
@@ -138,8 +148,8 @@ def test_social_meaning_main_job_quick(tmp_path):
     # human RSA (two links), human baseline, 12 LLM x prompt, the ESR measurement model
     assert len(list((out / "posteriors").glob("*.nc"))) == 16
     assert sorted(p.name for p in (out / "figures").iterdir()) == sorted([
-        "esr_heatmap_model_based.png", "contrasts.png", "fig1_human_vs_model.png", "fig2_esr_heatmap.png",
-        "forest_parameters.png", "ppc_condition_means.png"])
+        "esr_model_intervals.png", "contrasts.png", "fig1_human_vs_model.png", "fig2_esr_heatmap.png",
+        "forest_parameters.png", "human_ppc.png", "llm_means_vs_human_model.png", "loo_compare.png"])
     esr = pd.read_csv(out / "tables" / "esr_model.csv")
     assert len(esr) == 12 * 10 and (esr.lo <= esr.esr).all() and (esr.esr <= esr.hi).all()
     assert esr.p_sign_flip.between(0, 1).all() and np.allclose(np.exp(esr.log_abs_esr), esr.abs_esr, rtol=0.05)
@@ -150,13 +160,23 @@ def test_social_meaning_main_job_quick(tmp_path):
     assert set(claims.reading) <= {"supported", "contradicted", "undecided"}
     ppc = pd.read_csv(out / "tables" / "human_ppc_effects.csv")
     assert len(ppc) == 3 * 10 and set(ppc.model) == {"rsa", "rsa_motives", "baseline"}
-    assert len(pd.read_csv(out / "tables" / "human_ppc_cells.csv")) == 3 * 144
+    ppc_cells = pd.read_csv(out / "tables" / "human_ppc_cells.csv")
+    assert len(ppc_cells) == 3 * 144 and {"scenario", "context", "form", "attribute"} <= set(ppc_cells.columns)
     loo = pd.read_csv(out / "tables" / "loo_compare.csv", index_col=0)
     assert set(loo.index) == {"rsa", "rsa_motives", "baseline"}
     contrasts = pd.read_csv(out / "tables" / "contrasts.csv")  # each LLM fit vs the human fit (pm.contrast_table)
     assert len(contrasts) == 12 * 5 and set(contrasts.reference) == {"human"}
     assert ((contrasts.p_greater >= 0) & (contrasts.p_greater <= 1)).all() and (contrasts.lower <= contrasts.upper).all()
-    report = (out / "report.md").read_text()
+    quick = (out / "report.md").read_text()  # what the quick run checked, and nothing else
+    assert "checks that the pipeline runs end to end, and nothing else" in quick
+    assert "15 fits by NUTS" in quick and "`contrasts.png`" in quick and "`human_rsa.nc`" in quick
+    assert "**" not in quick and "supported" not in quick and "core-minutes" not in quick
+    from models.social_meaning.study import analysis_markdown, rebuild_report
+
+    # the analysis a full run's report holds, rendered from the quick run's folder: every section renders
+    trees, baseline = _social_trees(out)
+    report = analysis_markdown(out, trees, baseline, pd.read_csv(out / "tables" / "parameters.csv"),
+                               pd.read_csv(out / "tables" / "chains.csv"))
     assert "## The paper's claims as posterior probabilities" in report and "new raters" in report
     params = pd.read_csv(out / "tables" / "parameters.csv")
     assert params.fit.tolist()[0] == "human" and len(params) == 14
@@ -185,14 +205,11 @@ def test_social_meaning_main_job_quick(tmp_path):
     chains = pd.read_csv(out / "tables" / "chains.csv")  # 15 fits x 2 chains, each with its log likelihood
     assert len(chains) == 30 and chains.fit.nunique() == 15 and np.isfinite(chains.loglik).all()
     assert chains.loc[chains.fit == "human baseline", "alpha"].isna().all() and chains.alpha.notna().sum() == 28
-    report = (out / "report.md").read_text()
-    assert "Quick mode is a smoke test" in report and "## Diagnostics" in report
+    assert "## Diagnostics" in report and "figures/human_ppc.png" in report and "figures/loo_compare.png" in report
     assert "no multi-start optimisation" in report and "16 random starts" not in report  # quick mode has none
     assert "is ahead of" in report  # the LOO comparison: which model is ahead, by how much (loo_sentence)
     assert "## Posterior contrasts with the human fit" in report and "| claude MIN" in report
     assert "Below the sampling standards" in report and "Chain by chain" in report  # quick chains never converge
-    from models.social_meaning.study import rebuild_report
-
     manifest = json.loads((out / "run.json").read_text())
     assert manifest["entry_point"] == "models/social_meaning/study.py:run" and manifest["mode"] == "quick"
     assert len(manifest["fits"]) == 16 and manifest["data"]["social_human"].startswith("cf016530")
@@ -203,8 +220,8 @@ def test_social_meaning_main_job_quick(tmp_path):
     drawn = (out / "figures" / "contrasts.png").stat().st_mtime_ns
     rebuilt = rebuild_report(out).read_text()  # from run.json, tables and posteriors: no markdown parsed
     assert (out / "figures" / "contrasts.png").stat().st_mtime_ns > drawn  # redrawn from the saved posteriors
-    assert "re-rendered from the saved run" in rebuilt and rebuilt.split("\n")[2] == report.split("\n")[2]
-    assert f"wall time {manifest['wall_time_s']:.0f} s" in report.split("\n")[2]
+    assert "re-rendered from the saved run" in rebuilt and rebuilt.startswith(quick)
+    assert f"{manifest['wall_time_s']:.0f} s in all" in quick and f"wall time {manifest['wall_time_s']:.0f} s" in report
     # the folder was written aside and swapped in whole: no temp folder is left beside it
     assert sorted(p.name for p in tmp_path.iterdir()) == [".run.lock", "run"]
 

@@ -16,6 +16,10 @@ from pragmodels import datasets
 from pragmodels.evaluation.model_comparison import loo_sentence
 
 KEY_PARAMETERS = ("alpha", "cost_precise", "noise", "lapse", "theta_mu")
+#: the one name of each key parameter in figures, tables' headers and the report's text
+PARAMETER_LABELS = {"alpha": "alpha (speaker rationality)", "cost_precise": "cost of the precise form",
+                    "noise": "response noise (rating points)", "lapse": "lapse rate",
+                    "theta_mu": "theta_mu (log-odds: speaker knows)"}
 
 
 def parameter_table(trees: dict) -> pd.DataFrame:
@@ -164,7 +168,7 @@ def _init_paragraph(sampler: dict, trees: dict) -> str:
 
 def _params_markdown(params: pd.DataFrame) -> str:
     cell = lambda r, v: f"{r[v]:.2f} [{r[v + '_lo']:.2f}, {r[v + '_hi']:.2f}]"
-    head = "| fit | " + " | ".join(KEY_PARAMETERS) + " |\n|---|" + "---|" * len(KEY_PARAMETERS)
+    head = "| fit | " + " | ".join(PARAMETER_LABELS[v] for v in KEY_PARAMETERS) + " |\n|---|" + "---|" * len(KEY_PARAMETERS)
     body = ["| " + r.fit + ("†" if not r.get("converged", True) else "") + " | " + " | ".join(cell(r, v) + ("*" if v == "noise" and r.noise_at_floor else "")
                                               for v in KEY_PARAMETERS) + " |" for _, r in params.iterrows()]
     return "\n".join([head, *body])
@@ -227,11 +231,8 @@ def report_markdown(mode, sampler, table, disc, cmp, trees, baseline, params, wa
     fits = {"human baseline": baseline, **trees}
     n_ok = sum(converged(t) for t in fits.values())
     lines = [
-        "# Social meaning of numerical (im)precision: reproduction, RSA fits and model-based calibration", "",
-        f"Mode: **{mode}** (NUTS {sampler}); wall time {wall:.0f} s; pragmodels {pm.__version__}.",
-        *(["", "> **Quick mode is a smoke test of the pipeline, not an analysis**: chains are far too short "
-            "to converge (see Diagnostics), so none of the posterior numbers below should be interpreted. "
-            "Run without `--quick` for the real analysis.", ""] if mode == "quick" else []),
+        f"# {TITLE}", "",
+        f"Mode: **{mode}** (NUTS {sampler}); wall time {wall:.0f} s; pragmodels {pm.__version__}.", "",
         "Data: Solt et al. (2025) Exp. 1 human ratings (362 participants) and the LLM ratings of Mühlenbernd (2026), "
         "loaded from the registry and verified by sha256.", "",
         "## What this run shows", "",
@@ -252,14 +253,15 @@ def report_markdown(mode, sampler, table, disc, cmp, trees, baseline, params, wa
         "- **baseline**: free form, context and form x context effects per attribute, no speaker model.", "",
         "All three share the ordinal likelihood, scenario effects and one-factor rater effects (a loading per "
         f"attribute). Motive prior of the RSA fits: **{_motive_prior(trees)}**.", "",
-        f"LOO (arviz-stats `compare`, per rating): {loo_sentence(cmp)}", "",
+        f"LOO (arviz-stats `compare`, per rating; `figures/loo_compare.png`): {loo_sentence(cmp)}", "",
         cmp.to_markdown(floatfmt=".2f"), "",
     ]
     if ppc_effects is not None:
         inside = ppc_cells.groupby("model").inside.sum() if ppc_cells is not None else None
         lines += ["Posterior predictive check with **new raters** (`tables/human_ppc_effects.csv`): each model's "
                   "replicated data recompute the ten significant human effects as the paper computes them "
-                  "(median [94% interval]; `✗`: the observed effect lies outside). New raters because every "
+                  "(median [94% interval]; `✗`: the observed effect lies outside; `figures/human_ppc.png`). New "
+                  "raters because every "
                   "participant rated one condition only: replicating with the fitted rater effects would let them "
                   "carry part of each condition's effect.", "", _ppc_markdown(ppc_effects), ""]
         if inside is not None:
@@ -285,7 +287,8 @@ def report_markdown(mode, sampler, table, disc, cmp, trees, baseline, params, wa
             "clusters, so a rater effect's correlation between attributes is kept; LLM calls stratified by "
             "scenario), and ESR_i = LLM effect_i / human effect_i is a signed posterior quantity. CDS_m, CDS_i and "
             "CDS follow per draw. Median [94% interval] beside the paper's point CDS (`tables/cds_model.csv`; per "
-            "effect with log |ESR| and P(sign flip) in `tables/esr_model.csv`; `figures/esr_heatmap_model_based.png`):",
+            "effect with log |ESR| and P(sign flip) in `tables/esr_model.csv`; the signed ESR with its interval and "
+            "P(sign flip) in `figures/esr_model_intervals.png`):",
             "", _cds_markdown(cds), ""]
         if esr is not None:
             flips = esr[esr.p_sign_flip > 0.05]
@@ -313,9 +316,10 @@ def report_markdown(mode, sampler, table, disc, cmp, trees, baseline, params, wa
         *_noise_sentence(params),
     ]
     if ppc is not None:
-        lines += [f"Posterior predictive check: {int(ppc.inside_94.sum())} of {len(ppc)} LLM condition means lie inside "
-                  "the human-fitted RSA model's 94% interval for the condition mean (`tables/ppc_condition_means.csv`, "
-                  "`figures/ppc_condition_means.png`).", ""]
+        lines += [f"Each LLM against the human fit (a comparison, not a check of either fit): {int(ppc.inside_94.sum())} "
+                  f"of {len(ppc)} LLM condition means lie inside the 94% interval of the condition mean implied by "
+                  "the RSA model fitted to the humans (`tables/ppc_condition_means.csv`, "
+                  "`figures/llm_means_vs_human_model.png`).", ""]
     lines += [
         "## Diagnostics", "",
         _init_paragraph(sampler, fits), "",
@@ -324,10 +328,34 @@ def report_markdown(mode, sampler, table, disc, cmp, trees, baseline, params, wa
         *[_diag_line(k, t) for k, t in fits.items()], "",
         PARAMETRISATION, "",
         *_convergence_section(trees, baseline, chains),
-        "Files: `tables/*.csv`, `figures/*.png` (fig1 = paper Figure 1, fig2 = Figure 2, forest, PPC, contrasts), "
+        "Files: `tables/*.csv`, `figures/*.png` (fig1 = paper Figure 1, fig2 = Figure 2, the model-based ESR, "
+        "the LOO comparison, the human fits' predictive check, the LLMs against the human fit, forest, contrasts), "
         "`posteriors/*.nc` (ArviZ DataTrees with provenance attributes).", "",
     ]
     return "\n".join(lines)
+
+
+TITLE = "Social meaning of numerical (im)precision: reproduction, RSA fits and model-based calibration"
+
+
+def quick_markdown(run_dir, manifest: dict) -> str:
+    """The report of a quick run: the steps that ran and the files they wrote, no finding
+    (:func:`pragmodels.runs.quick_report.quick_report`)."""
+    from pathlib import Path
+
+    from pragmodels.runs.quick_report import quick_report
+
+    tables = Path(run_dir) / "tables"
+    fits = [label for label in manifest["fits"] if label != "esr measurement"]
+    steps = ["the human ratings (Solt et al. 2025, Exp. 1) and the LLM ratings (Mühlenbernd 2026) loaded, each file "
+             "checked against its sha256",
+             "Tables 2-4 recomputed from the raw data",
+             f"{len(fits)} fits by NUTS ({manifest['sampler']}): {', '.join(fits)}",
+             "posterior predictive checks of the three human models, with new raters",
+             "the ESR measurement model" + (" and its calibration check by simulation"
+                                            if (tables / "esr_calibration.csv").exists() else ""),
+             f"figures and this report; {manifest['wall_time_s']:.0f} s in all (pragmodels {pm.__version__})"]
+    return quick_report(TITLE, run_dir, steps, full_report="fits/social_meaning/full/report.md")
 
 
 #: how the fits are parametrised for the sampler (models/social_meaning/rsa.py explains each and what it fixed)

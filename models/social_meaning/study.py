@@ -34,10 +34,12 @@ from models.social_meaning.config import (  # noqa: F401 - the config's schema, 
 )
 from models.social_meaning.report import (  # noqa: F401
     KEY_PARAMETERS,
+    PARAMETER_LABELS,
     chain_table,
     converged,
     diagnostics_line,
     parameter_table,
+    quick_markdown,
     report_markdown,
 )
 from pragmodels import datasets, metrics
@@ -185,11 +187,14 @@ def _annotate(tree, kind: str, motive_prior: str, warned: list[str]):
 def fit_one(kind: str, df: pd.DataFrame, participants: bool, seed: int, sampler: dict, progress: bool,
             motive_prior: str = "uniform", priors: dict | None = None):
     """Fit one model (:func:`fit_spec`) in this process; the fit's FitWarnings are kept in
-    ``tree.attrs["warnings"]``."""
+    ``tree.attrs["warnings"]``, and every warning it raised is shown as well (recording them
+    once hid a quick fit's non-convergence from a notebook)."""
     spec = fit_spec("fit", kind, df, participants, seed, sampler, motive_prior, priors)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", FitWarning)
         tree = pm.fit(spec.seed, spec.model, spec.data, progress_bar=progress, priors=spec.priors, **spec.sampler)
+    for w in caught:  # shown under the caller's own filters
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     return _annotate(tree, kind, motive_prior,
                      [str(w.message) for w in caught if issubclass(w.category, FitWarning)])
 
@@ -281,6 +286,25 @@ def split_sampler(sampler: dict, label: str | None = None) -> tuple[dict, dict]:
     return {**base, **extra, **(own if label in HUMAN_LABELS else {})}, {**base, **(own if label in LLM_LABELS else {})}
 
 
+def _settings_words(settings: dict) -> str:
+    return ", ".join(f"{k}={v}" if isinstance(v, (int, float, str)) else k for k, v in settings.items())
+
+
+def sampler_words(sampler: dict) -> str:
+    """The NUTS settings of the fits in words, for the log: the human fits', what differs for the LLM
+    fits, and which fits have settings of their own (a ``"fits"`` entry; a list value is named, not shown):
+    ``"NUTS num_warmup=50, num_samples=60, num_chains=2 for the human fits; num_samples=50 for the LLM
+    fits (the rest as for the humans); no fit has settings of its own"``."""
+    human, llm = split_sampler(sampler)
+    differ = {k: v for k, v in llm.items() if human.get(k) != v}
+    llm_words = f"{_settings_words(differ)} for the LLM fits (the rest as for the humans)" if differ else \
+        "the same for the LLM fits"
+    own = sampler.get("fits") or {}
+    own_words = ("settings of their own for " + "; ".join(f"{label} ({_settings_words(v)})" for label, v in own.items())
+                 if own else "no fit has settings of its own")
+    return f"NUTS {_settings_words(human)} for the human fits; {llm_words}; {own_words}"
+
+
 def fit_all(human, llm, seed: int, sampler: dict, progress: bool, motive_prior: str, conditions, stamp, log,
             executor="sequential"):
     """The RSA model and the baseline fitted to the humans (compared by LOO), and the RSA model
@@ -307,11 +331,10 @@ def fit_all(human, llm, seed: int, sampler: dict, progress: bool, motive_prior: 
                                   speaker, label=f"{m} {p}"))
             labels[name], kinds[name], invalid[name] = f"{m} {p}", "rsa", v.n_invalid
     stamp(f"fitting {len(specs)} models with pragmodels.inference.fit_many ({executor if isinstance(executor, str) else 'dask'}; "
-          f"NUTS {split_sampler(sampler)[0]} for the humans; overrides for {sorted(sampler.get('fits') or {})}; "
-          f"motive prior {motive_prior})")
+          f"{sampler_words(sampler)}; motive prior {motive_prior})")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FitWarning)  # kept per fit in tree.attrs["warnings"]
-        result = pm.fit_many(specs, executor=executor, progress=progress)
+        result = pm.fit_many(specs, executor=executor, progress=progress, log=stamp)
     result.raise_on_error()
     trees = {}
     for outcome in result:
@@ -421,9 +444,10 @@ def human_checks(trees: dict, baseline, human: pd.DataFrame, n_draws: int, seed:
     return pd.concat(eff, ignore_index=True), pd.concat(cells, ignore_index=True)
 
 
-def predictive_check(h_eff: dict, human: pd.DataFrame, fig1: pd.DataFrame):
+def means_against_human_fit(h_eff: dict, human: pd.DataFrame, fig1: pd.DataFrame):
     """The human-fitted model's condition means (median, 94% interval) against each LLM's observed
-    means. Returns ``(predicted, observed, ppc)``."""
+    means: a comparison of the LLMs with the human fit, not a predictive check of either. Returns
+    ``(predicted, observed, ppc)`` (``ppc``: ``tables/ppc_condition_means.csv``, its name kept)."""
     hcells = _cells_frame(human)
     cells = h_eff["cells"]  # [draw, attribute, context, form]
     rows = []
@@ -450,28 +474,26 @@ def _posterior_summaries(folder: Path, trees: dict, baseline):
     chains = chain_table({"human baseline": baseline, **trees})
     chains.to_csv(folder / "tables" / "chains.csv", index=False)
     unconverged = [label for label, tree in trees.items() if not converged(tree)]
-    _save(plots.forest(trees, list(KEY_PARAMETERS), labels=FOREST_LABELS, unconverged=unconverged),
+    _save(plots.forest(trees, list(KEY_PARAMETERS), labels=PARAMETER_LABELS, unconverged=unconverged),
           folder / "figures" / "forest_parameters.png", dpi=110)
     return params, chains
 
 
-#: the forest plot's axis labels (one panel per key parameter)
-FOREST_LABELS = {"alpha": "alpha (speaker rationality)", "cost_precise": "cost of the precise form",
-                 "noise": "response noise (rating points)", "lapse": "lapse rate",
-                 "theta_mu": "theta_mu (log-odds: speaker knows)"}
 ESR_TITLES = {"observed": "Observed ESR: LLM effect / human effect in the raw ratings (paper Figure 2)",
-              "model": "Model-based ESR: posterior median of |LLM effect / human effect| (measurement model)"}
+              "model": "Model-based ESR: LLM effect / human effect, signed, both estimated (measurement model)"}
 
 
-#: panels of the contrast figure: name -> axis label
-CONTRAST_PANELS = {"cds_vs_min": "CDS - CDS under MIN (same LLM)", "alpha_vs_human": "alpha - alpha of the humans",
-                   "cost_vs_human": "cost_precise - that of the humans"}
+#: panels of the contrast figure: name -> axis label (the parameters named as everywhere: PARAMETER_LABELS)
+CONTRAST_PANELS = {"cds_vs_min": "CDS minus CDS under MIN (same LLM)",
+                   "alpha_vs_human": f"{PARAMETER_LABELS['alpha']}:\nLLM minus humans",
+                   "cost_vs_human": f"{PARAMETER_LABELS['cost_precise']}:\nLLM minus humans"}
 
 
 def contrast_figure(esr_tree, trees: dict, seed: int = 0):
     """One ArviZ forest of the study's contrasts, a row per LLM x prompt: CDS against the same
-    LLM's MIN prompt (the measurement model's joint posterior, so the two CDS share their draws)
-    and the RSA parameters alpha and cost against the human fit (independent posteriors, paired by
+    LLM's MIN prompt (the measurement model's joint posterior, so the two CDS share their draws;
+    the MIN rows are the reference, with no interval of their own) and the RSA parameters alpha and
+    cost against the human fit (independent posteriors, paired by
     :func:`pragmodels.contrast_draws`). Dashed line: no difference. A row is marked unconverged
     (``†``, faded) when its LLM fit, the human fit or the measurement model is below the sampling
     standards."""
@@ -484,6 +506,8 @@ def contrast_figure(esr_tree, trees: dict, seed: int = 0):
     for label, tree in llm_trees(trees).items():
         m = label.split()[0]
         d_cds = (cds.sel(condition=label) - cds.sel(condition=f"{m} MIN")).values
+        if label == f"{m} MIN":  # MIN against itself is 0 in every draw: no contrast to draw
+            d_cds = np.full(d_cds.shape, np.nan)
         d_alpha = pm.contrast_draws(tree, trees["human"], "alpha", seed=seed).values
         d_cost = pm.contrast_draws(tree, trees["human"], "cost_precise", seed=seed).values
         n = min(len(d_cds), len(d_alpha))
@@ -494,6 +518,7 @@ def contrast_figure(esr_tree, trees: dict, seed: int = 0):
     shared_bad = not converged(trees["human"]) or not converged(esr_tree)
     unconverged = [label for label in rows if shared_bad or not converged(trees[label])]
     return plots.forest(rows, list(CONTRAST_PANELS), labels=CONTRAST_PANELS, reference=0.0, unconverged=unconverged,
+                        absent="the reference",
                         title="Contrasts: posterior median, 50% and 94% intervals; dashed: no difference")
 
 
@@ -507,31 +532,59 @@ def _save(fig, path: Path, dpi: int = 120) -> None:
         plt.close(fig)
 
 
-def _write_figures(folder: Path, fig1, observed_esr, esr_model, predicted, observed) -> None:
-    """The figures drawn from tables (``redraw_figures`` draws them again from a run folder's CSVs)."""
+#: the figures drawn from tables (:func:`write_figures`): file -> what it shows
+TABLE_FIGURES = {
+    "fig1_human_vs_model.png": "paper Figure 1: each LLM's mean ratings against the humans'",
+    "fig2_esr_heatmap.png": "paper Figure 2: the observed (plug-in) ESR",
+    "esr_model_intervals.png": "the model-based ESR, signed, with intervals and P(sign flip)",
+    "loo_compare.png": "the three models of the human ratings by LOO",
+    "human_ppc.png": "the posterior predictive check of the three human fits against the human ratings",
+    "llm_means_vs_human_model.png": "each LLM's condition means against the human-fitted model's",
+}
+
+
+def write_figures(folder: Path, tables: dict[str, pd.DataFrame]) -> None:
+    """Draw :data:`TABLE_FIGURES` into ``folder`` from the run's tables, ``{name: frame}`` (as the
+    run writes them: ``fig1`` (Figure 1's cell means), ``esr_observed``, ``esr_model``,
+    ``loo_compare`` (index: the models), ``human_ppc_effects``, ``human_ppc_cells``,
+    ``human_model_predicted_means``, ``ppc_condition_means``)."""
     from pragmodels import plots
 
-    _save(plots.human_vs_model_means(fig1), folder / "fig1_human_vs_model.png")
-    esr_plot = observed_esr[["model", "prompt", "kind", "attribute", "esr"]]
+    _save(plots.human_vs_model_means(tables["fig1"]), folder / "fig1_human_vs_model.png")
+    esr_plot = tables["esr_observed"][["model", "prompt", "kind", "attribute", "esr"]]
     _save(plots.esr_heatmap(esr_plot, title=ESR_TITLES["observed"]), folder / "fig2_esr_heatmap.png")
-    paper_esr = esr_model[["model", "prompt", "kind", "attribute", "abs_esr"]].rename(columns={"abs_esr": "esr"})
-    _save(plots.esr_heatmap(paper_esr, title=ESR_TITLES["model"]), folder / "esr_heatmap_model_based.png")
-    _save(plots.ppc_condition_means(predicted, observed), folder / "ppc_condition_means.png", dpi=110)
+    _save(plots.esr_intervals(tables["esr_model"], title=ESR_TITLES["model"]), folder / "esr_model_intervals.png")
+    _save(plots.elpd_compare(tables["loo_compare"], title="Three models of the human ratings (PSIS-LOO)"),
+          folder / "loo_compare.png")
+    effects = tables["human_ppc_effects"].assign(label=lambda d: d["kind"] + ": " + d["attribute"])
+    _save(plots.predictive_check(effects, tables["human_ppc_cells"], statistic_label="effect (rating points)",
+                                 cell_label="condition mean",
+                                 title="Posterior predictive check of the three human fits against the human ratings "
+                                       "(replicated with new raters): the ten effects, and the 144 scenario x "
+                                       "context x form x attribute means"),
+          folder / "human_ppc.png", dpi=110)
+    observed = tables["ppc_condition_means"][["model", "prompt", "cell", "mean"]]
+    _save(plots.means_against_model(tables["human_model_predicted_means"], observed,
+                                    title="Each LLM's observed condition means against the condition means of the RSA "
+                                          "model fitted to the humans (a comparison, not a check of either fit)"),
+          folder / "llm_means_vs_human_model.png", dpi=110)
+
+
+#: the tables :func:`write_figures` reads, by the names it takes them under
+FIGURE_TABLES = ("esr_observed", "esr_model", "loo_compare", "human_ppc_effects", "human_ppc_cells",
+                 "human_model_predicted_means", "ppc_condition_means")
 
 
 def redraw_figures(run_dir: str | Path) -> None:
-    """Draw the figures that come from tables again, from a run folder's ``tables/*.csv`` and the
-    raw data (Figure 1's cell means), without refitting: ``fig1_human_vs_model``, ``fig2_esr_heatmap``,
-    ``esr_heatmap_model_based`` and ``ppc_condition_means``. The forest plot needs the posteriors
-    (:func:`rebuild_report` redraws it)."""
+    """Draw the figures that come from tables again (:data:`TABLE_FIGURES`), from a run folder's
+    ``tables/*.csv`` and the raw data (Figure 1's cell means), without refitting. The forest plot
+    needs the posteriors (:func:`rebuild_report` redraws it)."""
     run_dir = Path(run_dir)
-    tables = run_dir / "tables"
-    _, fig1 = observed_comparisons(datasets.load_social_human(), datasets.load_social_llm())
-    ppc = pd.read_csv(tables / "ppc_condition_means.csv")
+    tables = {name: pd.read_csv(run_dir / "tables" / f"{name}.csv", index_col=0 if name == "loo_compare" else None)
+              for name in FIGURE_TABLES}
+    _, tables["fig1"] = observed_comparisons(datasets.load_social_human(), datasets.load_social_llm())
     with lock_folder(run_dir):
-        _write_figures(run_dir / "figures", fig1, pd.read_csv(tables / "esr_observed.csv"),
-                       pd.read_csv(tables / "esr_model.csv"), pd.read_csv(tables / "human_model_predicted_means.csv"),
-                       ppc[["model", "prompt", "cell", "mean"]])
+        write_figures(run_dir / "figures", tables)
 
 
 def write_tables(config: dict, out: str | Path) -> None:
@@ -608,13 +661,15 @@ def run(config: dict, out_dir: Path, mode: str, progress: bool, record: Run) -> 
         calibration_table(human, llm, conditions, seed, n_replicates, config["calibration_sampler"]).to_csv(
             tables / "esr_calibration.csv", index=False)
 
-    stamp("posterior predictive check: human-fitted model vs each LLM's observed means")
-    predicted, observed, ppc = predictive_check(human_implied_effects(trees, n_draws, seed), human, fig1)
+    stamp("each LLM's observed condition means against the human-fitted model's")
+    predicted, _, ppc = means_against_human_fit(human_implied_effects(trees, n_draws, seed), human, fig1)
     ppc.to_csv(tables / "ppc_condition_means.csv", index=False)
     predicted.to_csv(tables / "human_model_predicted_means.csv", index=False)
 
     stamp("figures")
-    _write_figures(figures, fig1, observed_esr, esr_model, predicted, observed)
+    write_figures(figures, dict(fig1=fig1, esr_observed=observed_esr, esr_model=esr_model, loo_compare=cmp,
+                                human_ppc_effects=ppc_effects, human_ppc_cells=ppc_cells,
+                                human_model_predicted_means=predicted, ppc_condition_means=ppc))
     if len(claim_table):
         _save(contrast_figure(esr_tree, trees), figures / "contrasts.png", dpi=110)
 
@@ -642,7 +697,9 @@ def write_report(run_dir: str | Path, *, trees: dict | None = None, baseline=Non
     time, the fits), its saved tables and its posteriors (``trees``/``baseline`` when already in
     memory); rewrites ``tables/parameters.csv``, ``tables/chains.csv`` and the forest plot, the
     figures drawn from the posteriors alone (re-rendered, ``rebuilt``: also the contrast figure,
-    from the saved measurement-model posterior)."""
+    from the saved measurement-model posterior). A quick run's report says what it checked, that
+    the pipeline runs, and nothing else (:func:`models.social_meaning.report.quick_markdown`); a
+    full run's is the analysis (:func:`analysis_markdown`)."""
     run_dir = Path(run_dir)
     manifest = read_manifest(run_dir)
     if trees is None or baseline is None:
@@ -652,19 +709,33 @@ def write_report(run_dir: str | Path, *, trees: dict | None = None, baseline=Non
     esr_file = manifest["fits"].get("esr measurement", {}).get("file")
     if rebuilt and esr_file and (run_dir / esr_file).exists() and (tables / "contrasts.csv").exists():
         _save(contrast_figure(pm.load_netcdf(run_dir / esr_file), trees), run_dir / "figures" / "contrasts.png", dpi=110)
-    read = lambda name, **kw: pd.read_csv(tables / name, **kw) if (tables / name).exists() else None
-    report = report_markdown(manifest["mode"], manifest["sampler"], read("reproduction.csv"), read("discrepancies.csv"),
-                           read("loo_compare.csv", index_col=0), trees, baseline, params, manifest["wall_time_s"], chains,
-                           ppc_effects=read("human_ppc_effects.csv"), ppc_cells=read("human_ppc_cells.csv"),
-                           cds=read("cds_model.csv"), esr=read("esr_model.csv"), claims=read("claims.csv"),
-                           ppc=read("ppc_condition_means.csv"), calibration=read("esr_calibration.csv"))
-    if (tables / "contrasts.csv").exists():
-        report += contrast_section(pd.read_csv(tables / "contrasts.csv"), trees)
+    if manifest["mode"] == "quick":
+        report = quick_markdown(run_dir, manifest)
+    else:
+        report = analysis_markdown(run_dir, trees, baseline, params, chains)
     if rebuilt:
         report += (f"\n_Report re-rendered from the saved run by `rebuild_report` (pragmodels {pm.__version__}); "
                    "the fits themselves are unchanged._\n")
     atomic_write(run_dir / "report.md", lambda tmp: Path(tmp).write_text(report))
     return run_dir / "report.md"
+
+
+def analysis_markdown(run_dir: str | Path, trees: dict, baseline, params: pd.DataFrame, chains: pd.DataFrame) -> str:
+    """The analysis a full run's ``report.md`` holds, from a run folder's ``run.json`` and tables,
+    its fits and their parameter and chain tables (:func:`write_report` renders it for a full run
+    only: a quick run's numbers are no estimates)."""
+    run_dir = Path(run_dir)
+    manifest = read_manifest(run_dir)
+    tables = run_dir / "tables"
+    read = lambda name, **kw: pd.read_csv(tables / name, **kw) if (tables / name).exists() else None
+    report = report_markdown(manifest["mode"], manifest["sampler"], read("reproduction.csv"), read("discrepancies.csv"),
+                             read("loo_compare.csv", index_col=0), trees, baseline, params, manifest["wall_time_s"],
+                             chains, ppc_effects=read("human_ppc_effects.csv"), ppc_cells=read("human_ppc_cells.csv"),
+                             cds=read("cds_model.csv"), esr=read("esr_model.csv"), claims=read("claims.csv"),
+                             ppc=read("ppc_condition_means.csv"), calibration=read("esr_calibration.csv"))
+    if (tables / "contrasts.csv").exists():
+        report += contrast_section(pd.read_csv(tables / "contrasts.csv"), trees)
+    return report
 
 
 def rebuild_report(run_dir: str | Path) -> Path:

@@ -18,7 +18,5 @@ from pragmodels.plots.human_vs_model_means import human_vs_model_means
 from pragmodels.plots.means_against_model import means_against_model
 from pragmodels.plots.predictive_check import predictive_check
 
-ppc_condition_means = means_against_model  # the former name, until the social-meaning study is moved over
-
 __all__ = ["accuracy_by_condition", "distribution_grid", "elpd_compare", "esr_heatmap", "esr_intervals", "forest",
            "human_vs_model_means", "means_against_model", "predictive_check"]

@@ -5,7 +5,7 @@ from types import SimpleNamespace
 
 import pandas as pd
 
-from models.social_meaning.report import _init_paragraph, converged, depth_share
+from models.social_meaning.report import _init_paragraph, converged, depth_share, quick_markdown
 from pragmodels.evaluation.model_comparison import loo_sentence
 
 
@@ -146,3 +146,21 @@ def test_a_fits_entry_chooses_its_fits_parametrisation_and_nothing_else():
     assert spec.priors == {"beta": pm.Prior("Normal", loc=0.0, scale=0.5)}
     with pytest.raises(pydantic.ValidationError, match="effect_scale"):
         study.StudySampler.model_validate({"fits": {"gpt KMA": {"effect_scale": "noise units"}}})
+
+
+def test_a_quick_report_says_what_it_checked_and_nothing_else(tmp_path):
+    """The quick report opened with "smoke test, do not interpret" and then listed bold findings
+    ("4 claims supported", "rsa reproduces 10 of 10") and the full run's timing remark."""
+    for name in ("tables/claims.csv", "tables/loo_compare.csv", "figures/contrasts.png", "posteriors/human_rsa.nc"):
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).write_text("x")
+    manifest = {"mode": "quick", "sampler": {"num_samples": 50}, "wall_time_s": 312.4,
+                "fits": {"human": {}, "gpt MIN": {}, "human baseline": {}, "esr measurement": {}}}
+    text = quick_markdown(tmp_path, manifest)
+    assert text.startswith("# Social meaning of numerical (im)precision") and "quick run" in text.splitlines()[0]
+    assert "checks that the pipeline runs end to end, and nothing else" in text
+    assert "3 fits by NUTS" in text and "human, gpt MIN, human baseline" in text and "312 s" in text
+    assert "calibration check" not in text  # no esr_calibration.csv: that step did not run
+    assert "`claims.csv`, `loo_compare.csv`" in text and "`human_rsa.nc`" in text
+    for finding in ("**", "supported", "reproduces", "is ahead of", "core-minutes", "out of reach"):
+        assert finding not in text
