@@ -66,6 +66,9 @@ def test_notebooks_run_and_show_their_figures(name, kernel_dir, mirror, monkeypa
     if name == "quickstart.ipynb":  # its fit shows a progress bar: a widget
         fit = next(c for c in code if "progress_bar=True" in c.source)
         assert any(WIDGET in o.get("data", {}) for o in fit.outputs)
+        # the one-element cost_weight is named by its cost term, not `cost_weight / 0`
+        table = next(c for c in code if "summary(tree" in c.source)
+        assert "cost_weight[square]" in str(table.outputs)
     if name == "social_meaning.ipynb":  # the quick fits' own warnings are shown, not silenced
         fits = next(c for c in code if "fit_one(" in c.source)
         assert "FitWarning" in "".join(o.get("text", "") for o in fits.outputs if o.get("name") == "stderr")
