@@ -38,18 +38,21 @@ from pragmodels.lm.base import (
 )
 from pragmodels.lm.llamacpp import check_gguf
 
-__all__ = ["TransformersLM"]
+__all__ = ["TransformersLM", "DEVICE_MAPS", "DTYPES", "check_device_map", "default_device"]
 
 DEFAULT_BATCH_SIZE = 32
 _INSTALL = "pip install 'pragmodels[hf]'"
-_DTYPES = ("float32", "float16", "bfloat16", "float64")
+#: the dtype names :class:`TransformersLM` takes (or a torch float dtype)
+DTYPES = ("float32", "float16", "bfloat16", "float64")
+#: the device_map strings ``transformers`` (through ``accelerate``) reads: ``"auto"`` spreads a model
+#: over every GPU, then the CPU
+DEVICE_MAPS = ("auto", "balanced", "balanced_low_0", "sequential")
 
 
-def _import_backend(need_gguf: bool) -> tuple[Any, Any]:
-    """``(torch, transformers)``, or an :class:`LMError` that says how to install them."""
+def _import_backend(need: tuple[str, ...] = ()) -> tuple[Any, Any]:
+    """``(torch, transformers)``, or an :class:`LMError` that says how to install them (and ``need``)."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    missing = [m for m in ("torch", "transformers") + (("gguf", "accelerate") if need_gguf else ())
-               if importlib.util.find_spec(m) is None]
+    missing = [m for m in ("torch", "transformers") + need if importlib.util.find_spec(m) is None]
     if missing:
         raise LMError(f"the transformers backend needs {', '.join(missing)}, which "
                       f"{'is' if len(missing) == 1 else 'are'} not installed: {_INSTALL}")
@@ -59,6 +62,47 @@ def _import_backend(need_gguf: bool) -> tuple[Any, Any]:
     except ImportError as e:  # installed but broken (e.g. a torch built for another Python)
         raise LMError(f"torch or transformers is installed but does not import ({e}); reinstall: {_INSTALL}") from e
     return torch, transformers
+
+
+def default_device() -> str:
+    """Where a model goes when no device is named: ``"cuda"`` where torch sees a GPU, else ``"cpu"``.
+
+    Returns
+    -------
+    str
+
+    Raises
+    ------
+    LMError
+        torch or transformers is not installed (``pip install 'pragmodels[hf]'``).
+    """
+    torch, _ = _import_backend()
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def check_device_map(device_map: object, device: object = None) -> None:
+    """A ``device_map`` as :class:`TransformersLM` takes it: one of :data:`DEVICE_MAPS` or a dict, and no ``device`` beside it.
+
+    Parameters
+    ----------
+    device_map : str, dict or None
+        The value to check.
+    device : object
+        The ``device`` given with it (None: none).
+
+    Raises
+    ------
+    ValueError
+        Naming the value and what was expected.
+    """
+    if device_map is None:
+        return
+    if not isinstance(device_map, dict) and device_map not in DEVICE_MAPS:
+        raise ValueError(f"device_map = {device_map!r}; expected one of {', '.join(map(repr, DEVICE_MAPS))} or a dict "
+                         "of module names to devices.")
+    if device is not None:
+        raise ValueError(f"device = {device!r} and device_map = {device_map!r}: pass one (a device_map places every "
+                         "layer itself).")
 
 
 def _dir_digest(folder: Path) -> str:
@@ -87,12 +131,19 @@ class TransformersLM:
     prompt_format : PromptFormat or {"chat", "plain"}
         ``"chat"`` (default): the tokenizer's own chat template (``tokenizer.chat_template``; an
         error if it has none); ``"plain"``: :meth:`PromptFormat.plain`.
-    device : str or torch.device
-        Where the model runs (default ``"cpu"``; e.g. ``"cuda"``, ``"cuda:1"``, ``"mps"``).
-    dtype : str or torch.dtype
-        The weights' and activations' float type (default ``"float32"``; ``"bfloat16"`` or
-        ``"float16"`` halve memory on a GPU; their scores differ from float32's, by amounts not
-        measured here, and :attr:`identity` names the dtype).
+    device : str or torch.device, optional
+        Where the model runs (default ``"cpu"``; e.g. ``"cuda"``, ``"cuda:1"``, ``"mps"``). The
+        weights are loaded straight onto it.
+    dtype : str or torch.dtype, optional
+        The weights' and activations' float type. Default: ``"bfloat16"`` on CUDA (where the GPU
+        supports it; on several GPUs through ``device_map``, where CUDA is available), else
+        ``"float32"``. ``"bfloat16"`` and ``"float16"`` halve the memory of float32; their scores
+        differ from float32's (measured: docs, *Language models*), and :attr:`identity` names the
+        dtype, so a score cache never mixes them.
+    device_map : {"auto", "balanced", "balanced_low_0", "sequential"} or dict, optional
+        Spread the layers over every GPU (and, past their memory, the CPU), through ``accelerate``,
+        for a model larger than one GPU (a 70B model in bfloat16 takes about 140 GB); instead of
+        ``device``. A dict maps module names to devices, as ``transformers`` reads it.
     revision : str, optional
         Revision of a model named from the local Hugging Face cache (default: the cached ``main``).
     n_ctx : int, optional
@@ -106,27 +157,35 @@ class TransformersLM:
     ModelFileError
         The file or folder is missing, not GGUF, or cannot be loaded.
     LMError
-        ``torch``/``transformers`` (or, for GGUF, ``gguf``/``accelerate``) is not installed
-        (``pip install 'pragmodels[hf]'``), or ``"chat"`` was asked of a tokenizer with no template.
+        ``torch``/``transformers`` (or, for GGUF, ``gguf``/``accelerate``; for a ``device_map``,
+        ``accelerate``) is not installed (``pip install 'pragmodels[hf]'``), or ``"chat"`` was asked
+        of a tokenizer with no template.
     ValueError
-        ``dtype``, ``n_ctx``, ``batch_size`` or ``prompt_format`` is not valid.
+        ``dtype``, ``device``, ``device_map`` (or both of these), ``n_ctx``, ``batch_size`` or
+        ``prompt_format`` is not valid.
     """
 
     def __init__(self, model: str | os.PathLike[str], *, gguf_file: str | None = None,
-                 prompt_format: PromptFormat | str = "chat", device: Any = "cpu", dtype: Any = "float32",
-                 revision: str | None = None, n_ctx: int | None = None, batch_size: int = DEFAULT_BATCH_SIZE):
+                 prompt_format: PromptFormat | str = "chat", device: Any = None, dtype: Any = None,
+                 device_map: str | dict[str, Any] | None = None, revision: str | None = None,
+                 n_ctx: int | None = None, batch_size: int = DEFAULT_BATCH_SIZE):
         for name, v in (("n_ctx", n_ctx), ("batch_size", batch_size)):
             if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
                 raise ValueError(f"{name} = {v!r}; expected a positive int.")
+        check_device_map(device_map, device)
         source, load_from, gguf_name = self._locate(model, gguf_file, revision)
-        torch, transformers = _import_backend(need_gguf=gguf_name is not None)
+        torch, transformers = _import_backend(("gguf", "accelerate") if gguf_name is not None
+                                              else ("accelerate",) if device_map is not None else ())
         self._torch = torch
-        self.dtype = self._resolve_dtype(dtype)
         try:
-            self.device = torch.device(device)
+            device = torch.device("cpu" if device is None else device)
         except (RuntimeError, TypeError) as e:
             raise ValueError(f"device = {device!r} is not a torch device ({e}).") from e
+        self.dtype = self._resolve_dtype(dtype, device, device_map)
+        self.device_map = device_map
         kw: dict[str, Any] = {"local_files_only": True}
+        if device_map is not None or device.type != "cpu":  # load onto the GPU(s), not into CPU memory first
+            kw["device_map"] = device_map if device_map is not None else {"": device}
         if gguf_name is not None:
             kw["gguf_file"] = gguf_name
         elif revision is not None and not Path(load_from).is_dir():
@@ -136,7 +195,10 @@ class TransformersLM:
             self._model: Any = transformers.AutoModelForCausalLM.from_pretrained(load_from, dtype=self.dtype, **kw)
         except (OSError, ValueError, KeyError, RuntimeError) as e:
             raise ModelFileError(f"{source} could not be loaded by transformers ({type(e).__name__}: {e}).") from e
-        self._model.to(self.device).eval()
+        self._model.eval()
+        # where input ids go (the first layer's device; with a device_map the logits come back
+        # on the last layer's, and are read there)
+        self.device = self._model.get_input_embeddings().weight.device
         # the KV cache's argument and output field: `cache` from transformers 5.2x (`past_key_values` is
         # deprecated there, a FutureWarning), `past_key_values` before
         self._cache_kw = "cache" if "cache" in inspect.signature(self._model.forward).parameters else "past_key_values"
@@ -186,15 +248,18 @@ class TransformersLM:
             return f"gguf:{sha256_file(g, remember=True)}", str(snap), gguf_file
         return f"hf:{name}@{snap.name}", str(snap), None
 
-    def _resolve_dtype(self, dtype: Any) -> Any:
+    def _resolve_dtype(self, dtype: Any, device: Any, device_map: object) -> Any:
         torch = self._torch
+        if dtype is None:
+            gpu = device.type == "cuda" or (device_map is not None and torch.cuda.is_available())
+            return torch.bfloat16 if gpu and torch.cuda.is_bf16_supported() else torch.float32
         if isinstance(dtype, str):
-            if dtype not in _DTYPES:
-                raise ValueError(f"dtype = {dtype!r}; expected one of {', '.join(_DTYPES)} or a torch float dtype.")
+            if dtype not in DTYPES:
+                raise ValueError(f"dtype = {dtype!r}; expected one of {', '.join(DTYPES)} or a torch float dtype.")
             return getattr(torch, dtype)
         if isinstance(dtype, torch.dtype) and dtype.is_floating_point:
             return dtype
-        raise ValueError(f"dtype = {dtype!r}; expected one of {', '.join(_DTYPES)} or a torch float dtype.")
+        raise ValueError(f"dtype = {dtype!r}; expected one of {', '.join(DTYPES)} or a torch float dtype.")
 
     def _bos_tokens(self) -> list[int]:
         """``[bos_id]`` if the tokenizer adds a BOS to a text it encodes, else ``[]``."""
@@ -371,17 +436,19 @@ class TransformersLM:
                 toks = [split[i][1] for i in rows]
                 width = max(len(t) for t in toks)
                 target = torch.tensor([t + [self._pad] * (width - len(t)) for t in toks], dtype=torch.long,
-                                      device=self.device)  # [row, token]
-                lp = torch.zeros(target.shape, dtype=torch.float32, device=self.device)
-                lp[:, 0] = first[target[:, 0]]
+                                      device=self.device)  # [row, token], on the input's device
+                out_dev = first.device  # the logits' (another GPU's under a device_map)
+                read = target.to(out_dev)
+                lp = torch.zeros(target.shape, dtype=torch.float32, device=out_dev)
+                lp[:, 0] = first[read[:, 0]]
                 if width > 1:
                     logits, _ = self._forward(target[:, :-1], self._batch_cache(cache, len(rows)))
                     logits = logits.float()  # [row, token - 1, vocab]
                     lse = torch.logsumexp(logits, -1)
-                    lp[:, 1:] = logits.gather(-1, target[:, 1:, None])[..., 0] - lse
+                    lp[:, 1:] = logits.gather(-1, read[:, 1:, None])[..., 0] - lse
                     del logits, lse
-                lengths = torch.tensor([len(t) for t in toks], device=self.device)
-                mask = torch.arange(width, device=self.device)[None, :] < lengths[:, None]
+                lengths = torch.tensor([len(t) for t in toks], device=out_dev)
+                mask = torch.arange(width, device=out_dev)[None, :] < lengths[:, None]
                 sums = (lp.double() * mask).sum(1).cpu().numpy()
                 for r, i in enumerate(rows):
                     out[i] = sums[r] / len(toks[r]) if length_normalize else sums[r]
@@ -454,18 +521,18 @@ class TransformersLM:
         torch = self._torch
         b = len(seeds)
         gens = [torch.Generator().manual_seed(s) for s in seeds]
-        wide = torch.float32 if self.device.type == "mps" else torch.float64
         generated: list[list[int]] = [[] for _ in range(b)]
         texts: list[str | None] = [None] * b
         eos = set(self._eos)
         with torch.no_grad():
             prompt_cache, last = self._prompt(p)
+            wide = torch.float32 if last.device.type == "mps" else torch.float64
             logits = last[None, :].expand(b, -1)  # [row, vocab]
             cache = self._batch_cache(prompt_cache, b)
             for step in range(max_tokens):
                 probs = torch.softmax(logits.to(wide) / temperature, -1)
                 cdf = probs.cumsum(-1)
-                u = torch.stack([torch.rand((), generator=g, dtype=torch.float64) for g in gens]).to(self.device, wide)
+                u = torch.stack([torch.rand((), generator=g, dtype=torch.float64) for g in gens]).to(cdf.device, wide)
                 tok = torch.searchsorted(cdf, (u * cdf[:, -1])[:, None], right=True)[:, 0]
                 tok = tok.clamp(max=cdf.shape[-1] - 1).tolist()
                 for r in range(b):

@@ -81,6 +81,13 @@ def test_bad_model_files(tmp_path):
         TransformersLM(smollm2_path(), batch_size=0)
 
 
+def test_device_map_and_device_are_checked_before_loading():
+    with pytest.raises(ValueError, match=r"device_map = 'everywhere'; expected one of 'auto', 'balanced'"):
+        TransformersLM(smollm2_path(), device_map="everywhere")
+    with pytest.raises(ValueError, match=r"device = 'cuda' and device_map = 'auto': pass one"):
+        TransformersLM(smollm2_path(), device="cuda", device_map="auto")
+
+
 # ---- on the model ----------------------------------------------------------------------------
 
 def _from_scratch(lm: TransformersLM, prompt: str, cont: str) -> float:
@@ -267,6 +274,28 @@ class TestOnSmolLM2:
         yes, no = plain.score("Q: Is a bath hot?", ["A: yes", "A: no"])
         p, c = plain.split_tokens("Q: Is a bath hot?", "A: yes")
         assert plain.tokenize("Q: Is a bath hot?\nA: yes") == p + c and yes < 0 and no < 0
+
+    def test_default_dtype_is_float32_on_the_cpu_and_bfloat16_on_a_gpu(self, hf, monkeypatch):
+        import torch
+
+        assert hf.dtype == torch.float32 and hf.device == torch.device("cpu")
+        assert next(hf._model.parameters()).dtype == torch.float32
+        monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+        monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, **k: True)
+        assert hf._resolve_dtype(None, torch.device("cuda:1"), None) == torch.bfloat16
+        assert hf._resolve_dtype(None, torch.device("cpu"), "auto") == torch.bfloat16  # several GPUs
+        assert hf._resolve_dtype(None, torch.device("cpu"), None) == torch.float32
+        assert hf._resolve_dtype("float16", torch.device("cuda"), None) == torch.float16  # asked for: kept
+        monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, **k: False)  # e.g. a V100
+        assert hf._resolve_dtype(None, torch.device("cuda"), None) == torch.float32
+
+    def test_device_map_auto_gives_the_same_scores_and_samples(self, hf):
+        # on this machine's CPU, "auto" places every layer on the CPU: the same numbers as device="cpu"
+        spread = TransformersLM(smollm2_path(), n_ctx=512, device_map="auto", batch_size=4)
+        assert spread.device_map == "auto" and spread.identity == hf.identity
+        np.testing.assert_allclose(spread.score(PROMPT, ANSWERS + OTHERS), hf.score(PROMPT, ANSWERS + OTHERS),
+                                   atol=1e-5)
+        assert spread.sample(PROMPT, 3, max_tokens=6, seed=5) == hf.sample(PROMPT, 3, max_tokens=6, seed=5)
 
     def test_nothing_is_downloaded(self):
         with pytest.raises(ModelFileError, match="not in the local Hugging Face cache"):
