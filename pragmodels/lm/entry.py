@@ -12,9 +12,10 @@ A study config lists its LMs by name (``"lms": {"smollm2": {"backend": "llamacpp
 from __future__ import annotations
 
 import argparse
+import re
 from typing import Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from pragmodels.lm.base import LanguageModel
 
@@ -33,27 +34,53 @@ class LMEntry(BaseModel):
 
     ``backend`` ``"llamacpp"``: a GGUF file in-process (``model``: a bundled name or a path);
     ``"openai"``: an OpenAI-compatible server (``base_url``; ``model``: the server's model name)
-    for a larger LM on a GPU machine. As every config section, it allows no unknown key and
-    coerces no JSON type.
+    for a larger LM on a GPU machine; ``"hf"``: transformers and PyTorch in this process
+    (:class:`~pragmodels.lm.hf.TransformersLM`; ``model``: a bundled name, a ``.gguf`` file, a
+    checkpoint folder or an ``org/name`` in the local Hugging Face cache) on one GPU (``device``)
+    or several (``device_map``), in ``dtype``, ``batch_size`` continuations a forward pass. As
+    every config section, it allows no unknown key and coerces no JSON type.
     """
 
     model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
-    backend: Literal["llamacpp", "openai"] = Field("llamacpp", description="'llamacpp' (a GGUF file) or 'openai' "
-                                                                         "(a server)")
-    model: str = Field(description="'smollm2', 'gemma3', a .gguf path, or the server's model name")
+    backend: Literal["llamacpp", "openai", "hf"] = Field("llamacpp", description="'llamacpp' (a GGUF file), 'openai' "
+                                                                               "(a server) or 'hf' (transformers)")
+    model: str = Field(description="'smollm2', 'gemma3', a .gguf path, the server's model name, or (backend 'hf') a "
+                                   "checkpoint folder or an org/name in the local Hugging Face cache")
     base_url: str | None = Field(None, description="the server's base URL (backend 'openai')")
     # `scores`: what Wavelength configs called it before the studies became packages
     outputs: str | None = Field(None, validation_alias=AliasChoices("outputs", "scores"),
                                 description="where the study reads this LM's outputs, made beforehand by its "
                                                   "scoring script (relative to the repository root; default: the "
                                                   "study's folder under fits/)")
+    # backend 'hf' (transformers and PyTorch in this process)
+    dtype: Literal["float32", "bfloat16", "float16", "float64"] | None = Field(
+        None, description="backend 'hf': the weights' float type (default: bfloat16 on a GPU, float32 on the CPU)")
+    device: str | None = Field(None, description="backend 'hf': 'cpu', 'cuda', 'cuda:N' or 'mps' (default: 'cuda' "
+                                                 "where a GPU is available, else 'cpu')")
+    device_map: Literal["auto", "balanced", "balanced_low_0", "sequential"] | None = Field(
+        None, description="backend 'hf': spread the layers over every GPU ('auto'), for a model larger than one; "
+                          "instead of device")
+    batch_size: int | None = Field(None, ge=1, description="backend 'hf': continuations (or samples) per forward pass "
+                                                           "(default 32)")
+
+    @field_validator("dtype", "device", "device_map", "batch_size")
+    @classmethod
+    def _hf_only(cls, value: object, info: ValidationInfo) -> object:
+        backend = info.data.get("backend", "hf")
+        if value is not None and backend != "hf":
+            raise ValueError(f"a setting of backend 'hf' (transformers); this entry's backend is {backend!r}")
+        if info.field_name == "device" and isinstance(value, str) and not _TORCH_DEVICE.fullmatch(value):
+            raise ValueError("not a torch device: expected 'cpu', 'cuda', 'cuda:N', 'mps', 'xpu' or 'xpu:N'")
+        if info.field_name == "device_map" and value is not None and info.data.get("device") is not None:
+            raise ValueError("a device_map places every layer itself: give device or device_map, not both")
+        return value
 
     @field_validator("backend", mode="before")
     @classmethod
     def _server_names_are_openai(cls, value: object) -> object:
         if isinstance(value, str) and value.strip().lower() in OPENAI_COMPATIBLE_SERVERS:
-            raise ValueError(f"expected 'llamacpp' or 'openai'; a {value} server speaks the OpenAI API: use "
+            raise ValueError(f"expected 'llamacpp', 'openai' or 'hf'; a {value} server speaks the OpenAI API: use "
                              "backend 'openai' with its base_url and the model name it serves")
         return value
 
@@ -70,7 +97,8 @@ class LMEntry(BaseModel):
             For a server: prompt in the chat format of this GGUF file (read for its template
             only); default plain text.
         n_ctx, threads : int, optional
-            Context window and CPU threads of a GGUF file in this process.
+            Context window (also of backend ``"hf"``) and CPU threads of a GGUF file in this
+            process.
 
         Returns
         -------
@@ -79,7 +107,8 @@ class LMEntry(BaseModel):
         Raises
         ------
         ValueError
-            A server without ``base_url``, or in-process settings given for a server.
+            A server without ``base_url``, in-process settings given for a server, or
+            llama.cpp's or a server's settings given for backend ``"hf"``.
         ModelFileError, LMError
             As :func:`~pragmodels.lm.score_file.open_model`.
         """
@@ -91,11 +120,37 @@ class LMEntry(BaseModel):
             return open_model(chat_template_gguf, prompt_format="chat" if chat_template_gguf else "plain",
                               n_ctx=n_ctx, threads=threads, base_url=self.base_url, server_model=self.model)
         fmt = prompt_format or BUNDLED_PROMPT_FORMATS.get(BUNDLED_NAMES.get(self.model.lower(), ""), "chat")
+        if self.backend == "hf":
+            return self._open_hf(fmt, chat_template_gguf=chat_template_gguf, n_ctx=n_ctx, threads=threads)
         return open_model(self.model, prompt_format=fmt, n_ctx=n_ctx, threads=threads)
+
+    def _open_hf(self, prompt_format: str, *, chat_template_gguf: str | None, n_ctx: int | None,
+                 threads: int | None) -> LanguageModel:
+        """A :class:`~pragmodels.lm.hf.TransformersLM` (the chat format: the model's own template)."""
+        from pragmodels.lm.hf import DEFAULT_BATCH_SIZE, TransformersLM, default_device
+        from pragmodels.lm.score_file import BUNDLED_NAMES, resolve_model_path
+
+        for name, v in (("chat_template_gguf", chat_template_gguf), ("threads", threads)):
+            if v is not None:
+                raise ValueError(f"LM {self.model!r}: {name} is not a setting of backend 'hf' (its chat format is the "
+                                 "model's own template; torch sets its CPU threads from OMP_NUM_THREADS).")
+        model = resolve_model_path(self.model) if self.model.lower() in BUNDLED_NAMES else self.model
+        device = self.device if self.device is not None or self.device_map is not None else default_device()
+        return TransformersLM(model, prompt_format=prompt_format, dtype=self.dtype, device=device,
+                              device_map=self.device_map, n_ctx=n_ctx,
+                              batch_size=self.batch_size if self.batch_size is not None else DEFAULT_BATCH_SIZE)
+
+
+#: what backend 'hf' takes as a device
+_TORCH_DEVICE = re.compile(r"cpu|mps|(cuda|xpu)(:\d+)?")
+
+#: the options of backend 'hf', as add_lm_arguments names them (the entry's keys, with dashes)
+_HF_OPTIONS = ("dtype", "device", "device_map", "batch_size")
 
 
 def add_lm_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add the options that choose a scoring script's LM: ``--lm``, ``--base-url``, ``--server-model``,
+    """Add the options that choose a scoring script's LM: ``--lm``, ``--backend``, ``--model``, ``--dtype``,
+    ``--device``, ``--device-map``, ``--batch-size`` (``--backend hf``), ``--base-url``, ``--server-model``,
     ``--chat-template-gguf`` and ``--threads`` (read back by :func:`open_lm_from_arguments`).
 
     Parameters
@@ -113,15 +168,28 @@ def add_lm_arguments(parser: argparse.ArgumentParser) -> None:
                                            "GGUF")
     parser.add_argument("--server-model", help="the server's model name (with --base-url)")
     parser.add_argument("--chat-template-gguf", help="score in that GGUF's chat format (default: plain text)")
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--backend", choices=("llamacpp", "hf"), default="llamacpp",
+                        help="the in-process model's backend: llamacpp (default) or hf (transformers and PyTorch, on "
+                             "a GPU where there is one; the hf extra)")
+    parser.add_argument("--model", help="the model file (a .gguf path), or with --backend hf also a checkpoint folder "
+                                        "or an org/name in the local Hugging Face cache (default: the bundled model "
+                                        "--lm names)")
+    parser.add_argument("--dtype", help="with --backend hf: float32, bfloat16 or float16 (default bfloat16 on a GPU, "
+                                        "float32 on the CPU)")
+    parser.add_argument("--device", help="with --backend hf: cpu, cuda, cuda:N or mps (default cuda where available)")
+    parser.add_argument("--device-map", help="with --backend hf: auto spreads the model over every GPU")
+    parser.add_argument("--batch-size", type=int, help="with --backend hf: continuations per forward pass (default 32)")
+    parser.add_argument("--threads", type=int, help="CPU threads of the llama.cpp model (default 2)")
 
 
 def open_lm_from_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace, *, n_ctx: int) -> LanguageModel:
     """The LM the options of :func:`add_lm_arguments` name, behind the score cache (:class:`~pragmodels.lm.cache.CachedLM`).
 
-    A server (``--base-url``, which needs ``--server-model``) or a bundled GGUF (``--lm`` one of
-    :data:`BUNDLED_PROMPT_FORMATS`, in this process with ``n_ctx`` and ``--threads``); anything
-    else is ``parser.error`` naming the value.
+    A server (``--base-url``, which needs ``--server-model``), or a model in this process: the
+    bundled model ``--lm`` names (one of :data:`BUNDLED_PROMPT_FORMATS`) or ``--model``, through
+    llama.cpp (with ``n_ctx`` and ``--threads``) or, with ``--backend hf``, transformers (with
+    ``n_ctx``, ``--dtype``, ``--device``, ``--device-map``, ``--batch-size``); anything else is
+    ``parser.error`` naming the option and the value.
 
     Parameters
     ----------
@@ -138,12 +206,25 @@ def open_lm_from_arguments(parser: argparse.ArgumentParser, args: argparse.Names
     """
     from pragmodels.lm.cache import CachedLM
 
+    if args.base_url and args.backend != "llamacpp":
+        parser.error(f"--backend {args.backend} runs the model in this process; --base-url names a server: pass one.")
+    hf = {k: getattr(args, k) for k in _HF_OPTIONS if getattr(args, k) is not None}
+    if args.backend != "hf" and hf:
+        parser.error(f"--{next(iter(hf)).replace('_', '-')} is a setting of --backend hf.")
     if args.base_url:
         if not args.server_model:
             parser.error("--base-url needs --server-model (the model name the server serves).")
         entry = LMEntry.model_validate({"backend": "openai", "model": args.server_model, "base_url": args.base_url})
         return CachedLM(entry.open(chat_template_gguf=args.chat_template_gguf))
-    if args.lm not in BUNDLED_PROMPT_FORMATS:
-        parser.error(f"--lm {args.lm!r}: not a bundled model ({sorted(BUNDLED_PROMPT_FORMATS)}); pass --base-url for a "
-                     "server.")
-    return CachedLM(LMEntry.model_validate({"model": args.lm}).open(n_ctx=n_ctx, threads=args.threads))
+    if args.model is None and args.lm not in BUNDLED_PROMPT_FORMATS:
+        parser.error(f"--lm {args.lm!r}: not a bundled model ({sorted(BUNDLED_PROMPT_FORMATS)}); pass --model (a model "
+                     "file) or --base-url (a server).")
+    if args.backend == "hf" and args.threads is not None:
+        parser.error("--threads sets the llama.cpp model's CPU threads; torch (--backend hf) reads OMP_NUM_THREADS.")
+    model = args.model if args.model is not None else args.lm
+    try:
+        entry = LMEntry.model_validate({"backend": args.backend, "model": model, **hf})
+    except ValidationError as e:
+        key, msg = str(e.errors()[0]["loc"][0]), str(e.errors()[0]["msg"]).removeprefix("Value error, ")
+        parser.error(f"--{key.replace('_', '-')} {hf.get(key)!r}: {msg}.")
+    return CachedLM(entry.open(n_ctx=n_ctx, threads=args.threads))

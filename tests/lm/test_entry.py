@@ -1,9 +1,12 @@
 """pragmodels.lm.entry: an LM as a study config names it, opened the one way (open_model)."""
 
+import os
+
 import pytest
 from pydantic import ValidationError
 
-from pragmodels.lm import LlamaCppLM, OpenAICompatibleLM, smollm2_path
+from pragmodels.io.checksums import sha256_file
+from pragmodels.lm import LlamaCppLM, OpenAICompatibleLM, TransformersLM, smollm2_path
 from pragmodels.lm.entry import BUNDLED_PROMPT_FORMATS, LMEntry
 
 
@@ -46,10 +49,10 @@ def test_the_former_key_scores_still_names_the_outputs():
 
 @pytest.mark.parametrize("name", ["vllm", "vLLM", "sglang", "ollama"])
 def test_a_server_named_as_the_backend_is_told_it_is_openai(name):
-    with pytest.raises(ValidationError, match=rf"expected 'llamacpp' or 'openai'; a {name} server speaks the OpenAI API: "
-                                              r"use backend 'openai'"):
+    with pytest.raises(ValidationError, match=rf"expected 'llamacpp', 'openai' or 'hf'; a {name} server speaks the "
+                                              r"OpenAI API: use backend 'openai'"):
         LMEntry.model_validate({"model": "m", "backend": name, "base_url": "http://127.0.0.1:8000/v1"})
-    with pytest.raises(ValidationError, match=r"Input should be 'llamacpp' or 'openai'"):  # any other name: as before
+    with pytest.raises(ValidationError, match=r"Input should be 'llamacpp', 'openai' or 'hf'"):  # any other: as before
         LMEntry.model_validate({"model": "m", "backend": "opnai"})
 
 
@@ -70,3 +73,97 @@ def test_a_scoring_script_opens_its_lm_from_its_command_line(capsys):
     server = open_lm_from_arguments(parser, parser.parse_args(["--lm", "big", "--base-url", "http://127.0.0.1:9",
                                                                 "--server-model", "m"]), n_ctx=512)
     assert isinstance(server, CachedLM) and isinstance(server.model, OpenAICompatibleLM)
+
+
+# ---- backend 'hf' (transformers) -------------------------------------------------------------
+
+requires_hf = pytest.mark.skipif(
+    os.environ.get("PRAGMODELS_TEST_HF") != "1",
+    reason="needs the hf extra (torch, ~5.7 GB): run `make test-hf` (it sets PRAGMODELS_TEST_HF=1)")
+
+
+@pytest.mark.parametrize("cfg, message", [
+    ({"dtype": "bf16"}, "`dtype` = \"bf16\": expected 'float32', 'bfloat16', 'float16' or 'float64'; did you mean "
+                        "'bfloat16'?"),
+    ({"device_map": "everywhere"}, "`device_map` = \"everywhere\": expected 'auto', 'balanced', 'balanced_low_0' or "
+                                   "'sequential'"),
+    ({"device": "gpu0"}, "`device` = \"gpu0\": not a torch device: expected 'cpu', 'cuda', 'cuda:N', 'mps', 'xpu' or "
+                         "'xpu:N'"),
+    ({"device": "cuda", "device_map": "auto"}, "`device_map` = \"auto\": a device_map places every layer itself: give "
+                                               "device or device_map, not both"),
+    ({"batch_size": 0}, "`batch_size` = 0: must be greater than or equal to 1"),
+    ({"batch_size": True}, "`batch_size` = true: expected an integer, got a boolean"),
+    ({"backend": "llamacpp", "dtype": "bfloat16"}, "`dtype` = \"bfloat16\": a setting of backend 'hf' (transformers); "
+                                                   "this entry's backend is 'llamacpp'"),
+    ({"backend": "openai", "base_url": "http://127.0.0.1:9/v1", "batch_size": 4},
+     "`batch_size` = 4: a setting of backend 'hf' (transformers); this entry's backend is 'openai'"),
+])
+def test_an_hf_entry_is_checked_with_one_line_naming_the_key(cfg, message):
+    from pragmodels.errors import ConfigError
+    from pragmodels.runs.schema import validate_config
+
+    with pytest.raises(ConfigError) as e:
+        validate_config(LMEntry, {"backend": "hf", "model": "smollm2", **cfg}, what="LM entry")
+    assert str(e.value) == f"LM entry: {message}"
+
+
+def test_an_hf_entry_takes_its_settings():
+    entry = LMEntry.model_validate({"backend": "hf", "model": "Qwen/Qwen3-32B", "dtype": "bfloat16",
+                                    "device_map": "auto", "batch_size": 8})
+    assert (entry.backend, entry.dtype, entry.device, entry.device_map, entry.batch_size) == \
+        ("hf", "bfloat16", None, "auto", 8)
+    assert LMEntry.model_validate({"backend": "hf", "model": "smollm2", "device": "cuda:1"}).device == "cuda:1"
+
+
+def _parse(argv):
+    import argparse
+
+    from pragmodels.lm.entry import add_lm_arguments
+
+    parser = argparse.ArgumentParser(prog="score")
+    add_lm_arguments(parser)
+    return parser, parser.parse_args(argv)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--lm", "smollm2", "--dtype", "bfloat16"], "--dtype is a setting of --backend hf."),
+    (["--lm", "x", "--backend", "hf", "--base-url", "http://127.0.0.1:9", "--server-model", "m"],
+     "--backend hf runs the model in this process; --base-url names a server: pass one."),
+    (["--lm", "big", "--backend", "hf"], "--lm 'big': not a bundled model (['gemma3', 'smollm2']); pass --model"),
+    (["--lm", "smollm2", "--backend", "hf", "--threads", "4"], "--threads sets the llama.cpp model's CPU threads"),
+    (["--lm", "smollm2", "--backend", "hf", "--dtype", "bf16"],
+     "--dtype 'bf16': Input should be 'float32', 'bfloat16', 'float16' or 'float64'."),
+    (["--lm", "smollm2", "--backend", "hf", "--device", "cuda", "--device-map", "auto"],
+     "--device-map 'auto': a device_map places every layer itself: give device or device_map, not both."),
+    (["--lm", "smollm2", "--backend", "hf", "--batch-size", "0"], "--batch-size 0: Input should be greater than or equal"),
+])
+def test_a_scoring_script_checks_its_hf_options(argv, message, capsys):
+    from pragmodels.lm.entry import open_lm_from_arguments
+
+    parser, args = _parse(argv)
+    with pytest.raises(SystemExit) as exit_:
+        open_lm_from_arguments(parser, args, n_ctx=512)
+    assert exit_.value.code == 2 and f"score: error: {message}" in capsys.readouterr().err
+
+
+@pytest.mark.hf
+@requires_hf
+def test_an_hf_entry_and_backend_hf_open_transformers():
+    import torch
+
+    from pragmodels.lm.cache import CachedLM
+    from pragmodels.lm.entry import open_lm_from_arguments
+
+    lm = LMEntry(backend="hf", model="smollm2").open(n_ctx=512)
+    assert isinstance(lm, TransformersLM) and lm.n_ctx == 512 and lm.batch_size == 32
+    assert lm.dtype == torch.float32 and lm.device == torch.device("cpu")  # this machine has no GPU
+    assert lm.identity == f"gguf:{sha256_file(smollm2_path())}+transformers-float32"
+    assert lm.prompt_format.name == "chat" == BUNDLED_PROMPT_FORMATS["smollm2"]
+    with pytest.raises(ValueError, match="threads is not a setting of backend 'hf'"):
+        LMEntry(backend="hf", model="smollm2").open(threads=2)
+    parser, args = _parse(["--lm", "smol", "--backend", "hf", "--model", str(smollm2_path()), "--dtype", "bfloat16",
+                           "--batch-size", "4"])
+    cached = open_lm_from_arguments(parser, args, n_ctx=256)
+    assert isinstance(cached, CachedLM) and isinstance(cached.model, TransformersLM)
+    assert (cached.model.dtype, cached.model.batch_size, cached.model.n_ctx) == (torch.bfloat16, 4, 256)
+    assert cached.identity.endswith("+transformers-bfloat16")

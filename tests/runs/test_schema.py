@@ -502,9 +502,9 @@ def _lm(config):
 
 @pytest.mark.parametrize("study, change, expected", [
     ("wavelength", lambda c: c["lms"][_lm(c)].__setitem__("backend", "llamacp"),
-     "`lms.smollm2.backend` = \"llamacp\": expected 'llamacpp' or 'openai'; did you mean 'llamacpp'?"),
+     "`lms.smollm2.backend` = \"llamacp\": expected 'llamacpp', 'openai' or 'hf'; did you mean 'llamacpp'?"),
     ("implicature", lambda c: c["lms"][_lm(c)].__setitem__("backend", "opnai"),
-     "`lms.smollm2.backend` = \"opnai\": expected 'llamacpp' or 'openai'; did you mean 'openai'?"),
+     "`lms.smollm2.backend` = \"opnai\": expected 'llamacpp', 'openai' or 'hf'; did you mean 'openai'?"),
     ("wavelength", lambda c: c.__setitem__("executor", "proces"), "`executor` = \"proces\": expected 'sequential' or"),
     ("implicature", lambda c: c.__setitem__("executor", "proces"), "did you mean 'process'?"),
     # quick mode skips the cross-validation, so a misspelt LM there would otherwise go unseen
