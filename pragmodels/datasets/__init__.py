@@ -20,6 +20,8 @@ from pragmodels.datasets.loaders import (
                                        load_drinq,
                                        load_social_human,
                                        load_social_llm,
+                                       load_social_llm_elicited,
+                                       load_social_prompts,
                                        load_wavelength,
 )
 from pragmodels.datasets.registry import REGISTRY, DataFile
@@ -29,5 +31,6 @@ __all__ = [
     "REGISTRY", "DataFile", "DataDownloadError", "DataIntegrityError", "DataSchemaError", "locate", "sha256_of",
     "data_dir", "repository_root",
     "ATTRIBUTES", "LLMS", "PROMPTS", "SCENARIO_TO_LLM",
-    "load_social_human", "load_social_llm", "load_wavelength", "load_drinq",
+    "load_social_human", "load_social_llm", "load_social_llm_elicited", "load_social_prompts", "load_wavelength",
+    "load_drinq",
 ]

@@ -5,7 +5,8 @@ write), :mod:`pragmodels.io.checksums` (the hash) and :mod:`pragmodels.datasets.
 
 Environment variables: ``PRAGMODELS_DATA_DIR`` names an offline mirror (no network is used
 when it is set); otherwise files are downloaded once into ``PRAGMODELS_CACHE_DIR`` (default
-``~/.cache/pragmodels``) and verified before use.
+``~/.cache/pragmodels``) and verified before use, except those read from the mirror only (data
+derived from upstream code, with no upstream file to download: ``DataFile.mirror_only``).
 
 A relative ``PRAGMODELS_DATA_DIR`` (``make`` sets ``../shared/data``) is resolved against
 something stable, not the process's working directory, so a notebook kernel started in
@@ -123,9 +124,10 @@ def verify(path: Path, entry: DataFile) -> Path:
     """
     actual = sha256_file(path)
     if actual != entry.sha256:
+        source = f"derived from {entry.url}" if entry.mirror_only else entry.url
         raise DataIntegrityError(
             f"{path}: sha256 {actual} does not match the registered {entry.sha256} for data set "
-            f"{entry.key!r} ({entry.url}); the file is corrupted, truncated or a different version."
+            f"{entry.key!r} ({source}); the file is corrupted, truncated or a different version."
         )
     return path
 
@@ -174,18 +176,26 @@ def locate(key: str, *, verify_hash: bool = True) -> Path:
     DataIntegrityError
         The mirror lacks the file, or its hash does not match.
     DataDownloadError
-        No mirror, no cached copy and no download (or an unwritable cache).
+        No mirror, no cached copy and no download (or an unwritable cache); no mirror for a file
+        read from the mirror only (``mirror_only``: derived from upstream code, nothing to download).
     """
     entry = get(key)
     mirror = data_dir()
+    if mirror is None and entry.mirror_only:
+        raise DataDownloadError(
+            f"data set {entry.key!r} ({entry.path}) is read from the offline mirror only: it was derived from "
+            f"{entry.url}, and there is no upstream file to download. Set PRAGMODELS_DATA_DIR to the offline mirror "
+            "that holds it."
+        )
     if mirror is not None:
         path = mirror / entry.path
         if not path.is_file():
             value = os.environ["PRAGMODELS_DATA_DIR"]
             how = "" if Path(value).expanduser().is_absolute() else f", resolved to {mirror}"
+            only = "; it is read from the offline mirror only" if entry.mirror_only else ""
             raise DataIntegrityError(
                 f"{path}: not found in the offline mirror PRAGMODELS_DATA_DIR={value!r}{how} "
-                f"(expected data set {entry.key!r} at {entry.path})."
+                f"(expected data set {entry.key!r} at {entry.path}{only})."
             )
         return verify(path, entry) if verify_hash else path
     cache = Path(os.environ.get("PRAGMODELS_CACHE_DIR", Path.home() / ".cache" / "pragmodels"))

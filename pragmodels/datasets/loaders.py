@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +43,8 @@ __all__ = [
     "SCENARIO_TO_LLM",
     "load_social_human",
     "load_social_llm",
+    "load_social_llm_elicited",
+    "load_social_prompts",
     "load_wavelength",
     "load_drinq",
 ]
@@ -185,37 +187,226 @@ def load_social_llm(prompts: Iterable[str] = PROMPTS, *, paths: Mapping[str, str
         if prompt not in PROMPTS:
             raise ValueError(f"unknown prompt {prompt!r}; expected one of {PROMPTS}.")
         p = _resolve(f"social_llm_{prompt}", (paths or {}).get(prompt), verify_hash)
-        records = _read_records(Path(p))
-        df = pd.DataFrame.from_records(records)
-        require_columns(df, ["model", "scenario", "context", "utterance", "attribute",
-                             "sample_id", "likert", "valid", "raw_response"], p)
-        cells = {"model": LLMS, "scenario": SCENARIO_TO_LLM.values(), "context": ("low", "high"),
-                 "utterance": ("precise", "approx"), "attribute": ATTRIBUTES}
-        for column, levels in cells.items():
-            check_in(df, column, levels, p)
-        check_in(df, "valid", (True, False), p)
-        check_integer(df, "likert", p, nullable=True, typed=True)
-        check_range(df, "likert", 1, 7, p, nullable=True)
-        check_integer(df, "sample_id", p, typed=True)
-        check_range(df, "sample_id", 0, _LLM_SAMPLES - 1, p)
-        check_text(df, "raw_response", p, empty=True)
-        if len(df) == 0:
-            raise DataSchemaError(f"{p}: no records; expected the LLM responses.")
-        check_unique(df, [*cells, "sample_id"], p, "record")
-        check_design(df, list(cells), p, per_cell=_LLM_SAMPLES, unit=("record", "records"), levels=cells)
-        valid_null = df["valid"].astype(bool) & df["likert"].isna()
-        if valid_null.any():
-            row = int(np.flatnonzero(valid_null)[0])
-            raise DataSchemaError(f"{p}: column 'likert', row {row}: null but 'valid' is true.")
-        frames.append(pd.DataFrame({
-            "model": df["model"], "prompt": prompt, "scenario": df["scenario"],
-            "context": df["context"], "form": df["utterance"], "attribute": df["attribute"],
-            "sample_id": df["sample_id"].astype("int64"),
-            "rating": pd.array(df["likert"], dtype="Int64"),
-            "valid": df["valid"].astype(bool) & df["likert"].notna(),
-            "raw_response": df["raw_response"].astype(str),
-        }))
+        frames.append(_llm_frame(Path(p), prompt, LLMS, _LLM_SAMPLES, complete=True))
     return pd.concat(frames, ignore_index=True)
+
+
+def load_social_llm_elicited(folder: str | os.PathLike[str], model: str, prompts: Iterable[str] = PROMPTS, *,
+                             n_samples: int = _LLM_SAMPLES, complete: bool = True) -> pd.DataFrame:
+    """The ratings of a new LM, elicited with the paper's questionnaire (``python -m
+    models.social_meaning.elicit``): ``<folder>/results_<PROMPT>.json`` in the published files'
+    record schema, read and checked as :func:`load_social_llm` reads those (no sha256: not
+    registered), every record's ``model`` being ``model``.
+
+    Parameters
+    ----------
+    folder : str or path-like
+        The folder of ``results_<PROMPT>.json`` files.
+    model : str
+        The LM's name in the records (not one of the published :data:`LLMS`: new LMs are read
+        beside them, never mixed in).
+    prompts : iterable of str
+        The prompt conditions to read (a subset of :data:`PROMPTS`).
+    n_samples : int
+        Samples per query (``sample_id`` 0 to ``n_samples - 1``).
+    complete : bool
+        Every prompt's file holds all 144 scenario x context x form x attribute queries; with
+        False, a file may be missing or hold some queries (a ``--limit`` run), each with all its
+        samples.
+
+    Returns
+    -------
+    pandas.DataFrame
+        As :func:`load_social_llm`.
+
+    Raises
+    ------
+    FileNotFoundError
+        A prompt's file is missing (``complete``), or every one is.
+    DataSchemaError
+        As :func:`load_social_llm`: a record outside the schema, a repeated record, a query
+        without its ``n_samples`` samples (or, ``complete``, a query missing).
+    ValueError
+        ``model`` is a published LLM's name, or a prompt not in :data:`PROMPTS`.
+    """
+    if model in LLMS:
+        raise ValueError(f"model {model!r} is a published LLM's name ({', '.join(LLMS)}); an elicited LM needs "
+                         "a name of its own (it is read beside them, never mixed in).")
+    folder = Path(folder)
+    frames = []
+    for prompt in prompts:
+        if prompt not in PROMPTS:
+            raise ValueError(f"unknown prompt {prompt!r}; expected one of {PROMPTS}.")
+        p = folder / f"results_{prompt}.json"
+        if not p.is_file():
+            if complete:
+                raise FileNotFoundError(f"{p}: no ratings of LM {model!r} for prompt {prompt}; elicit them with "
+                                        f"`python -m models.social_meaning.elicit --lm {model} --out {folder}`.")
+            continue
+        frames.append(_llm_frame(p, prompt, (model,), n_samples, complete=complete))
+    if not frames:
+        raise FileNotFoundError(f"{folder}: no results_<PROMPT>.json of LM {model!r} (prompts {list(prompts)}); "
+                                f"elicit them with `python -m models.social_meaning.elicit --lm {model} --out {folder}`.")
+    return pd.concat(frames, ignore_index=True)
+
+
+def _llm_frame(p: Path, prompt: str, models: Sequence[str], n_samples: int, *, complete: bool) -> pd.DataFrame:
+    """One ``results_<PROMPT>.json`` file, checked, as :func:`load_social_llm`'s frame."""
+    df = pd.DataFrame.from_records(_read_records(p))
+    require_columns(df, ["model", "scenario", "context", "utterance", "attribute",
+                         "sample_id", "likert", "valid", "raw_response"], p)
+    cells = {"model": models, "scenario": SCENARIO_TO_LLM.values(), "context": ("low", "high"),
+             "utterance": ("precise", "approx"), "attribute": ATTRIBUTES}
+    for column, levels in cells.items():
+        check_in(df, column, levels, p)
+    check_in(df, "valid", (True, False), p)
+    check_integer(df, "likert", p, nullable=True, typed=True)
+    check_range(df, "likert", 1, 7, p, nullable=True)
+    check_integer(df, "sample_id", p, typed=True)
+    check_range(df, "sample_id", 0, n_samples - 1, p)
+    check_text(df, "raw_response", p, empty=True)
+    if len(df) == 0:
+        raise DataSchemaError(f"{p}: no records; expected the LLM responses.")
+    check_unique(df, [*cells, "sample_id"], p, "record")
+    check_design(df, list(cells), p, per_cell=n_samples, unit=("record", "records"), levels=cells if complete else None)
+    valid_null = df["valid"].astype(bool) & df["likert"].isna()
+    if valid_null.any():
+        row = int(np.flatnonzero(valid_null)[0])
+        raise DataSchemaError(f"{p}: column 'likert', row {row}: null but 'valid' is true.")
+    return pd.DataFrame({
+        "model": df["model"], "prompt": prompt, "scenario": df["scenario"],
+        "context": df["context"], "form": df["utterance"], "attribute": df["attribute"],
+        "sample_id": df["sample_id"].astype("int64"),
+        "rating": pd.array(df["likert"], dtype="Int64"),
+        "valid": df["valid"].astype(bool) & df["likert"].notna(),
+        "raw_response": df["raw_response"].astype(str),
+    })
+
+
+#: the placeholders of the four conditions' templates, and of the task blocks
+_CONDITION_PARTS = ("task_description", "example_block", "situation_block", "task_block_minimal", "task_block_kma")
+_TASK_PARTS = ("speaker", "attribute")
+_STIMULUS_KEYS = ("speaker", "human_csv_scenario_label", "context_low", "context_high", "utterance_precise",
+                  "utterance_approx")
+
+
+def load_social_prompts(path: str | os.PathLike[str] | None = None, stimuli: str | os.PathLike[str] | None = None,
+                        *, verify_hash: bool = True) -> dict[str, Any]:
+    """The social-meaning paper's questionnaire (Mühlenbernd 2026): its four prompt conditions and
+    the 24 scenario texts, as data (read from the offline mirror only: derived from the upstream
+    prompt builders and string constants at the pinned commit).
+
+    Keys: ``conditions`` (``{"MIN": template, ...}``, each naming ``{task_description}``,
+    ``{example_block}``, ``{situation_block}``, ``{task_block_minimal}`` or ``{task_block_kma}``,
+    with real newlines: the file writes them ``\\n``), ``blocks`` (those four texts but the
+    situation; the task blocks name ``{speaker}`` and ``{attribute}``), ``attributes``,
+    ``contexts``, ``utterances`` (tuples), ``n_samples_per_query``, ``sampling`` (the paper's per
+    model), ``message_format``, ``parse_rule`` (in words), ``source``, and ``stimuli``
+    (``{scenario: {speaker, context_low, context_high, utterance_precise, utterance_approx,
+    human_csv_scenario_label}}``, scenarios spelled as the LLM files spell them).
+
+    Parameters
+    ----------
+    path : str or path-like, optional
+        The prompts file (``prompts_from_build_prompts.json``). ``None``: the mirror's copy.
+    stimuli : str or path-like, optional
+        The scenario texts (``stimuli_from_exp_texts.json``). ``None``: the mirror's copy.
+    verify_hash : bool
+        Check each file's sha256 against the registry (also for explicit paths).
+
+    Returns
+    -------
+    dict
+
+    Raises
+    ------
+    DataIntegrityError
+        A file's sha256 is not the registered one, or the offline mirror lacks it.
+    DataDownloadError
+        No offline mirror is set (these files are read from the mirror only).
+    DataSchemaError
+        A file is not a JSON object, or a key is missing or holds a value outside its schema: a
+        condition that is not MIN/ALT/KMA/COM or names another placeholder, other attributes,
+        contexts or forms than the human data's, a scenario missing or its text empty (the
+        message names the file and the key).
+    """
+    p = _resolve("social_prompts", path, verify_hash)
+    s = _resolve("social_stimuli", stimuli, verify_hash)
+    raw, texts = _read_object(p), _read_object(s)
+    blocks = {k: _text(raw, k, p) for k in _CONDITION_PARTS if k != "situation_block"}
+    for k in ("task_block_minimal", "task_block_kma"):
+        _placeholders(blocks[k], _TASK_PARTS, p, k)
+    if not _text(raw, "situation_block", p).startswith("{context_text}\n{utterance_text}"):
+        raise DataSchemaError(f"{p}: key 'situation_block': {raw['situation_block']!r}; expected the context's text, "
+                              "a newline and the utterance's text ('{context_text}\\n{utterance_text}').")
+    conditions = raw.get("conditions")
+    if not isinstance(conditions, dict) or sorted(conditions) != sorted(PROMPTS):
+        raise DataSchemaError(f"{p}: key 'conditions': {conditions!r}; expected an object with the keys {PROMPTS}.")
+    templates = {}
+    for name in PROMPTS:
+        templates[name] = _text(conditions, name, p, where="conditions.").replace("\\n", "\n")
+        found = _placeholders(templates[name], _CONDITION_PARTS, p, f"conditions.{name}")
+        if "situation_block" not in found or not found & {"task_block_minimal", "task_block_kma"}:
+            raise DataSchemaError(f"{p}: key 'conditions.{name}': names {sorted(found)}; expected the situation and "
+                                  "a task block.")
+    for key, expected in (("attributes", ATTRIBUTES), ("contexts", ("low", "high")),
+                          ("utterances", ("precise", "approx"))):
+        if not isinstance(raw.get(key), list) or sorted(raw[key]) != sorted(expected):
+            raise DataSchemaError(f"{p}: key {key!r}: {raw.get(key)!r}; expected {list(expected)} (in any order).")
+    n = raw.get("n_samples_per_query")
+    if n != _LLM_SAMPLES or isinstance(n, bool):
+        raise DataSchemaError(f"{p}: key 'n_samples_per_query': {n!r}; expected {_LLM_SAMPLES} (the paper's).")
+    scenarios = {v: k for k, v in SCENARIO_TO_LLM.items()}
+    if sorted(texts) != sorted(scenarios):
+        raise DataSchemaError(f"{s}: scenarios {sorted(texts)}; expected {sorted(scenarios)}.")
+    for name, item in texts.items():
+        if not isinstance(item, dict):
+            raise DataSchemaError(f"{s}: key {name!r}: {item!r}; expected an object of the scenario's texts.")
+        for k in _STIMULUS_KEYS:
+            _text(item, k, s, where=f"{name}.")
+        if item["human_csv_scenario_label"] != scenarios[name]:
+            raise DataSchemaError(f"{s}: key '{name}.human_csv_scenario_label': {item['human_csv_scenario_label']!r}; "
+                                  f"expected {scenarios[name]!r}.")
+    return {"conditions": templates, "blocks": blocks, "attributes": tuple(raw["attributes"]),
+            "contexts": tuple(raw["contexts"]), "utterances": tuple(raw["utterances"]), "n_samples_per_query": n,
+            "sampling": raw.get("sampling"), "message_format": raw.get("message_format"),
+            "parse_rule": _text(raw, "parse_rule", p), "source": _text(raw, "source", p),
+            "stimuli": {name: {k: item[k] for k in _STIMULUS_KEYS} for name, item in texts.items()}}
+
+
+def _read_object(p: Path) -> dict[str, Any]:
+    """The JSON object in ``p``."""
+    try:
+        value = json.loads(Path(p).read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise DataSchemaError(f"{p}: not valid JSON ({e}).") from e
+    except RecursionError:
+        raise DataSchemaError(f"{p}: not valid JSON (nested more than the parser allows).") from None
+    if not isinstance(value, dict):
+        raise DataSchemaError(f"{p}: expected a JSON object; got {type(value).__name__}.")
+    return value
+
+
+def _text(obj: dict[str, Any], key: str, p: Path, *, where: str = "") -> str:
+    """``obj[key]``, a non-empty string."""
+    value = obj.get(key)
+    if not isinstance(value, str) or not value.strip():
+        raise DataSchemaError(f"{p}: key '{where}{key}': {value!r}; expected a non-empty string.")
+    return value
+
+
+def _placeholders(template: str, allowed: Sequence[str], p: Path, key: str) -> set[str]:
+    """The ``{name}`` placeholders of ``template``, each one of ``allowed``."""
+    import string
+
+    try:
+        found = {name for _, name, _, _ in string.Formatter().parse(template) if name is not None}
+    except ValueError as e:
+        raise DataSchemaError(f"{p}: key {key!r}: not a template ({e}).") from None
+    bad = sorted(found - set(allowed))
+    if bad:
+        raise DataSchemaError(f"{p}: key {key!r}: names {{{bad[0]}}}; expected only {list(allowed)}.")
+    return found
 
 
 def _read_records(p: Path) -> list[dict[str, Any]]:

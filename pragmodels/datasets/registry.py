@@ -3,6 +3,11 @@
 Layering: standard library only. Each URL is pinned to the upstream commit recorded in the
 offline mirror's README (``shared/data/README.md``); ``path`` is the file's place inside the
 mirror directory named by ``PRAGMODELS_DATA_DIR`` and inside the download cache.
+
+A ``mirror_only`` file is data the mirror derived from upstream *code* at the pinned commit (the
+social-meaning paper's prompts and stimuli, string constants of its scripts): there is no upstream
+file to download, so it is read from the offline mirror only; its ``url`` names the source it was
+derived from.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ class DataFile:
     sha256: str
     licence: str
     citation: str
+    mirror_only: bool = False  # derived from upstream code: read from the offline mirror only
 
     @property
     def url(self) -> str:
@@ -58,6 +64,16 @@ REGISTRY: dict[str, DataFile] = {
         _social_llm("ALT", "1436e0a20a093f1e59a03697d1733fec7879b1682a19e92b945c8fcbe3a8807f"),
         _social_llm("KMA", "136865ec0297636d5ebcdcaf6da4dd2a9168f260477ff130b5ba7185a2aacd9b"),
         _social_llm("COM", "edc8985d7fdf186afd8085b3c8ed6aca5836fbc7e3c2525f79e0a50c39356fbc"),
+        DataFile(
+            "social_prompts", "social/prompts_from_build_prompts.json", *_SOCIAL, "prompts/build_prompts.py",
+            "3de85f7a44dfd6232090889c26663b20a3036e225d3b33bfe6da578919e887ed",
+            "MIT (repository LICENSE: code); cite the paper", _SOCIAL_CITE, mirror_only=True,
+        ),
+        DataFile(
+            "social_stimuli", "social/stimuli_from_exp_texts.json", *_SOCIAL, "src/exp_texts.py",
+            "101a477ebff95ba7353b5ba7a8d3701d16cfad7fc750bfa05a2a309bb6faa0bd",
+            "MIT (repository LICENSE: code); cite the paper", _SOCIAL_CITE, mirror_only=True,
+        ),
         DataFile(
             "wavelength", "wavelength/data.csv", *_WAVE, "data/data.csv",
             "27deb3728c688c466da5d7c73591b2584a0015724059e67c2a0d966259857aaa",

@@ -306,3 +306,85 @@ def test_a_json_file_nested_too_deeply_is_a_schema_error(mirror, tmp_path):
     path.write_text("[" * 100_000 + "]" * 100_000)
     with pytest.raises(DataSchemaError, match=r"results_ALT.json: not valid JSON \(nested more than"):
         datasets.load_social_llm(["ALT"], paths={"ALT": path}, verify_hash=False)
+
+
+def test_social_prompts_the_papers_questionnaire(mirror):
+    q = datasets.load_social_prompts()
+    assert sorted(q["conditions"]) == sorted(datasets.PROMPTS) and q["n_samples_per_query"] == 10
+    assert q["conditions"]["MIN"].startswith("**Task description:**\n{task_description}\n\n**Task situation:**")
+    assert "\\n" not in "".join(q["conditions"].values())  # the file's \n written out as newlines
+    assert sorted(q["stimuli"]) == sorted(datasets.SCENARIO_TO_LLM.values())
+    assert q["stimuli"]["bicycle"]["speaker"] == "Jamie" and q["stimuli"]["office"]["human_csv_scenario_label"] == "absence"
+    assert set(q["attributes"]) == set(datasets.ATTRIBUTES) and "well-prepared" in q["attributes"]
+    assert "{speaker}" in q["blocks"]["task_block_kma"] and "{attribute}" in q["blocks"]["task_block_minimal"]
+
+
+def test_a_mirror_only_file_is_never_downloaded(tmp_path, monkeypatch):
+    from pragmodels.datasets import DataDownloadError, fetch
+
+    monkeypatch.delenv("PRAGMODELS_DATA_DIR", raising=False)
+    monkeypatch.setenv("PRAGMODELS_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(fetch, "_download", lambda *a: pytest.fail("a mirror-only file was downloaded"))
+    with pytest.raises(DataDownloadError, match=r"data set 'social_prompts' \(social/prompts_from_build_prompts.json\) "
+                                                r"is read from the offline mirror only: it was derived from https://\S+"
+                                                r"/prompts/build_prompts.py.*Set PRAGMODELS_DATA_DIR") as e:
+        datasets.load_social_prompts()
+    assert "\n" not in str(e.value)
+    monkeypatch.setenv("PRAGMODELS_DATA_DIR", str(tmp_path))
+    with pytest.raises(DataIntegrityError, match=r"not found in the offline mirror .*it is read from the offline "
+                                                 r"mirror only\)"):
+        datasets.load_social_prompts()
+
+
+def _tamper_prompts(mirror, tmp_path, key, edit):
+    path = _copy(mirror, tmp_path, key)
+    path.write_text(json.dumps(edit(json.loads(path.read_text()))))
+    other = "social_stimuli" if key == "social_prompts" else "social_prompts"
+    paths = {key: path, other: mirror / REGISTRY[other].path}
+    return datasets.load_social_prompts(paths["social_prompts"], paths["social_stimuli"], verify_hash=False)
+
+
+@pytest.mark.parametrize("key, edit, match", [
+    ("social_prompts", lambda d: {**d, "conditions": {**d["conditions"], "KMA": "{task_description} {oops}"}},
+     r"prompts_from_build_prompts.json: key 'conditions.KMA': names \{oops\}; expected only"),
+    ("social_prompts", lambda d: {**d, "conditions": {k: v for k, v in d["conditions"].items() if k != "COM"}},
+     r"key 'conditions': .*expected an object with the keys \('MIN', 'ALT', 'KMA', 'COM'\)"),
+    ("social_prompts", lambda d: {**d, "attributes": d["attributes"][:5]}, r"key 'attributes': .*expected \["),
+    ("social_prompts", lambda d: {**d, "task_block_minimal": ""}, r"key 'task_block_minimal': ''; expected a non-empty"),
+    ("social_stimuli", lambda d: {k: v for k, v in d.items() if k != "pasta"},
+     r"stimuli_from_exp_texts.json: scenarios \[.*\]; expected \["),
+    ("social_stimuli", lambda d: {**d, "house": {**d["house"], "utterance_approx": 3}},
+     r"stimuli_from_exp_texts.json: key 'house.utterance_approx': 3; expected a non-empty string"),
+])
+def test_a_tampered_questionnaire_names_the_key(mirror, tmp_path, key, edit, match):
+    with pytest.raises(DataSchemaError, match=match):
+        _tamper_prompts(mirror, tmp_path, key, edit)
+    with pytest.raises(DataIntegrityError, match="does not match the registered"):
+        datasets.load_social_prompts(**{"path" if key == "social_prompts" else "stimuli": tmp_path / REGISTRY[key].path})
+
+
+def test_an_elicited_lm_is_read_beside_the_published_ones(mirror, tmp_path):
+    records = [{**r, "model": "mylm"} for r in json.loads((mirror / REGISTRY["social_llm_KMA"].path).read_text())
+               if r["model"] == "gpt"]
+    (tmp_path / "results_KMA.json").write_text(json.dumps(records))
+    df = datasets.load_social_llm_elicited(tmp_path, "mylm", ["KMA"])
+    assert len(df) == 1440 and set(df.model) == {"mylm"} and list(df.columns) == list(datasets.load_social_llm(["KMA"]).columns)
+    with pytest.raises(FileNotFoundError, match=r"results_MIN.json: no ratings of LM 'mylm' for prompt MIN; elicit them "
+                                                r"with `python -m models.social_meaning.elicit --lm mylm"):
+        datasets.load_social_llm_elicited(tmp_path, "mylm")
+    assert len(datasets.load_social_llm_elicited(tmp_path, "mylm", complete=False)) == 1440
+    with pytest.raises(ValueError, match=r"model 'gpt' is a published LLM's name"):
+        datasets.load_social_llm_elicited(tmp_path, "gpt", ["KMA"])
+    with pytest.raises(DataSchemaError, match=r"column 'model', row 0: value 'mylm'"):
+        datasets.load_social_llm_elicited(tmp_path, "other", ["KMA"])
+    cell = lambda r: (r["scenario"], r["context"], r["utterance"], r["attribute"])  # noqa: E731
+    some = {cell(r) for r in records[:40]}
+    part = [r for r in records if cell(r) in some]
+    (tmp_path / "results_KMA.json").write_text(json.dumps(part))  # a --limit run: some queries
+    with pytest.raises(DataSchemaError, match=r"the cell .* has 0 records; expected 10"):
+        datasets.load_social_llm_elicited(tmp_path, "mylm", ["KMA"])
+    got = datasets.load_social_llm_elicited(tmp_path, "mylm", ["KMA"], complete=False)
+    assert len(got) == 10 * len(some) and got.groupby(["scenario", "context", "form", "attribute"]).size().eq(10).all()
+    (tmp_path / "results_KMA.json").write_text(json.dumps(part[1:]))  # a query without all its samples
+    with pytest.raises(DataSchemaError, match=r"has 9 records; expected 10"):
+        datasets.load_social_llm_elicited(tmp_path, "mylm", ["KMA"], complete=False)
