@@ -9,8 +9,8 @@ worker process (no persistent compilation cache):
 
 - baseline: ``pad_trials=False`` and the cache bounded by count only (32 programs, no memory bound):
   the code before buckets;
-- buckets: the defaults (``pad_trials=True``: per-trial arrays padded to 48, 64, 96, 128, 192 and
-  masked; the cache bounded at 512 MB).
+- buckets: the defaults (``pad_trials=True``: from the second size on, per-trial arrays padded to
+  48, 64, 96, 128, 192 and masked; the cache bounded at 512 MB).
 
 Reported per case: XLA compilations (JAX's backend-compile events) and their seconds, NUTS programs
 compiled (cache misses of kind "nuts"), total wall, resident memory growth from before the first fit to
@@ -40,7 +40,7 @@ def _worker(case: str, sizes: list[int]) -> dict:
     import numpy as np
 
     import pragmodels as pm
-    from pragmodels.inference import compile_cache
+    from pragmodels.inference import compile_cache, padding
     from pragmodels.rsa_models import listener_model
 
     compiles = {"n": 0, "s": 0.0}
@@ -68,6 +68,7 @@ def _worker(case: str, sizes: list[int]) -> dict:
     warm = dict(log_semantics=sem, utterance=rng.integers(0, 4, 8), choice=rng.integers(0, 3, 8))
     pm.fit(99, model, warm, num_warmup=50, num_samples=50, num_chains=2, progress_bar=False)
     compile_cache.clear_cache()
+    padding.forget_sizes()
     compiles.update(n=0, s=0.0)
     start = rss_mb(trim=True)
     t0 = time.perf_counter()

@@ -53,7 +53,7 @@ from pragmodels.inference.nuts import (
     pointwise_log_likelihood,
     run_nuts,
 )
-from pragmodels.inference.padding import cut_padding, plan_padding
+from pragmodels.inference.padding import cut_padding, plan_padding, worth_padding
 from pragmodels.inference.predictive import (
     posterior_predictive as _posterior_predictive,
     prior_predictive_draws,
@@ -374,11 +374,12 @@ def fit(
         :class:`FitPostprocessingError` when a step after sampling failed); the result is on the
         exception's ``.tree``.
     pad_trials : bool
-        Pad the per-trial arrays to the next size of 8, 12, 16, 24, 32, 48, ... and mask the padding
-        (:mod:`pragmodels.inference.padding`), so that fits to data sets of different sizes share
-        their compiled programs (and memory). Done only where a check shows it changes no site's shape
-        and not the log density; the result never holds padding, and ``tree.attrs["padding"]`` says
-        what was padded or why not. The draws differ from an unpadded fit's only as two seeds do.
+        Once a model meets a second data size in this process, pad the per-trial arrays to the next
+        size of 8, 12, 16, 24, 32, 48, ... and mask the padding (:mod:`pragmodels.inference.padding`),
+        so that fits to data sets of different sizes share their compiled programs (and memory).
+        Done only where a check shows it changes no site's shape and not the log density; the result
+        never holds padding, and ``tree.attrs["padding"]`` says what was padded or why not. The draws
+        differ from an unpadded fit's only as two seeds do.
 
     Returns
     -------
@@ -410,7 +411,7 @@ def fit(
         raise ValueError("the model has no observed sites: pass the observations in `data`.")
 
     # the model and data the programs run on: padded to a size bucket where that changes nothing
-    plan = plan_padding(model, data, info.observed_values) if pad_trials else None
+    plan = plan_padding(model, data, info.observed_values) if pad_trials and worth_padding(model, data) else None
     run_model, run_data = (plan.model, plan.data) if plan is not None and plan.padded else (model, data)
 
     def cut(draws: dict[str, np.ndarray] | None) -> dict[str, np.ndarray] | None:
@@ -488,7 +489,9 @@ def fit(
         tree.attrs.update(provenance_attrs(
             name=label, info=info, data=data, rng_key=rng_key, settings=settings, nuts=run, diagnostics=diag,
             wall_time_s=wall, postprocessing_time_s=post_s, init_optima=optima))
-        tree.attrs["padding"] = json.dumps(plan.record() if plan is not None else {"reason": "pad_trials=False"})
+        tree.attrs["padding"] = json.dumps(
+            plan.record() if plan is not None else {"reason": "pad_trials=False"} if not pad_trials
+            else {"reason": "the first size of this model in this process (padding starts with a second size)"})
         if basins is not None:
             tree.attrs["basins"] = json.dumps(dict(
                 method="bridge sampling (normal proposal, 4 repeats; unconstrained scale)", basin_nats=basin_nats,

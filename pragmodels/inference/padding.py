@@ -13,12 +13,18 @@ trial, and masks the padded trials out of every observed site. It is used only w
 padding changes nothing else: every latent and deterministic site keeps its shape, and the log
 density at two draws from the prior is the same to rounding. Otherwise the data are fitted as they
 are, and the plan says why.
+
+Padding starts with the second size of a model in a process (:func:`worth_padding`): a model fitted
+at one size only (a single fit, or refits of one data set) is fitted as given, without the check's
+cost (a few eager traces) or the padded trials' work; once a model meets a second size, its fits go
+to size buckets. Each check's verdict is remembered by model, static values and shapes.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,15 +36,56 @@ from numpyro import handlers
 from numpyro.infer.util import log_density
 from numpyro.primitives import Messenger
 
-from pragmodels.inference.compile_cache import split_data
+from pragmodels.inference.compile_cache import data_signature, split_data, static_items
 from pragmodels.model_key import structure_key
 
-__all__ = ["bucket_size", "PadMask", "Masked", "PaddingPlan", "plan_padding", "cut_padding", "MIN_BUCKET"]
+__all__ = ["bucket_size", "PadMask", "Masked", "PaddingPlan", "plan_padding", "cut_padding", "worth_padding",
+           "forget_sizes", "MIN_BUCKET"]
 
 MIN_BUCKET = 8
 # |log density (padded) - log density (as given)| allowed in the check: float32 rounding of sums over
 # up to a few hundred thousand terms (the counts are the same; only the order of the sums differs)
 _ATOL, _RTOL = 1e-3, 1e-5
+
+
+_SIZES: OrderedDict[Hashable, set[tuple]] = OrderedDict()  # model key -> data signatures fitted
+_VERDICTS: OrderedDict[Hashable, str] = OrderedDict()  # (model key, signature) -> "" or why not padded
+_KEEP = 256
+
+
+def _model_key(model: Callable[..., Any], data: Mapping[str, Any]) -> tuple[Hashable, tuple]:
+    static, arrays = split_data(data)
+    return (structure_key(model), static_items(static)), data_signature(arrays)
+
+
+def worth_padding(model: Callable[..., Any], data: Mapping[str, Any]) -> bool:
+    """Whether to pad this fit: the model (with these static values) was fitted before at other shapes in
+    this process. Records the shapes.
+
+    Parameters
+    ----------
+    model : callable
+    data : mapping
+        The model's keyword arguments.
+
+    Returns
+    -------
+    bool
+    """
+    key, signature = _model_key(model, data)
+    seen = _SIZES.setdefault(key, set())
+    _SIZES.move_to_end(key)
+    worth = bool(seen - {signature})
+    seen.add(signature)
+    while len(_SIZES) > _KEEP:
+        _SIZES.popitem(last=False)
+    return worth
+
+
+def forget_sizes() -> None:
+    """Forget the sizes seen and the checks' verdicts (the next fit of each model starts unpadded)."""
+    _SIZES.clear()
+    _VERDICTS.clear()
 
 
 def bucket_size(n: int) -> int:
@@ -190,10 +237,16 @@ def plan_padding(model: Callable[..., Any], data: Mapping[str, Any], observed: M
     keys = [k for k, v in arrays.items() if v.ndim >= 1 and v.shape[0] == n]
     padded = {**data, **{k: _pad_array(data[k], n_pad) for k in keys}, "_pad_mask": np.arange(n_pad) < n}
     masked = Masked(model)
-    try:
-        why = _check(model, data, masked, padded)
-    except Exception as e:  # a model that cannot take padded data: fitted as it is
-        why = f"the model fails on padded data ({type(e).__name__}: {e})"
+    key = _model_key(model, data)
+    why = _VERDICTS.get(key)
+    if why is None:
+        try:
+            why = _check(model, data, masked, padded)
+        except Exception as e:  # a model that cannot take padded data: fitted as it is
+            why = f"the model fails on padded data ({type(e).__name__}: {e})"
+        _VERDICTS[key] = why
+        while len(_VERDICTS) > _KEEP:
+            _VERDICTS.popitem(last=False)
     if why:
         return PaddingPlan(n, n, model, data, reason=why)
     return PaddingPlan(n, n_pad, masked, padded, keys)

@@ -10,7 +10,7 @@ from numpyro.infer.util import log_density
 
 import pragmodels as pm
 from pragmodels.inference import compile_cache, nuts
-from pragmodels.inference.padding import bucket_size, cut_padding, plan_padding
+from pragmodels.inference.padding import bucket_size, cut_padding, forget_sizes, plan_padding, worth_padding
 from pragmodels.params import inspect_model
 from pragmodels.rsa_models import listener_model
 
@@ -93,24 +93,39 @@ def test_cut_padding_drops_the_last_padded_axis_only():
     assert cut_padding(np.zeros((2, 3, 5)), 10, 12).shape == (2, 3, 5)
 
 
+def test_padding_starts_with_a_second_size_of_a_model():
+    forget_sizes()
+    model = listener_model()
+    assert not worth_padding(model, listener_data(50))  # the first size: fitted as given
+    assert not worth_padding(model, listener_data(50, seed=1))  # the same shapes again
+    assert worth_padding(model, listener_data(60))  # a second size
+    assert worth_padding(model, listener_data(50))  # and from then on every size
+    assert not worth_padding(listener_model(depth=2), listener_data(60))  # another model structure
+    forget_sizes()
+
+
 @pytest.mark.nuts
 @pytest.mark.filterwarnings("ignore::pragmodels.inference.diagnostics.FitWarning")  # short chains
 def test_fits_of_two_sizes_share_one_program_and_hold_no_padding():
+    forget_sizes()
     model = listener_model()
     kw = dict(num_warmup=150, num_samples=150, num_chains=2, progress_bar=False)
     first = pm.fit(0, model, listener_data(50), **kw)
+    assert "first size" in json.loads(first.attrs["padding"])["reason"]
+    pm.fit(1, model, listener_data(60, seed=1), **kw)  # a second size: padded to 64, compiled
     misses = compile_cache.cache_info()["misses"]
-    data = listener_data(60, seed=1)
-    second = pm.fit(1, model, data, **kw)
-    assert second.attrs["kernel_cache_hit"] == 1 and first.attrs["kernel_cache_hit"] == 0
+    data = listener_data(57, seed=2)
+    second = pm.fit(2, model, data, **kw)  # 57 trials: the bucket of 64 again
+    assert second.attrs["kernel_cache_hit"] == 1
     assert compile_cache.cache_info()["misses"] == misses  # log-likelihood and predictive reused too
-    assert json.loads(second.attrs["padding"]) == {"n_trials": 60, "padded_to": 64,
+    assert json.loads(second.attrs["padding"]) == {"n_trials": 57, "padded_to": 64,
                                                   "arrays": ["utterance", "choice"]}
-    assert second.posterior_predictive["choice"].shape[-1] == 60
-    assert second.observed_data["choice"].shape == (60,)
+    assert second.posterior_predictive["choice"].shape[-1] == 57
+    assert second.observed_data["choice"].shape == (57,)
     # the pointwise log-likelihood equals the unpadded model's at the same draws
     draws = {k: second.posterior[k].values for k in ("alpha", "lapse")}
     direct = nuts.pointwise_log_likelihood(model, draws, data)["choice"]
     np.testing.assert_allclose(second.log_likelihood["choice"].values, direct, rtol=1e-5, atol=1e-6)
     unpadded = pm.fit(1, model, data, pad_trials=False, **kw)
     assert json.loads(unpadded.attrs["padding"]) == {"reason": "pad_trials=False"}
+    forget_sizes()
