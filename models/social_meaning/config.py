@@ -15,6 +15,7 @@ import pydantic
 from pydantic import Field
 
 from pragmodels.datasets import LLMS, PROMPTS
+from pragmodels.lm.entry import LMEntry
 from pragmodels.runs.schema import ModeSamplers, SamplerSettings, Strict, StudyConfig
 
 #: settings of ``rsa_model(motive_prior=...)``, the default first (:mod:`~models.social_meaning.rsa`)
@@ -78,3 +79,17 @@ class Config(StudyConfig):
         Field(None, description="restrict the LLM fits to some [model, prompt] pairs (default: all 12)"))
     executor: Literal["sequential", "process"] = Field("sequential", description="how the 14 fits run "
                                                                                  "(pragmodels.inference.fit_many)")
+    lms: dict[str, LMEntry] = Field(
+        default_factory=dict, description="new LMs, by name, beside the published three: their answers to the "
+                                          "paper's questionnaire, elicited beforehand by python -m "
+                                          "models.social_meaning.elicit --lm NAME (outputs: the folder of its "
+                                          "results_<PROMPT>.json, default fits/social_meaning/elicited/<name>)")
+
+    @pydantic.field_validator("lms")
+    @classmethod
+    def _new_names(cls, lms: dict[str, LMEntry]) -> dict[str, LMEntry]:
+        for name in lms:
+            if name in LLMS:
+                raise ValueError(f"{name!r} is a published LLM's name ({', '.join(LLMS)}): a new LM is read beside "
+                                 "them, under a name of its own")
+        return lms

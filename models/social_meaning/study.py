@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 import pragmodels as pm
-from models.social_meaning import checks, claims, esr, paper, rsa
+from models.social_meaning import checks, claims, elicit, esr, paper, rsa
 from models.social_meaning.config import (  # noqa: F401 - the config's schema, importable from here too
     FIT_LABELS,
     HUMAN_LABELS,
@@ -630,6 +630,9 @@ def run(config: dict, out_dir: Path, mode: str, progress: bool, record: Run) -> 
     stamp("loading data (verified against the registry's sha256)")
     human, llm = datasets.load_social_human(), datasets.load_social_llm()
     folder.record_dataset("social_human", *(f"social_llm_{p}" for p in datasets.PROMPTS))
+    new_lms = elicit.load_elicited(cfg.lms, record=folder.record_file)  # config `lms`: beside the three, not mixed in
+    for name, g in new_lms.groupby("model", sort=False):
+        stamp(f"read the elicited ratings of {name}: {len(g)} records, {int((~g['valid']).sum())} invalid")
 
     stamp("reproducing Tables 2-4")
     table = reproduction_table(human, llm)

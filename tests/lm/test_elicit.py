@@ -183,3 +183,37 @@ def test_progress_lines_and_the_estimate(tmp_path):
     est = estimate(QUERIES, 3, 10)
     assert est == {"requests": 15, "prompt_chars": 3 * sum(len(q.prompt) for q in QUERIES),
                    "prompt_tokens": round(3 * sum(len(q.prompt) for q in QUERIES) / 4), "answer_tokens_max": 150}
+
+
+@pytest.mark.lm
+def test_smollm2_answers_the_social_meaning_questionnaire(smollm2, mirror, tmp_path):
+    """The bundled SmolLM2 in process: 3 MIN queries x 2 samples, records in the published schema,
+    read back by the study's loader; a rerun asks nothing."""
+    from models.social_meaning import elicit as sm
+    from pragmodels.datasets import load_social_llm_elicited
+    from pragmodels.lm.entry import LMEntry
+
+    kw = dict(conditions=["MIN"], limit=3, n_samples=2, sampling=Sampling(temperature=1.0, max_tokens=8),
+              log=lambda s: None)
+    (path,) = sm.elicit_lm(smollm2, "smollm2", tmp_path, **kw)
+    records = json.loads(path.read_text())
+    assert path.name == "results_MIN.json" and len(records) == 6
+    for r in records:
+        assert list(r) == list(sm.RECORD_KEYS) and r["model"] == "smollm2"
+        assert r["likert"] == sm.parse_likert(r["raw_response"]) and r["valid"] == (r["likert"] is not None)
+    manifest = json.loads(manifest_path(tmp_path / "progress.jsonl").read_text())
+    assert manifest["model"] == smollm2.identity and manifest["settings"]["max_tokens"] == 8
+    df = sm.load_elicited({"smollm2": LMEntry(model="smollm2", outputs=str(tmp_path))}, n_samples=2, complete=False)
+    assert len(df) == 6 and set(df.prompt) == {"MIN"} and df.equals(
+        load_social_llm_elicited(tmp_path, "smollm2", ["MIN"], n_samples=2, complete=False))
+    before = path.read_text()
+
+    class Refuses:  # a rerun finds every query done: the model is not asked again
+        identity = smollm2.identity
+
+        def sample(self, *a, **k):
+            raise AssertionError("asked again")
+
+    sm.elicit_lm(Refuses(), "smollm2", tmp_path, **kw)
+    assert [{k: v for k, v in r.items() if k != "current_date"} for r in json.loads(path.read_text())] == \
+        [{k: v for k, v in r.items() if k != "current_date"} for r in json.loads(before)]

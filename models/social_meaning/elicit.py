@@ -1,0 +1,333 @@
+"""Put the social-meaning paper's questionnaire to a language model (the study's LM step, resumable).
+
+    python -m models.social_meaning.elicit --lm smollm2 [--out DIR] [--limit K] [--conditions MIN KMA]
+    python -m models.social_meaning.elicit --lm gpt4o --base-url https://api.openai.com/v1 \
+        --server-model gpt-4o --api-key-env OPENAI_API_KEY --sample-api chat     # any OpenAI-compatible API
+
+Mühlenbernd (2026), "Social Meaning in Large Language Models: Structure, Magnitude, and Pragmatic
+Prompting", CMCL 2026, arXiv:2604.02512 (human data: Solt, Mühlenbernd & Burbelko 2025, ELM 3,
+371-382). The questionnaire is the paper's, read as data from the offline mirror
+(:func:`pragmodels.datasets.load_social_prompts`: its prompt builders' strings and scenario texts
+at the pinned commit): 6 scenarios x 2 contexts x 2 forms x 6 attributes = 144 queries in each of
+the four conditions MIN, ALT, KMA, COM (each condition's template joined as shown, then stripped,
+the scenario texts with the newlines of the upstream constants: :func:`build_prompt`;
+one user message, no system message), 10 samples per query (5,760 requests), temperature 1.0,
+answers of at most 100 tokens (the paper's Claude setting; the other two used their API's
+default), no resampling. The parse rule is the paper's: an answer is valid iff it holds exactly one
+standalone digit 1-7 (``\\b[1-7]\\b`` found once), which is the rating; otherwise the record is kept,
+invalid, with no rating.
+
+Answers go through :func:`pragmodels.lm.elicit.elicit` into ``<out>/progress.jsonl`` (a rerun
+continues where a killed one stopped; other settings are refused), then into
+``<out>/results_<PROMPT>.json`` in the published files' record schema (``model, scenario, context,
+utterance, attribute, sample_id, current_date, raw_response, likert, valid``), which
+:func:`pragmodels.datasets.load_social_llm_elicited` reads and the study reads for an LM listed
+under ``lms`` in ``fits/social_meaning.json`` (default ``<out>``: ``fits/social_meaning/elicited/<lm>``).
+``--limit K`` asks the first K queries of a fixed random order of the 144 (the same K in every
+condition): a subset whose files the study reads with ``complete=False`` only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from pragmodels.datasets import LLMS, PROMPTS, load_social_llm_elicited, load_social_prompts
+from pragmodels.errors import one_line_cli
+from pragmodels.io.atomic import atomic_write
+from pragmodels.lm.base import LanguageModel
+from pragmodels.lm.elicit import Query, Sampling, elicit, estimate
+from pragmodels.lm.entry import LMEntry, add_lm_arguments, open_lm_from_arguments
+
+__all__ = ["ELICITED", "SAMPLING", "N_SAMPLES", "PARSE_RULE", "parse_likert", "build_prompt", "queries",
+           "elicit_lm", "write_results", "elicited_folder", "load_elicited", "RECORD_KEYS", "main"]
+
+ROOT = Path(__file__).resolve().parents[2]
+#: where the study looks for an elicited LM's files by default: ``ELICITED / <name>``
+ELICITED = ROOT / "fits" / "social_meaning" / "elicited"
+#: the paper's sampling: temperature 1.0, answers of at most 100 tokens (its Claude setting)
+SAMPLING = Sampling(temperature=1.0, max_tokens=100)
+N_SAMPLES = 10
+#: the parse rule's name in the progress file's manifest
+PARSE_RULE = "one standalone digit 1-7 (paper: src/parsing.py)"
+#: the published files' record keys, in their order
+RECORD_KEYS = ("model", "scenario", "context", "utterance", "attribute", "sample_id", "current_date", "raw_response",
+               "likert", "valid")
+#: the seed of the fixed order of the 144 queries that ``--limit`` takes from
+ORDER_SEED = 20261205
+SEED = 20261205
+_DIGIT = re.compile(r"\b([1-7])\b")
+
+
+def parse_likert(text: str) -> int | None:
+    """The rating in an answer: its one standalone digit 1-7, or None where it has none or several.
+
+    Parameters
+    ----------
+    text : str
+        The model's answer.
+
+    Returns
+    -------
+    int or None
+    """
+    found = _DIGIT.findall(text or "")
+    return int(found[0]) if len(found) == 1 else None
+
+
+def build_prompt(questionnaire: dict[str, Any], condition: str, scenario: str, context: str, utterance: str,
+                 attribute: str) -> str:
+    """One prompt of the paper: the condition's template with the scenario's texts, stripped.
+
+    Each scenario text is wrapped in the newlines the upstream constants carry (triple-quoted
+    strings in ``src/exp_texts.py`` that open and close with a newline; the mirror's stimuli file
+    holds them stripped), so the situation reads ``"\\n<context>\\n\\n\\n<utterance>\\n"`` as in the prompts the paper sent:
+    all 576 prompts equal the upstream builders' (``prompts/build_prompts.py`` run on the upstream
+    constants at the pinned commit).
+
+    Parameters
+    ----------
+    questionnaire : dict
+        :func:`pragmodels.datasets.load_social_prompts`.
+    condition : str
+        ``"MIN"``, ``"ALT"``, ``"KMA"`` or ``"COM"``.
+    scenario, context, utterance, attribute : str
+        As the LLM files spell them (``"bicycle"``, ``"low"``, ``"precise"``, ``"well-prepared"``).
+
+    Returns
+    -------
+    str
+    """
+    item = questionnaire["stimuli"][scenario]
+    blocks = questionnaire["blocks"]
+    task = {k: blocks[k].format(speaker=item["speaker"], attribute=attribute)
+            for k in ("task_block_minimal", "task_block_kma")}
+    situation = f"\n{item[f'context_{context}']}\n\n\n{item[f'utterance_{utterance}']}\n"
+    return questionnaire["conditions"][condition].format(
+        task_description=blocks["task_description"], example_block=blocks["example_block"],
+        situation_block=situation, **task).strip()
+
+
+def _order(questionnaire: dict[str, Any]) -> list[tuple[str, str, str, str]]:
+    """The 144 (scenario, context, utterance, attribute) in the fixed random order ``--limit`` takes from."""
+    cells = [(s, c, u, a) for s in questionnaire["stimuli"] for c in questionnaire["contexts"]
+             for u in questionnaire["utterances"] for a in questionnaire["attributes"]]
+    return [cells[i] for i in np.random.default_rng(ORDER_SEED).permutation(len(cells))]
+
+
+def queries(questionnaire: dict[str, Any], conditions: Iterable[str] = PROMPTS, limit: int | None = None) -> list[Query]:
+    """The queries of the conditions: per condition, the 144 cells (or the first ``limit`` of their
+    fixed random order), each with the fields ``prompt`` (the condition), ``scenario``,
+    ``context``, ``utterance``, ``attribute``.
+
+    Parameters
+    ----------
+    questionnaire : dict
+        :func:`pragmodels.datasets.load_social_prompts`.
+    conditions : iterable of str
+        A subset of ``("MIN", "ALT", "KMA", "COM")``.
+    limit : int, optional
+        Queries per condition.
+
+    Returns
+    -------
+    list of Query
+    """
+    out = []
+    cells = _order(questionnaire)[:limit]
+    for cond in conditions:
+        if cond not in PROMPTS:
+            raise ValueError(f"condition {cond!r}; expected one of {PROMPTS}.")
+        for s, c, u, a in cells:
+            out.append(Query(f"{cond}/{s}/{c}/{u}/{a}", build_prompt(questionnaire, cond, s, c, u, a),
+                             {"prompt": cond, "scenario": s, "context": c, "utterance": u, "attribute": a}))
+    return out
+
+
+def write_results(records: Sequence[dict[str, Any]], model: str, out: str | Path) -> list[Path]:
+    """Write ``<out>/results_<PROMPT>.json`` per condition, in the published record schema (atomically);
+    ``raw_response`` stripped, as the paper stored its answers (the progress file keeps them whole).
+
+    Parameters
+    ----------
+    records : sequence of dict
+        :func:`pragmodels.lm.elicit.elicit`'s records of :func:`queries`.
+    model : str
+        The LM's name in the files.
+    out : path-like
+        The folder.
+
+    Returns
+    -------
+    list of pathlib.Path
+        The files written.
+    """
+    written = []
+    for cond in PROMPTS:
+        rows = [{"model": model, "scenario": r["scenario"], "context": r["context"], "utterance": r["utterance"],
+                 "attribute": r["attribute"], "sample_id": r["sample_id"], "current_date": r["timestamp"],
+                 "raw_response": r["raw_response"].strip(), "likert": r["value"], "valid": r["valid"]}
+                for r in records if r["prompt"] == cond]
+        if rows:
+            path = Path(out) / f"results_{cond}.json"
+            text = json.dumps(rows, indent=1, ensure_ascii=False) + "\n"
+            written.append(atomic_write(path, lambda tmp, text=text: Path(tmp).write_text(text)))
+    return written
+
+
+def elicit_lm(lm: LanguageModel, name: str, out: str | Path, *, conditions: Iterable[str] = PROMPTS,
+              limit: int | None = None, n_samples: int = N_SAMPLES, sampling: Sampling = SAMPLING, seed: int = SEED,
+              every: int = 10, log=print) -> list[Path]:
+    """Ask ``lm`` the questionnaire (resuming ``<out>/progress.jsonl``) and write its results files.
+
+    Parameters
+    ----------
+    lm : LanguageModel
+        The model.
+    name : str
+        Its name in the records (not a published LLM's).
+    out : path-like
+        The folder of the progress file and the results files.
+    conditions : iterable of str
+        The prompt conditions to ask.
+    limit : int, optional
+        Queries per condition (the first of a fixed random order).
+    n_samples : int
+        Samples per query.
+    sampling : Sampling
+        Temperature and most tokens.
+    seed : int
+        The run's seed.
+    every : int
+        A progress line every this many queries.
+    log : callable
+        Where lines go.
+
+    Returns
+    -------
+    list of pathlib.Path
+        The results files written.
+    """
+    if name in LLMS:
+        raise ValueError(f"--lm {name!r} is a published LLM's name ({', '.join(LLMS)}); name the new LM otherwise.")
+    qs = queries(load_social_prompts(), list(conditions), limit)
+    est = estimate(qs, n_samples, sampling.max_tokens)
+    log(f"social meaning for {name}: {len(qs)} queries x {n_samples} samples = {est['requests']:,} requests; prompts "
+        f"{est['prompt_chars']:,} characters, about {est['prompt_tokens']:,} tokens (characters / 4); answers at most "
+        f"{est['answer_tokens_max']:,} tokens")
+    records = elicit(lm, qs, n_samples=n_samples, parse=parse_likert, parse_name=PARSE_RULE,
+                     progress=Path(out) / "progress.jsonl", sampling=sampling, seed=seed, every=every, log=log)
+    files = write_results(records, name, out)
+    invalid = sum(not r["valid"] for r in records)
+    log(f"wrote {', '.join(str(f) for f in files)}: {len(records)} records, {invalid} invalid "
+        f"({invalid / max(len(records), 1):.1%})")
+    return files
+
+
+def elicited_folder(name: str, entry: LMEntry) -> Path:
+    """Where the study reads LM ``name``'s files: the entry's ``outputs`` (relative to the
+    repository root), else ``fits/social_meaning/elicited/<name>``.
+
+    Parameters
+    ----------
+    name : str
+        The LM's name in the config's ``lms``.
+    entry : LMEntry
+        Its entry.
+
+    Returns
+    -------
+    pathlib.Path
+    """
+    if not entry.outputs:
+        return ELICITED / name
+    folder = Path(entry.outputs)
+    return folder if folder.is_absolute() else ROOT / folder
+
+
+def load_elicited(lms: Mapping[str, LMEntry], *, complete: bool = True, n_samples: int = N_SAMPLES,
+                  record: Callable[[str, Path], object] | None = None) -> pd.DataFrame:
+    """The new LMs' ratings, read as the published ones (:func:`pragmodels.datasets.load_social_llm_elicited`),
+    one frame beside theirs (never mixed into it).
+
+    Parameters
+    ----------
+    lms : mapping of str to LMEntry
+        The config's ``lms``.
+    complete : bool
+        Every LM answered all 576 queries (False: a ``--limit`` subset is read too).
+    n_samples : int
+        Samples per query (the paper's 10).
+    record : callable, optional
+        ``record(key, path)`` for each file read (a run's
+        :meth:`~pragmodels.runs.study.StudyFolder.record_file`: its sha256 goes into ``run.json``).
+
+    Returns
+    -------
+    pandas.DataFrame
+        The columns of :func:`pragmodels.datasets.load_social_llm`; no rows without ``lms``.
+    """
+    frames = []
+    for name, entry in lms.items():
+        folder = elicited_folder(name, entry)
+        frames.append(load_social_llm_elicited(folder, name, n_samples=n_samples, complete=complete))
+        if record is not None:
+            for prompt in frames[-1]["prompt"].unique():
+                record(f"elicited_{name}_{prompt}", folder / f"results_{prompt}.json")
+    if not frames:
+        return pd.DataFrame(columns=["model", "prompt", "scenario", "context", "form", "attribute", "sample_id",
+                                     "rating", "valid", "raw_response"])
+    return pd.concat(frames, ignore_index=True)
+
+
+def _main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m models.social_meaning.elicit", description=__doc__.split("\n")[0])
+    add_lm_arguments(ap)
+    ap.add_argument("--out", type=Path, help="the folder of the progress and results files (default "
+                                             "fits/social_meaning/elicited/<lm>)")
+    ap.add_argument("--limit", type=int, help="ask only the first K queries of each condition (a fixed random order)")
+    ap.add_argument("--conditions", nargs="+", choices=PROMPTS, default=list(PROMPTS), help="the prompt conditions")
+    ap.add_argument("--samples", type=int, default=N_SAMPLES, help="samples per query (default 10, the paper's)")
+    ap.add_argument("--max-tokens", type=int, default=SAMPLING.max_tokens, help="most tokens per answer (default 100)")
+    ap.add_argument("--temperature", type=float, default=SAMPLING.temperature, help="default 1.0, the paper's")
+    ap.add_argument("--seed", type=int, default=SEED)
+    ap.add_argument("--every", type=int, default=10, help="a progress line every this many queries")
+    ap.add_argument("--n-ctx", type=int, default=2048, help="context window of an in-process model (default 2048)")
+    args = ap.parse_args(argv)
+    if args.limit is not None and args.limit < 1:
+        ap.error(f"--limit {args.limit}: expected a positive number of queries.")
+    if args.lm in LLMS:
+        ap.error(f"--lm {args.lm!r} is a published LLM's name ({', '.join(LLMS)}); name the new LM otherwise.")
+    lm = open_lm_from_arguments(ap, args, n_ctx=args.n_ctx)
+    elicit_lm(lm, args.lm, args.out or ELICITED / args.lm, conditions=args.conditions, limit=args.limit,
+              n_samples=args.samples, sampling=Sampling(temperature=args.temperature, max_tokens=args.max_tokens),
+              seed=args.seed, every=args.every, log=lambda s: print(s, flush=True))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m models.social_meaning.elicit``: one-line errors (``--debug``: the traceback).
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        The arguments (default ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        The exit code.
+    """
+    args = sys.argv[1:] if argv is None else list(argv)
+    return one_line_cli(lambda: _main(args), "python -m models.social_meaning.elicit", args)
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,131 @@
+"""models.social_meaning.elicit: the paper's 576 prompts (equal to its builders'), its parse rule,
+results files in the published schema that the study reads, the command's checks (a fake LM)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import pytest
+
+from models.social_meaning import elicit as sm
+from models.social_meaning.config import Config
+from pragmodels import datasets
+from pragmodels.errors import ConfigError
+from pragmodels.lm.entry import LMEntry
+from pragmodels.runs.schema import validate_config
+
+#: the MIN prompt of bicycle / high / approx / well-prepared, as upstream prompts/build_prompts.py
+#: builds it from src/exp_texts.py at commit c60d600 (the situation's blank lines included)
+BICYCLE_MIN = (
+    "**Task description:**\nIn this experiment, you'll read a brief description of a situation involving two "
+    "people. One of these people asks a question, and the second person answers it. Your task will be to answer "
+    "some questions about the second person.\n\n**Task situation:**\n\nJamie's new bicycle was stolen. \n"
+    "Fortunately it was insured, so Jamie has called the insurance company.\nInsurance agent: \"How much did the "
+    "bicycle cost? I'll start the paperwork right away.\"\n\n\nJamie: \"The bicycle cost about $500.\"\n\n\n"
+    "**Task:**\nBased on what Jamie says, how well-prepared does Jamie sound?\n\nUse a 7-point Likert scale:\n"
+    "1 = not at all well-prepared\n7 = very well-prepared\n\nAnswer with a single number between 1 and 7. Give "
+    "only the number, no other text.")
+#: sha256 of the 576 prompts joined by NUL (conditions MIN, ALT, KMA, COM; scenarios, contexts, forms and
+#: attributes in the upstream loops' order), computed from the upstream builders run on the upstream constants
+ALL_PROMPTS_SHA256 = "c56143b96412e841ef058990fe824c550ace68d51fcacdf5645550e950a6dcf9"
+
+
+@pytest.fixture(scope="module")
+def questionnaire(mirror):
+    return datasets.load_social_prompts()
+
+
+class FakeLM:
+    identity = "fake-social"
+
+    def __init__(self):
+        self.prompts: list[str] = []
+
+    def sample(self, prompt, n, *, temperature=1.0, max_tokens=32, stop=(), seed=0, answer_prefix=""):
+        self.prompts.append(prompt)
+        return [[" 5\n", "I'd say 3.", "5 or 6", "seven"][seed % 4]]
+
+
+def test_the_576_prompts_are_the_papers(questionnaire):
+    q = questionnaire
+    assert sm.build_prompt(q, "MIN", "bicycle", "high", "approx", "well-prepared") == BICYCLE_MIN
+    order = [(c, s, x, u, a) for c in datasets.PROMPTS for s in ("house", "cinema", "conference", "bicycle", "office",
+                                                                 "pasta")
+             for x in ("low", "high") for u in ("precise", "approx") for a in q["attributes"]]
+    text = "\x00".join(sm.build_prompt(q, *key) for key in order)
+    assert len(order) == 576 and hashlib.sha256(text.encode()).hexdigest() == ALL_PROMPTS_SHA256
+    qs = sm.queries(q)
+    assert len(qs) == 576 and len({x.id for x in qs}) == 576 and len({x.prompt for x in qs}) == 576
+    assert qs[0].fields.keys() == {"prompt", "scenario", "context", "utterance", "attribute"}
+    limited = sm.queries(q, ["MIN", "COM"], limit=5)  # the same five cells in each condition
+    assert len(limited) == 10 and [x.id.split("/", 1)[1] for x in limited[:5]] == [x.id.split("/", 1)[1]
+                                                                                  for x in limited[5:]]
+
+
+@pytest.mark.parametrize("text, rating", [
+    ("5", 5), (" 7\n", 7), ("I'd say 3.", 3), ("5 or 6", None), ("15", None), ("8", None), ("", None),
+    ("Step 1: reasons... Rating: 4", None),  # two standalone digits: invalid, as the paper's rule reads it
+    ("seven", None),
+])
+def test_the_papers_parse_rule(text, rating):
+    assert sm.parse_likert(text) == rating
+
+
+def test_results_are_in_the_published_schema_and_the_study_reads_them(questionnaire, mirror, tmp_path):
+    lm, out = FakeLM(), tmp_path / "fake"
+    lines: list[str] = []
+    files = sm.elicit_lm(lm, "fake", out, log=lines.append, every=1000)
+    assert lines[0] == ("social meaning for fake: 576 queries x 10 samples = 5,760 requests; prompts 7,929,600 "
+                        "characters, about 1,982,400 tokens (characters / 4); answers at most 576,000 tokens")
+    assert len(lm.prompts) == 5760 and set(lm.prompts) == {x.prompt for x in sm.queries(questionnaire)}
+    assert [f.name for f in files] == [f"results_{p}.json" for p in datasets.PROMPTS]
+    published = json.loads((mirror / "social/llm_ratings/results_MIN.json").read_text())[0]
+    for f in files:
+        records = json.loads(f.read_text())
+        assert len(records) == 1440 and all(list(r) == list(published) for r in records)
+        assert {r["raw_response"] for r in records} <= {"5", "I'd say 3.", "5 or 6", "seven"}  # stripped
+    seen: dict = {}
+    df = sm.load_elicited({"fake": LMEntry(model="fake", outputs=str(out))}, record=seen.__setitem__)
+    assert seen == {f"elicited_fake_{p}": out / f"results_{p}.json" for p in datasets.PROMPTS}  # into run.json
+    assert len(df) == 5760 and set(df.model) == {"fake"}
+    assert list(df.columns) == list(datasets.load_social_llm(["MIN"]).columns)
+    assert df[df.valid].groupby("raw_response")["rating"].unique().map(list).to_dict() == {"5": [5], "I'd say 3.": [3]}
+    assert not df[df.raw_response.isin(["5 or 6", "seven"])].valid.any()
+
+
+def test_a_limited_run_is_read_as_a_subset_only(questionnaire, tmp_path):
+    out = tmp_path / "part"
+    sm.elicit_lm(FakeLM(), "fake", out, limit=3, conditions=["KMA"], n_samples=2, log=lambda s: None)
+    entry = {"fake": LMEntry(model="fake", outputs=str(out))}
+    with pytest.raises(FileNotFoundError, match="results_MIN.json: no ratings of LM 'fake'"):
+        sm.load_elicited(entry)
+    with pytest.raises(datasets.DataSchemaError, match=r"sample_id', row \d+: value 0|has 2 records; expected 10"):
+        sm.load_elicited(entry, complete=False)  # 2 samples per query, not the paper's 10
+    got = datasets.load_social_llm_elicited(out, "fake", n_samples=2, complete=False)
+    assert len(got) == 6 and set(got.prompt) == {"KMA"}
+
+
+def test_the_command_refuses_a_published_name_and_prints_the_estimate_first(tmp_path, monkeypatch, capsys):
+    with pytest.raises(SystemExit) as e:  # argparse's error: usage, then the one line
+        sm.main(["--lm", "claude", "--out", str(tmp_path)])
+    assert e.value.code == 2 and capsys.readouterr().err.strip().endswith("'claude' is a published LLM's name (gpt, claude, gemini); "
+                                                    "name the new LM otherwise.")
+    monkeypatch.setattr(sm, "open_lm_from_arguments", lambda parser, args, n_ctx: FakeLM())
+    assert sm.main(["--lm", "mine", "--out", str(tmp_path / "m"), "--limit", "2", "--samples", "3"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("social meaning for mine: 8 queries x 3 samples = 24 requests")
+    assert out[-1].startswith(f"wrote {tmp_path / 'm' / 'results_MIN.json'}") and "24 records" in out[-1]
+    assert sm.main(["--lm", "mine", "--out", str(tmp_path / "m"), "--limit", "2", "--samples", "3",
+                    "--temperature", "0.5"]) == 2
+    assert "was started with temperature = 1.0; this run has temperature = 0.5" in capsys.readouterr().err
+
+
+def test_the_config_lists_new_lms_beside_the_published_three(mirror):
+    base = json.loads((sm.ROOT / "fits" / "social_meaning.json").read_text())
+    cfg = validate_config(Config, {**base, "lms": {"smollm2": {"model": "smollm2"}}}, what="study config")
+    assert sm.elicited_folder("smollm2", cfg.lms["smollm2"]) == sm.ELICITED / "smollm2"
+    assert sm.elicited_folder("x", LMEntry(model="x", outputs="elsewhere/x")) == sm.ROOT / "elsewhere" / "x"
+    with pytest.raises(ConfigError, match=r"`lms` = .*'gemini' is a published LLM's name"):
+        validate_config(Config, {**base, "lms": {"gemini": {"model": "gemini"}}}, what="study config")
+    assert validate_config(Config, base, what="study config").lms == {}
