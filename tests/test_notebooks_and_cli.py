@@ -257,15 +257,22 @@ def test_wavelength_study_quick(tmp_path):
     assert np.isfinite(metrics[["abs_error_of_mean", "w1_to_humans", "entropy"]]).all().all()
     params = pd.read_csv(t / "parameters.csv")
     assert {"width", "lapse", "rounding"} <= set(params.parameter)
-    report = (out / "report.md").read_text()
-    assert "**Quick run**" in report and "## Convergence" in report
+    quick = (out / "report.md").read_text()  # what the quick run checked, and nothing else
+    assert "checks that the pipeline runs end to end, and nothing else" in quick and "**" not in quick
+    assert "smollm2: its committed LM scores of 6 items" in quick and "`loo_smollm2_all.png`" in quick
+    from models.wavelength.study import report_markdown
+
+    report = report_markdown(out, "full")  # the analysis, rendered from the quick run's folder: every section renders
+    assert "## Convergence" in report and "figures/loo_smollm2_all.png" in report
     if summary["n_production"]:
         prod = pd.read_csv(t / "production.csv")
         assert len(prod) == 8 and set(prod.judge) == {"LM literal listener (circular for Inverse-RSA)",
                                                       "human-fitted LM-RSA listener"}
         assert prod["p_target"].between(0, 1).all() and (prod["items"] == summary["n_production"]).all()
         assert "## Production" in report
-    assert sorted(p.name for p in (out / "figures").iterdir()) == ["forest_alpha_beta.png", "items_smollm2.png"]
+    figures = sorted(p.name for p in (out / "figures").iterdir())
+    assert figures == sorted(["forest_alpha_beta.png", "items_smollm2.png", "loo_smollm2_all.png"]
+                             + (["loo_smollm2_speaker-pass.png"] if 0 < summary["n_speaker"] < 6 else []))
 
 
 @pytest.mark.slow

@@ -349,12 +349,12 @@ def _lm_prior_analysis(lm_name: str, data: dict[str, Any], ids: np.ndarray, samp
 def _figures(grid: dict[str, Any], figures: Path, n: int) -> None:
     import matplotlib.pyplot as plt
 
-    from pragmodels.plots import distribution_grid, forest
+    from pragmodels.plots import distribution_grid, elpd_compare, forest
 
     for lm_name, g in grid.items():
         items = g["items"]
-        panels = [{"title": f"item {int(r.item)} (target {int(r.target)})", "human": list(r.responses),
-                   "target": float(r.target),
+        panels = [{"title": f"item {int(r.item)}: '{r.clue}', target {int(r.target)}", "left": r.left,
+                   "right": r.right, "human": list(r.responses), "target": float(r.target),
                    "series": {f"{lm_name} literal listener (L0, beta = 1)": g["lm"][k],
                               "LM-RSA fitted to humans (posterior mean)": g["fitted"][k]}}
                   for k, r in enumerate(items.head(n).itertuples())]
@@ -367,14 +367,60 @@ def _figures(grid: dict[str, Any], figures: Path, n: int) -> None:
                          "width": "kernel width (scale units)", "lapse": "lapse", "rounding": "rounded to tens"})
     fig.savefig(figures / "forest_alpha_beta.png", dpi=110, bbox_inches="tight")
     plt.close(fig)
+    loo = pd.read_csv(figures.parent / "tables" / "loo.csv")
+    for (lm_name, items), g in loo.groupby(["lm", "items"], sort=False):
+        if len(g) > 1:
+            fig = elpd_compare(g.sort_values("rank").set_index("model"),
+                               title=f"{lm_name}, {items} items: the listeners compared (PSIS-LOO over guesses)")
+            fig.savefig(figures / loo_figure(lm_name, items), dpi=110, bbox_inches="tight")
+            plt.close(fig)
+
+
+def loo_figure(lm_name: str, items: str) -> str:
+    """The file of one LOO comparison's figure: ``loo_<lm>_<item set>.png`` (``all``, ``speaker-pass``)."""
+    return f"loo_{lm_name}_{items.split()[0]}.png"
 
 
 def _md(df: pd.DataFrame, floatfmt: str = ".3g") -> str:
     return df.to_markdown(index=False, floatfmt=floatfmt)
 
 
+TITLE = "Wavelength (Qiu et al. 2025): LM-RSA listeners fitted to human guesses"
+
+
+def quick_markdown(run_dir: str | Path) -> str:
+    """The report of a quick run: the steps that ran and the files they wrote, no finding
+    (:func:`pragmodels.runs.quick_report.quick_report`).
+
+    Parameters
+    ----------
+    run_dir : str or Path
+        The run folder (``summary.json`` and ``tables/convergence.csv`` written).
+
+    Returns
+    -------
+    str
+    """
+    from pragmodels.runs.quick_report import quick_report
+
+    run_dir = Path(run_dir)
+    summary = json.loads((run_dir / "summary.json").read_text())
+    fits = pd.read_csv(run_dir / "tables" / "convergence.csv")["fit"].tolist()
+    steps = ["the human guesses (Qiu et al. 2025) loaded, checked against their sha256"]
+    for lm, info in summary["lms"].items():
+        own = [f.split("/", 1)[1] for f in fits if f.startswith(f"{lm}/")]
+        steps.append(f"{lm}: its committed LM scores of {info['n_items']} items; {len(own)} fit{'s' * (len(own) != 1)} by NUTS: "
+                     + ", ".join(own) + (f"; production judged on {info['n_production']} items"
+                                         if info.get("n_production") else ""))
+    steps += ["the paper's metrics and posterior predictive checks of every fit, and PSIS-LOO comparisons of the "
+              "listeners fitted to the same items",
+              "figures and this report"]
+    return quick_report(TITLE, run_dir, steps, full_report="fits/wavelength/full/report.md")
+
+
 def report_markdown(run_dir: str | Path, mode: str) -> str:
-    """The run's ``report.md``, from its tables and ``summary.json``.
+    """The run's ``report.md``, from its tables and ``summary.json``: for a full run the analysis,
+    for a quick run what it checked (:func:`quick_markdown`).
 
     Parameters
     ----------
@@ -388,13 +434,13 @@ def report_markdown(run_dir: str | Path, mode: str) -> str:
     str
     """
     run_dir = Path(run_dir)
+    if mode == "quick":  # what it checked, that the pipeline runs, and nothing else
+        return quick_markdown(run_dir)
     t = run_dir / "tables"
     summary = json.loads((run_dir / "summary.json").read_text())
     metrics, loo = pd.read_csv(t / "metrics.csv"), pd.read_csv(t / "loo.csv")
     params, ppc = pd.read_csv(t / "parameters.csv"), pd.read_csv(t / "ppc.csv")
-    out = ["# Wavelength (Qiu et al. 2025): LM-RSA listeners fitted to human guesses", ""]
-    if mode == "quick":
-        out += ["**Quick run**: a smoke test on a few items with short chains; no number here is an estimate.", ""]
+    out = [f"# {TITLE}", ""]
     out += [f"Prompts: version `{summary['prompt_version']}` (models/wavelength/prompts.py, this project's own words).", ""]
     for lm, info in summary["lms"].items():
         out += [f"## {lm} ({info['backend']}: {info['model']}, `{info['lm_identity']}`)", "",
@@ -425,6 +471,8 @@ def report_markdown(run_dir: str | Path, mode: str) -> str:
             if len(g) > 1:
                 where = f"On {g['items'].iloc[0]} items (LOO over guesses): " if "items" in g.columns else ""
                 out += [where + pm.loo_sentence(g.sort_values("rank").set_index("model")), ""]
+                if "items" in g.columns:
+                    out += [f"![LOO {lm}, {g['items'].iloc[0]} items](figures/{loo_figure(lm, g['items'].iloc[0])})", ""]
         p = params[params["lm"] == lm].drop(columns="lm")
         ai = info.get("alpha_identification")
         id_note = []
@@ -508,9 +556,11 @@ def report_markdown(run_dir: str | Path, mode: str) -> str:
     out += ["## Figures", ""]
     for lm in summary["lms"]:
         out += [f"Items, {lm}: the human guesses (histogram), {lm}'s literal listener and the LM-RSA listener fitted "
-                "to the humans (posterior mean).", "", f"![items {lm}](figures/items_{lm}.png)", ""]
+                "to the humans (posterior mean); each panel names the clue, the target and what the scale's ends "
+                "mean.", "", f"![items {lm}](figures/items_{lm}.png)", ""]
     out += ["Posterior medians and 94% intervals of the flat listeners' parameters, one panel per parameter.", "",
-            "![forest](figures/forest_alpha_beta.png)", ""]
+            "![forest](figures/forest_alpha_beta.png)", "",
+            "The PSIS-LOO comparisons (`figures/loo_<lm>_<items>.png`) stand under their tables above.", ""]
     return "\n".join(out)
 
 
