@@ -17,9 +17,9 @@ OpenAI-compatible server and transformers give the same numbers for the same mod
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -32,6 +32,11 @@ __all__ = [
     "ModelFileError",
     "ContextLengthError",
     "ServerError",
+    "LogprobsUnavailableError",
+    "ScoreRequest",
+    "SampleRequest",
+    "score_many",
+    "sample_many",
     "check_continuations",
     "check_sampling",
 ]
@@ -53,6 +58,11 @@ class ServerError(LMError, ConnectionError):
     """A server is down, answers garbage, or cannot give correct log-probabilities."""
 
 
+class LogprobsUnavailableError(ServerError):
+    """A server gives no log-probabilities of a prompt (a hosted chat API, a server started without
+    them): scoring is impossible there, sampling is not (its message names the setting)."""
+
+
 _SENTINEL = "\x00PRAGMODELS-ANSWER\x00"
 
 
@@ -70,6 +80,10 @@ class PromptFormat:
         A label recorded in cache keys and run manifests (``"chat"`` or ``"plain"``).
     before, between, end : str
         The markup, as above.
+    source : str
+        Where the markup came from (``"gguf:PATH"``, ``"hf:NAME"``, ``"server:URL"``, ``"plain"``),
+        for run manifests; not part of :meth:`key` or of equality (the same markup from two sources
+        gives the same texts, so the same scores).
 
     Examples
     --------
@@ -82,6 +96,7 @@ class PromptFormat:
     before: str
     between: str
     end: str
+    source: str = field(default="", compare=False)
 
     @classmethod
     def plain(cls) -> PromptFormat:
@@ -91,11 +106,11 @@ class PromptFormat:
         -------
         PromptFormat
         """
-        return cls("plain", "", "\n", "")
+        return cls("plain", "", "\n", "", source="plain")
 
     @classmethod
     def from_chat_template(cls, template: str, *, bos_token: str = "", eos_token: str = "",
-                           strip_bos: bool = True) -> PromptFormat:
+                           strip_bos: bool = True, source: str = "") -> PromptFormat:
         """The format a Jinja chat template (a GGUF's ``tokenizer.chat_template``) renders.
 
         The template is rendered once for ``[user: prompt, assistant: answer]`` with placeholder
@@ -112,6 +127,8 @@ class PromptFormat:
             The tokens the template may refer to.
         strip_bos : bool
             Drop a leading ``bos_token`` from the rendered text.
+        source : str
+            Where the template came from (for manifests).
 
         Returns
         -------
@@ -132,14 +149,45 @@ class PromptFormat:
                 bos_token=bos_token, eos_token=eos_token, add_generation_prompt=False)
         except jinja2.TemplateError as e:
             raise LMError(f"the chat template does not render ({e}).") from e
-        if text.count(user) != 1 or text.count(_SENTINEL) != 1 or text.index(user) > text.index(_SENTINEL):
-            raise LMError("the chat template does not render a user turn followed by an assistant answer.")
+        return cls.from_rendered(text, user, _SENTINEL, strip_prefix=bos_token if strip_bos else "", source=source)
+
+    @classmethod
+    def from_rendered(cls, text: str, user: str, answer: str, *, strip_prefix: str = "",
+                      source: str = "") -> PromptFormat:
+        """The chat format of a conversation ``[user: user, assistant: answer]`` already rendered.
+
+        ``text`` is split at the two placeholder strings; the answer is closed by the text after it
+        (trailing newlines are not scored). A leading ``strip_prefix`` (the BOS token's text, where
+        the tokenizer adds that token itself) is dropped.
+
+        Parameters
+        ----------
+        text : str
+            The rendered conversation.
+        user, answer : str
+            The placeholders it was rendered with.
+        strip_prefix : str
+            Text to drop from the start, if there.
+        source : str
+            Where the template came from (for manifests).
+
+        Returns
+        -------
+        PromptFormat
+
+        Raises
+        ------
+        LMError
+            The text does not hold the user placeholder once, followed by the answer once.
+        """
+        if text.count(user) != 1 or text.count(answer) != 1 or text.index(user) > text.index(answer):
+            raise LMError(f"the chat template{f' of {source}' if source else ''} does not render a user turn "
+                          "followed by an assistant answer.")
         before, rest = text.split(user)
-        between, after = rest.split(_SENTINEL)
-        if strip_bos and bos_token and before.startswith(bos_token):
-            before = before[len(bos_token):]
-        end = after.rstrip("\n")
-        return cls("chat", before, between, end)
+        between, after = rest.split(answer)
+        if strip_prefix and before.startswith(strip_prefix):
+            before = before[len(strip_prefix):]
+        return cls("chat", before, between, after.rstrip("\n"), source=source)
 
     def prefix(self, prompt: str) -> str:
         """The text before the answer.
@@ -290,3 +338,128 @@ class LanguageModel(Protocol):
         """
         ...
 
+
+
+@dataclass(frozen=True)
+class ScoreRequest:
+    """One prompt's :meth:`LanguageModel.score` call, for :func:`score_many`.
+
+    Parameters
+    ----------
+    prompt : str
+        The user's prompt.
+    continuations : tuple of str
+        Candidate answers.
+    length_normalize : bool
+        Mean instead of sum of token log-probabilities.
+    """
+
+    prompt: str
+    continuations: tuple[str, ...]
+    length_normalize: bool = False
+
+
+@dataclass(frozen=True)
+class SampleRequest:
+    """One prompt's :meth:`LanguageModel.sample` call, for :func:`sample_many` (the same settings).
+
+    Parameters
+    ----------
+    prompt : str
+        The user's prompt.
+    n : int
+        Number of samples.
+    temperature, max_tokens, stop, seed, answer_prefix
+        As :meth:`LanguageModel.sample`.
+    """
+
+    prompt: str
+    n: int
+    temperature: float = 1.0
+    max_tokens: int = 32
+    stop: tuple[str, ...] = ()
+    seed: int = 0
+    answer_prefix: str = ""
+
+    def kwargs(self) -> dict[str, Any]:
+        """The keyword arguments of :meth:`LanguageModel.sample` (``answer_prefix`` only when set).
+
+        Returns
+        -------
+        dict
+        """
+        kw: dict[str, Any] = {"temperature": self.temperature, "max_tokens": self.max_tokens,
+                              "stop": list(self.stop), "seed": self.seed}
+        if self.answer_prefix:
+            kw["answer_prefix"] = self.answer_prefix
+        return kw
+
+
+def _each(requests: Sequence[Any], run: Callable[[Any], Any], on_result: Callable[[int, Any], None] | None) -> list[Any]:
+    out = []
+    for i, r in enumerate(requests):
+        try:
+            value = run(r)
+            if on_result is not None:
+                on_result(i, value)
+        except Exception as e:
+            e.request_index = i  # type: ignore[attr-defined]  # which request failed (score_file names its prompt)
+            raise
+        out.append(value)
+    return out
+
+
+def score_many(lm: LanguageModel, requests: Sequence[ScoreRequest],
+               on_result: Callable[[int, np.ndarray], None] | None = None) -> list[np.ndarray]:
+    """Scores of many prompts: the model's own ``score_many`` where it has one (a server: requests
+    in flight at once), else one ``score`` call after another.
+
+    Parameters
+    ----------
+    lm : LanguageModel
+        The model.
+    requests : sequence of ScoreRequest
+        The prompts.
+    on_result : callable, optional
+        ``on_result(i, scores)`` as each request is done (in the calling thread; not in order with
+        a server).
+
+    Returns
+    -------
+    list of numpy.ndarray
+        In the order of ``requests``.
+
+    Raises
+    ------
+    LMError, ValueError
+        As :meth:`LanguageModel.score`; the error's ``request_index`` names the request.
+    """
+    own = getattr(lm, "score_many", None)
+    if callable(own):
+        return list(own(requests, on_result=on_result))
+    return _each(requests, lambda r: lm.score(r.prompt, list(r.continuations), length_normalize=r.length_normalize),
+                 on_result)
+
+
+def sample_many(lm: LanguageModel, requests: Sequence[SampleRequest],
+                on_result: Callable[[int, list[str]], None] | None = None) -> list[list[str]]:
+    """Samples for many prompts, as :func:`score_many` (the model's ``sample_many`` where it has one).
+
+    Parameters
+    ----------
+    lm : LanguageModel
+        The model.
+    requests : sequence of SampleRequest
+        The prompts and settings.
+    on_result : callable, optional
+        ``on_result(i, texts)`` as each request is done.
+
+    Returns
+    -------
+    list of list of str
+        In the order of ``requests``.
+    """
+    own = getattr(lm, "sample_many", None)
+    if callable(own):
+        return list(own(requests, on_result=on_result))
+    return _each(requests, lambda r: lm.sample(r.prompt, r.n, **r.kwargs()), on_result)

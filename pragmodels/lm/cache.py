@@ -29,14 +29,23 @@ import json
 import os
 import sqlite3
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from pragmodels.lm.base import LanguageModel, LMError, PromptFormat, check_continuations
+from pragmodels.lm.base import (
+    LanguageModel,
+    LMError,
+    PromptFormat,
+    SampleRequest,
+    ScoreRequest,
+    check_continuations,
+    sample_many,
+    score_many,
+)
 
 __all__ = ["ScoreCache", "CachedLM", "default_cache_path"]
 
@@ -269,9 +278,12 @@ class CachedLM:
         """The wrapped model's prompt format."""
         return self.model.prompt_format
 
-    def _base(self) -> dict[str, Any]:
+    def _base(self, op: str) -> dict[str, Any]:
         settings = getattr(self.model, "settings", None)
-        return {"model": self.identity, "format": self.prompt_format.key(),
+        # samples through a chat API are rendered by the server's own template, not by a PromptFormat
+        # (a hosted chat model has none to give)
+        chat_api = op == "sample" and getattr(self.model, "sample_api", None) == "chat"
+        return {"model": self.identity, "format": "chat-api" if chat_api else self.prompt_format.key(),
                 "settings": settings() if callable(settings) else None}
 
     def score(self, prompt: str, continuations: Sequence[str], *, length_normalize: bool = False) -> np.ndarray:
@@ -292,29 +304,86 @@ class CachedLM:
         -------
         numpy.ndarray
         """
-        conts = check_continuations(continuations)
-        base = self._base() | {"op": "score", "prompt": prompt, "length_normalize": bool(length_normalize)}
-        keys = [_key(base | {"continuation": c}) for c in conts]
-        found = self.cache.get_many(keys, "score")
-        todo = [i for i, k in enumerate(keys) if k not in found]
-        if todo:
-            scores = self.model.score(prompt, [conts[i] for i in todo], length_normalize=length_normalize)
-            if len(scores) != len(todo):
-                raise LMError(f"{self.identity}: the model gave {len(scores)} scores for {len(todo)} continuations.")
-            fresh = {i: float(v) for i, v in zip(todo, scores)}
-            good = {i: v for i, v in fresh.items() if _is_score(v)}
-            self.cache.put_many(((keys[i], v) for i, v in good.items()), "score")  # the good ones are kept
-            bad = next((i for i in fresh if i not in good), None)
+        return self.score_many([ScoreRequest(prompt, tuple(check_continuations(continuations)), length_normalize)])[0]
+
+    def score_many(self, requests: Sequence[ScoreRequest],
+                   on_result: Callable[[int, np.ndarray], None] | None = None) -> list[np.ndarray]:
+        """:meth:`score` of many prompts: the cache is read once, and what it lacks goes to the
+        model in one :func:`~pragmodels.lm.base.score_many` call (a server keeps several requests in
+        flight); each prompt's scores are stored as soon as they come, so a run cut short resumes.
+
+        Parameters
+        ----------
+        requests : sequence of ScoreRequest
+            The prompts.
+        on_result : callable, optional
+            ``on_result(i, scores)`` as each prompt is done (from the cache first).
+
+        Returns
+        -------
+        list of numpy.ndarray
+            In the order of ``requests``.
+
+        Raises
+        ------
+        LMError
+            The model gave not one score per continuation, or a NaN or +inf score (not cached;
+            the prompt's good scores are); its ``request_index`` names the request.
+        """
+        keys, todo = [], []
+        for r in requests:
+            conts = check_continuations(r.continuations)
+            base = self._base("score") | {"op": "score", "prompt": r.prompt, "length_normalize": bool(r.length_normalize)}
+            keys.append([_key(base | {"continuation": c}) for c in conts])
+        found = self.cache.get_many([k for ks in keys for k in ks], "score")
+        out: list[np.ndarray | None] = [None] * len(requests)
+        for i, ks in enumerate(keys):
+            missing = [j for j, k in enumerate(ks) if k not in found]
+            if missing:
+                todo.append((i, missing))
+            else:
+                out[i] = np.array([found[k] for k in ks], dtype=np.float64)
+                if on_result is not None:
+                    on_result(i, out[i])  # type: ignore[arg-type]
+
+        def store(t: int, scores: np.ndarray) -> None:
+            i, missing = todo[t]
+            r, ks = requests[i], keys[i]
+            if len(scores) != len(missing):
+                raise LMError(f"{self.identity}: the model gave {len(scores)} scores for {len(missing)} continuations.")
+            fresh = {j: float(v) for j, v in zip(missing, scores)}
+            good = {j: v for j, v in fresh.items() if _is_score(v)}
+            self.cache.put_many(((ks[j], v) for j, v in good.items()), "score")  # the good ones are kept
+            bad = next((j for j in fresh if j not in good), None)
             if bad is not None:
-                shown = prompt if len(prompt) <= 80 else prompt[:79] + "…"
-                raise LMError(f"{self.identity}: the score of {conts[bad]!r} after the prompt {shown!r} is "
+                shown = r.prompt if len(r.prompt) <= 80 else r.prompt[:79] + "…"
+                raise LMError(f"{self.identity}: the score of {r.continuations[bad]!r} after the prompt {shown!r} is "
                               f"{fresh[bad]}; expected a log-probability (a number <= 0, or -inf). It was not cached.")
-            found.update({keys[i]: v for i, v in fresh.items()})
-        return np.array([found[k] for k in keys], dtype=np.float64)
+            found.update({ks[j]: v for j, v in fresh.items()})
+            out[i] = np.array([found[k] for k in ks], dtype=np.float64)
+            if on_result is not None:
+                on_result(i, out[i])  # type: ignore[arg-type]
+
+        if todo:
+            sub = [ScoreRequest(requests[i].prompt, tuple(requests[i].continuations[j] for j in missing),
+                                requests[i].length_normalize) for i, missing in todo]
+            try:
+                score_many(self.model, sub, on_result=store)
+            except Exception as e:
+                t = getattr(e, "request_index", None)
+                if isinstance(t, int) and 0 <= t < len(todo):
+                    e.request_index = todo[t][0]  # type: ignore[attr-defined]  # the caller's index
+                raise
+        return out  # type: ignore[return-value]
 
     def sample(self, prompt: str, n: int, *, temperature: float = 1.0, max_tokens: int = 32,
                stop: Sequence[str] = (), seed: int = 0, answer_prefix: str = "") -> list[str]:
         """As :meth:`LanguageModel.sample`, from the cache where it can (per sample and seed).
+
+        Sample ``i`` is cached under seed ``seed + i``. What the cache lacks is asked for in runs of
+        consecutive seeds, ``model.sample(prompt, k, seed=first)`` per run: a backend that samples
+        one request per seed gives the same texts for any ``n``; a server that honours ``n`` gives a
+        run's samples in one request (draws of the same distribution, not reproducible by seed).
 
         Parameters
         ----------
@@ -337,21 +406,75 @@ class CachedLM:
         -------
         list of str
         """
-        base = self._base() | {"op": "sample", "prompt": prompt, "temperature": float(temperature),
-                               "max_tokens": int(max_tokens), "stop": list(stop)}
-        if answer_prefix:  # (absent from older keys, so those stay valid)
-            base["answer_prefix"] = answer_prefix
-        keys = [_key(base | {"seed": int(seed) + i}) for i in range(int(n))]
-        found = self.cache.get_many(keys, "sample")
-        out: dict[int, str] = {}
-        for i, k in enumerate(keys):
-            if k in found and isinstance(found[k], str):
-                out[i] = found[k]
-        for i in range(int(n)):  # each missing sample with its own seed, so a sample never depends on n
-            if i not in out:
-                kw = {"answer_prefix": answer_prefix} if answer_prefix else {}
-                text = self.model.sample(prompt, 1, temperature=temperature, max_tokens=max_tokens, stop=stop,
-                                         seed=int(seed) + i, **kw)[0]
-                self.cache.put_many([(keys[i], text)], "sample")
-                out[i] = text
-        return [out[i] for i in range(int(n))]
+        return self.sample_many([SampleRequest(prompt, n, temperature, max_tokens, tuple(stop), seed, answer_prefix)])[0]
+
+    def sample_many(self, requests: Sequence[SampleRequest],
+                    on_result: Callable[[int, list[str]], None] | None = None) -> list[list[str]]:
+        """:meth:`sample` for many prompts, what the cache lacks in one
+        :func:`~pragmodels.lm.base.sample_many` call (stored as each run of seeds comes back).
+
+        Parameters
+        ----------
+        requests : sequence of SampleRequest
+            The prompts and settings.
+        on_result : callable, optional
+            ``on_result(i, texts)`` as each request is done.
+
+        Returns
+        -------
+        list of list of str
+            In the order of ``requests``.
+        """
+        keys = []
+        for r in requests:
+            if isinstance(r.n, bool) or not isinstance(r.n, int) or r.n < 1:
+                raise ValueError(f"n = {r.n!r}; expected an int >= 1.")
+            base = self._base("sample") | {"op": "sample", "prompt": r.prompt, "temperature": float(r.temperature),
+                                           "max_tokens": int(r.max_tokens), "stop": list(r.stop)}
+            if r.answer_prefix:  # (absent from older keys, so those stay valid)
+                base["answer_prefix"] = r.answer_prefix
+            keys.append([_key(base | {"seed": int(r.seed) + i}) for i in range(r.n)])
+        found = self.cache.get_many([k for ks in keys for k in ks], "sample")
+        runs: list[tuple[int, int, int]] = []  # (request, first sample, count): missing consecutive seeds
+        for i, ks in enumerate(keys):
+            j = 0
+            while j < len(ks):
+                if ks[j] in found:
+                    j += 1
+                    continue
+                start = j
+                while j < len(ks) and ks[j] not in found:
+                    j += 1
+                runs.append((i, start, j - start))
+        waiting = [sum(1 for run in runs if run[0] == i) for i in range(len(requests))]
+        done = [i for i in range(len(requests)) if not waiting[i]]
+
+        def result(i: int) -> list[str]:
+            return [found[k] for k in keys[i]]
+
+        def store(t: int, texts: list[str]) -> None:
+            i, start, count = runs[t]
+            if len(texts) != count:
+                raise LMError(f"{self.identity}: the model gave {len(texts)} samples for {count} asked.")
+            items = list(zip(keys[i][start:start + count], texts))
+            self.cache.put_many(items, "sample")
+            found.update(items)
+            waiting[i] -= 1
+            if not waiting[i] and on_result is not None:
+                on_result(i, result(i))
+
+        if on_result is not None:
+            for i in done:
+                on_result(i, result(i))
+        if runs:
+            sub = [SampleRequest(requests[i].prompt, count, requests[i].temperature, requests[i].max_tokens,
+                                 tuple(requests[i].stop), int(requests[i].seed) + start, requests[i].answer_prefix)
+                   for i, start, count in runs]
+            try:
+                sample_many(self.model, sub, on_result=store)
+            except Exception as e:
+                t = getattr(e, "request_index", None)
+                if isinstance(t, int) and 0 <= t < len(runs):
+                    e.request_index = runs[t][0]  # type: ignore[attr-defined]
+                raise
+        return [result(i) for i in range(len(requests))]

@@ -1,6 +1,6 @@
 """From a language model's scores or samples to a distribution over a finite set of options.
 
-Layering: the standard library, NumPy.
+Layering: the standard library, NumPy, :mod:`pragmodels.lm.base` (a model is only called, by :func:`sample_distribution`).
 
 Nothing is dropped silently: a sample that does not parse, or parses to a value outside the
 options, is counted as a failure and kept (its text, in :attr:`SampleDistribution.failures`).
@@ -11,10 +11,13 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-__all__ = ["SampleDistribution", "from_samples", "from_scores", "tagged", "tagged_number"]
+from pragmodels.lm.base import LMError
+
+__all__ = ["SampleDistribution", "from_samples", "from_scores", "sample_distribution", "tagged", "tagged_number"]
 
 
 @dataclass(frozen=True)
@@ -94,6 +97,64 @@ def from_samples(texts: Sequence[str], parse: Callable[[str], Hashable | None],
         else:
             counts[index[v]] += 1
     return SampleDistribution(opts, counts, tuple(failures))
+
+
+def sample_distribution(lm: Any, prompt: str, parse: Callable[[str], Hashable | None], options: Sequence[Hashable],
+                        n: int, *, max_draws: int | None = None, seed: int = 0, **sample_kwargs: Any,
+                        ) -> SampleDistribution:
+    """Sample until ``n`` answers parse to an option (or ``max_draws`` are drawn), and count them.
+
+    A model that can only generate gives its semantics this way (the Wavelength paper's sampled
+    literal listener: 32 samples per clue, resampled until they parse). The first ``n`` samples
+    use seeds ``seed ... seed + n - 1``; each further round draws as many as are still missing,
+    with the next seeds, so a rerun through the cache asks for nothing again.
+
+    Parameters
+    ----------
+    lm : LanguageModel
+        The model (a :class:`~pragmodels.lm.cache.CachedLM` to go through the cache).
+    prompt : str
+        The user's prompt.
+    parse : callable
+        ``text -> value`` (``None`` where it does not parse).
+    options : sequence
+        The values that count.
+    n : int
+        Parsed samples wanted (>= 1).
+    max_draws : int, optional
+        Most samples drawn in all (default ``3 * n``).
+    seed : int
+        Seed of the first sample.
+    **sample_kwargs
+        ``temperature``, ``max_tokens``, ``stop``, ``answer_prefix`` for ``lm.sample``.
+
+    Returns
+    -------
+    SampleDistribution
+        ``counts.sum()`` is ``n`` unless ``max_draws`` ran out; every failed text is kept.
+
+    Raises
+    ------
+    ValueError
+        ``n`` < 1 or ``max_draws`` < ``n``.
+    LMError
+        The model gave another number of samples than asked.
+    """
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"n = {n!r}; expected an int >= 1 (parsed samples per prompt).")
+    bound = 3 * n if max_draws is None else max_draws
+    if isinstance(bound, bool) or not isinstance(bound, int) or bound < n:
+        raise ValueError(f"max_draws = {max_draws!r}; expected an int >= n = {n}.")
+    texts: list[str] = []
+    parsed = 0
+    while parsed < n and len(texts) < bound:
+        k = min(n - parsed, bound - len(texts))
+        batch = list(lm.sample(prompt, k, seed=seed + len(texts), **sample_kwargs))
+        if len(batch) != k:
+            raise LMError(f"the model gave {len(batch)} samples for {k} asked.")
+        texts += batch
+        parsed = int(from_samples(texts, parse, options).counts.sum())
+    return from_samples(texts, parse, options)
 
 
 def from_scores(log_scores: Sequence[float] | np.ndarray) -> np.ndarray:

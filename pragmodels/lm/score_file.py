@@ -3,7 +3,8 @@
 Layering: the standard library, :mod:`pragmodels.lm.base`, :mod:`pragmodels.lm.cache`,
 :mod:`pragmodels.lm.bundled`; a backend (:mod:`pragmodels.lm.llamacpp` or
 :mod:`pragmodels.lm.openai_http`) is imported when a model is opened, ``tqdm`` when scoring
-starts, ``pyarrow`` only to write Parquet.
+starts, ``pyarrow`` only to write Parquet. Prompts go to the model through
+:func:`~pragmodels.lm.base.score_many` (a server: several requests in flight).
 
 Input: JSON Lines, one prompt per line, ``{"id": ..., "prompt": ..., "continuations": [...]}``
 with an optional ``"length_normalize"``; any other key is an error. Output: one row per (prompt,
@@ -34,7 +35,9 @@ from pragmodels.lm.base import (
     LanguageModel,
     LMError,
     ModelFileError,
+    ScoreRequest,
     check_continuations,
+    score_many,
 )
 from pragmodels.lm.cache import CachedLM, ScoreCache
 
@@ -208,21 +211,24 @@ def resolve_model_path(model: str | os.PathLike[str]) -> Path:
 
 def open_model(model: str | os.PathLike[str] | None = None, *, prompt_format: str = "chat",
                n_ctx: int | None = None, threads: int | None = None, base_url: str | None = None,
-               server_model: str | None = None) -> LanguageModel:
+               server_model: str | None = None, chat_template: str | None = None, api_key_env: str | None = None,
+               sample_api: str = "completions", concurrency: int | None = None) -> LanguageModel:
     """The model to score with: a GGUF file in this process, or an OpenAI-compatible server.
 
     A server is used when ``base_url`` or ``server_model`` is given, or ``model`` is not and
     ``$PRAGMODELS_LM_BASE_URL`` is set (:class:`~pragmodels.lm.openai_http.OpenAICompatibleLM`
-    reads that, ``$PRAGMODELS_LM_MODEL`` and ``$OPENAI_API_KEY``). The server applies no template:
-    ``"chat"`` is the chat format of the GGUF file ``model`` names (read for its template only),
-    so with a server, ``"chat"`` needs ``model`` and ``"plain"`` does not.
+    reads that and ``$PRAGMODELS_LM_MODEL``). A server applies no template to a text it scores, so
+    its chat format comes from (first that applies): ``prompt_format="plain"`` (plain text, asked
+    for), ``chat_template`` (a source: ``"server"``, ``"gguf:PATH"``, ``"hf:NAME_OR_DIR"``,
+    ``"plain"``), the GGUF file ``model`` names (read for its template only), else the server itself
+    (vLLM, llama.cpp's llama-server; an error at first use where it cannot).
 
     Parameters
     ----------
     model : str or path-like, optional
         A ``.gguf`` path or a bundled model's name (:func:`resolve_model_path`).
     prompt_format : {"chat", "plain"}
-        The model file's chat template, or plain text.
+        The model's chat template, or plain text.
     n_ctx : int, optional
         Context window in tokens (in-process only; default that of
         :class:`~pragmodels.lm.llamacpp.LlamaCppLM`).
@@ -232,6 +238,14 @@ def open_model(model: str | os.PathLike[str] | None = None, *, prompt_format: st
         The server's URL, e.g. ``"http://127.0.0.1:8080/v1"``.
     server_model : str, optional
         The model name sent to the server.
+    chat_template : str, optional
+        Where a server's chat template comes from (above).
+    api_key_env : str, optional
+        The environment variable that holds the server's API key (never the key itself).
+    sample_api : {"completions", "chat"}
+        A server's endpoint for samples.
+    concurrency : int, optional
+        Most requests in flight to a server (default that of ``OpenAICompatibleLM``).
 
     Returns
     -------
@@ -240,8 +254,8 @@ def open_model(model: str | os.PathLike[str] | None = None, *, prompt_format: st
     Raises
     ------
     ValueError
-        No model and no server, an unknown prompt format, ``n_ctx`` or ``threads`` given for a
-        server, or ``"chat"`` for a server with no model file.
+        No model and no server, an unknown prompt format or template source, or in-process
+        settings given for a server (or server settings for a file).
     ModelFileError
         The model file is missing or not GGUF.
     LMError
@@ -255,6 +269,10 @@ def open_model(model: str | os.PathLike[str] | None = None, *, prompt_format: st
         if model is None:
             raise ValueError("no model: pass --model PATH.gguf (or smollm2, gemma3), or --base-url URL for a server "
                              "(or set $PRAGMODELS_LM_BASE_URL).")
+        for name, setting in (("chat_template", chat_template), ("api_key_env", api_key_env)):
+            if setting is not None:
+                raise ValueError(f"{name} is a setting of a server; a GGUF file in this process has its own template "
+                                 "and no key (drop it, or pass base_url).")
         from pragmodels.lm.llamacpp import DEFAULT_N_CTX, DEFAULT_N_THREADS, LlamaCppLM
 
         return LlamaCppLM(resolve_model_path(model), prompt_format=prompt_format,
@@ -263,21 +281,25 @@ def open_model(model: str | os.PathLike[str] | None = None, *, prompt_format: st
     for flag, v in (("--n-ctx", n_ctx), ("--threads", threads)):
         if v is not None:
             raise ValueError(f"{flag} sets the in-process model; a server keeps its own settings (drop {flag}).")
-    from pragmodels.lm.openai_http import OpenAICompatibleLM, gguf_prompt_format
+    from pragmodels.lm.openai_http import OpenAICompatibleLM
 
-    if prompt_format == "chat":
-        if model is None:
-            raise ValueError("--prompt-format chat with a server needs the model's GGUF file for its chat template "
-                             "(--model PATH.gguf, smollm2 or gemma3: read for its template only); or pass "
-                             "--prompt-format plain.")
-        fmt = gguf_prompt_format(resolve_model_path(model))
-        return OpenAICompatibleLM(base_url, server_model, prompt_format=fmt)
-    return OpenAICompatibleLM(base_url, server_model)
+    if prompt_format == "plain":
+        source = "plain"
+    elif chat_template is not None:
+        source = chat_template
+    elif model is not None:
+        source = f"gguf:{resolve_model_path(model)}"
+    else:
+        source = "server"
+    extra: dict[str, Any] = {} if concurrency is None else {"concurrency": concurrency}
+    return OpenAICompatibleLM(base_url, server_model, prompt_format=source, api_key_env=api_key_env,
+                              sample_api=sample_api, **extra)
 
 
 def _model_settings(lm: LanguageModel) -> dict[str, Any]:
     out: dict[str, Any] = {"backend": type(lm).__name__}
-    for attr in ("path", "n_ctx", "n_threads", "base_url"):
+    # (api_key_env is the variable's name; the key itself is in no attribute)
+    for attr in ("path", "n_ctx", "n_threads", "base_url", "api_key_env", "score_api", "concurrency"):
         v = getattr(lm, attr, None)
         if v is not None:
             out[attr] = str(v) if isinstance(v, Path) else v
@@ -290,7 +312,8 @@ def _model_settings(lm: LanguageModel) -> dict[str, Any]:
 
 
 def score_prompts(lm: LanguageModel, items: Sequence[PromptItem], *, progress: bool = False) -> list[dict[str, Any]]:
-    """One table row per (prompt, continuation), scored one prompt at a time.
+    """One table row per (prompt, continuation), through one :func:`~pragmodels.lm.base.score_many`
+    call (a server keeps several requests in flight; other models score one prompt at a time).
 
     Parameters
     ----------
@@ -304,7 +327,7 @@ def score_prompts(lm: LanguageModel, items: Sequence[PromptItem], *, progress: b
     Returns
     -------
     list of dict
-        Rows with the keys :data:`COLUMNS`.
+        Rows with the keys :data:`COLUMNS`, in the order of ``items``.
 
     Raises
     ------
@@ -316,13 +339,21 @@ def score_prompts(lm: LanguageModel, items: Sequence[PromptItem], *, progress: b
     from tqdm.auto import tqdm  # a widget in a notebook, text in a terminal
 
     identity, fmt = lm.identity, lm.prompt_format.name
-    rows: list[dict[str, Any]] = []
-    for item in tqdm(items, desc="scoring", unit="prompt", disable=True if not progress else None):
+    requests = [ScoreRequest(item.prompt, item.continuations, item.length_normalize) for item in items]
+    with tqdm(total=len(items), desc="scoring", unit="prompt", disable=True if not progress else None) as bar:
+        def done(i: int, scores: np.ndarray) -> None:
+            _check_scores(items[i], scores)
+            bar.update(1)
+
         try:
-            scores = lm.score(item.prompt, list(item.continuations), length_normalize=item.length_normalize)
+            results = score_many(lm, requests, on_result=done)
         except (LMError, ValueError) as e:
-            raise _with_context(e, f"prompt {item.id!r} (line {item.line})") from e
-        _check_scores(item, scores)
+            i = getattr(e, "request_index", None)
+            if not isinstance(i, int) or not 0 <= i < len(items) or getattr(e, "names_its_prompt", False):
+                raise
+            raise _with_context(e, f"prompt {items[i].id!r} (line {items[i].line})") from e
+    rows: list[dict[str, Any]] = []
+    for item, scores in zip(items, results):
         for j, (cont, s) in enumerate(zip(item.continuations, scores)):
             rows.append({"id": item.id, "continuation_index": j, "continuation": cont, "logprob": float(s),
                          "length_normalize": item.length_normalize, "model": identity, "prompt_format": fmt})
@@ -332,12 +363,18 @@ def score_prompts(lm: LanguageModel, items: Sequence[PromptItem], *, progress: b
 def _check_scores(item: PromptItem, scores: np.ndarray) -> None:
     """One log-probability per continuation: a number, -inf allowed, not NaN or +inf."""
     where = f"prompt {item.id!r} (line {item.line})"
+    problem = None
     if len(scores) != len(item.continuations):
-        raise LMError(f"{where}: the model gave {len(scores)} scores for {len(item.continuations)} continuations.")
-    for cont, s in zip(item.continuations, scores):
-        if math.isnan(float(s)) or float(s) == math.inf:
-            raise LMError(f"{where}: the score of {cont!r} is {float(s)}; expected a log-probability (a number "
-                          "<= 0, or -inf).")
+        problem = f"the model gave {len(scores)} scores for {len(item.continuations)} continuations."
+    else:
+        for cont, s in zip(item.continuations, scores):
+            if math.isnan(float(s)) or float(s) == math.inf:
+                problem = f"the score of {cont!r} is {float(s)}; expected a log-probability (a number <= 0, or -inf)."
+                break
+    if problem is not None:
+        err = LMError(f"{where}: {problem}")
+        err.names_its_prompt = True  # type: ignore[attr-defined]
+        raise err
 
 
 def _with_context(e: Exception, where: str) -> Exception:
@@ -489,7 +526,8 @@ def score_file(prompts: str | os.PathLike[str], out: str | os.PathLike[str], lm:
         "created_utc": datetime.now(UTC).isoformat(timespec="seconds"),
         "input": {"path": str(src.resolve()), "sha256": sha256_file(src), "prompts": len(items)},
         "model": {"identity": lm.identity, **_model_settings(lm)},
-        "prompt_format": {"name": fmt.name, "before": fmt.before, "between": fmt.between, "end": fmt.end},
+        "prompt_format": {"name": fmt.name, "source": fmt.source, "before": fmt.before, "between": fmt.between,
+                          "end": fmt.end},
         "cache": {"path": str(Path(str(cache.path)).resolve()), "from_cache": from_cache, "computed": len(rows) - from_cache}
         if cache is not None else None,
         "rows": len(rows),

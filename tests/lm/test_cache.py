@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
-from pragmodels.lm import CachedLM, PromptFormat, ScoreCache
+from pragmodels.lm import CachedLM, LMError, PromptFormat, SampleRequest, ScoreCache, ScoreRequest
 
 
 class CountingLM:
@@ -217,3 +217,49 @@ def test_a_key_that_is_not_a_string_is_named(tmp_path):
         cache.get_many(["a", 3], "score")
     with pytest.raises(ValueError, match=r"ScoreCache: path '' is empty"):
         ScoreCache("")
+
+
+class RecordingLM(CountingLM):
+    """Records each sample call's (n, seed); a server that honours n gives a run's samples in one call."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[tuple[int, int]] = []
+
+    def sample(self, prompt: str, n: int, *, temperature: float = 1.0, max_tokens: int = 32,
+               stop: Sequence[str] = (), seed: int = 0) -> list[str]:
+        self.calls.append((n, seed))
+        return super().sample(prompt, n, seed=seed)
+
+
+def test_missing_samples_are_asked_for_in_runs_of_seeds(tmp_path):
+    """Issue 35, item 2: one model call per run of consecutive missing seeds (n per request where the
+    server honours it), not one call per sample; each sample stays cached under its own seed."""
+    lm = RecordingLM()
+    c = CachedLM(lm, ScoreCache(tmp_path / "c.sqlite"))
+    assert c.sample("p", 2, seed=3) == ["s3", "s4"]
+    assert c.sample("p", 8, seed=0) == [f"s{i}" for i in range(8)]
+    assert lm.calls == [(2, 3), (3, 0), (3, 5)]
+    assert c.sample("p", 8, seed=0) == [f"s{i}" for i in range(8)] and len(lm.calls) == 3
+    assert c.sample_many([SampleRequest("p", 2, seed=7), SampleRequest("q", 1)]) == [["s7", "s8"], ["s0"]]
+    assert lm.calls[3:] == [(1, 8), (1, 0)]
+
+
+class FailingLM(CountingLM):
+    def score(self, prompt: str, continuations: Sequence[str], *, length_normalize: bool = False) -> np.ndarray:
+        if prompt == "bad":
+            raise LMError("the server is down")
+        return super().score(prompt, continuations, length_normalize=length_normalize)
+
+
+def test_score_many_keeps_what_was_scored_before_a_failure(tmp_path):
+    """Each prompt's scores are stored as they come: a run cut short resumes (issue 35, item 4)."""
+    cache = ScoreCache(tmp_path / "c.sqlite")
+    requests = [ScoreRequest("a", ("x",)), ScoreRequest("bad", ("y",)), ScoreRequest("c", ("z",))]
+    with pytest.raises(LMError, match="the server is down") as e:
+        CachedLM(FailingLM(), cache).score_many(requests)
+    assert e.value.request_index == 1  # type: ignore[attr-defined]
+    lm = CountingLM()
+    done: list[int] = []
+    out = CachedLM(lm, cache).score_many([requests[0], requests[2]], on_result=lambda i, s: done.append(i))
+    assert lm.scored == ["z"] and sorted(done) == [0, 1] and [o.tolist() for o in out] == [[-2.0], [-2.0]]

@@ -35,3 +35,31 @@ def test_from_scores():
         from_scores([-np.inf, -np.inf])
     with pytest.raises(ValueError, match=r"log_scores\[1\] = nan"):
         from_scores([0.0, np.nan])
+
+
+class ScriptedLM:
+    """Answers sample i (seed i) with script[i]; records the calls."""
+
+    def __init__(self, script: list[str]) -> None:
+        self.script, self.calls = script, []
+
+    def sample(self, prompt, n, *, seed=0, **kw):
+        self.calls.append((n, seed, kw))
+        return self.script[seed:seed + n]
+
+
+def test_sample_distribution_resamples_failures_up_to_a_bound():
+    """Issue 35: N samples per prompt, parse failures counted and resampled (with the next seeds) up to a bound."""
+    from pragmodels.lm import LMError, sample_distribution
+
+    lm = ScriptedLM(["<answer>1</answer>", "??", "<answer>2</answer>", "no", "<answer>1</answer>", "x", "y", "z"])
+    d = sample_distribution(lm, "P", tagged_number, [1, 2], 3, max_tokens=9)
+    assert d.counts.tolist() == [2, 1] and d.failures == ("??", "no")
+    # 2 of 3 parse: one more (seed 3) fails, one more (seed 4) parses
+    assert lm.calls == [(3, 0, {"max_tokens": 9}), (1, 3, {"max_tokens": 9}), (1, 4, {"max_tokens": 9})]
+    bounded = sample_distribution(ScriptedLM(["a"] * 8), "P", tagged_number, [1, 2], 3, max_draws=5)
+    assert bounded.counts.sum() == 0 and bounded.n_samples == 5  # gave up at the bound; every failure kept
+    with pytest.raises(ValueError, match="max_draws = 2; expected an int >= n = 3"):
+        sample_distribution(lm, "P", tagged_number, [1, 2], 3, max_draws=2)
+    with pytest.raises(LMError, match="the model gave 1 samples for 3 asked"):
+        sample_distribution(ScriptedLM(["a"]), "P", tagged_number, [1, 2], 3)

@@ -136,17 +136,44 @@ def test_a_server_that_is_down_is_a_one_line_error(tmp_path, capsys, monkeypatch
     with socket.socket() as s:  # a port nothing listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    monkeypatch.setattr("pragmodels.lm.openai_http.time.sleep", lambda s: None)  # no retry back-off
+    async def no_wait(seconds: float) -> None:
+        pass
+
+    monkeypatch.setattr("pragmodels.lm.openai_http._sleep", no_wait)  # no retry back-off
     src = _prompt_file(tmp_path)
     assert main(["lm", "score", str(src), "--base-url", f"http://127.0.0.1:{port}", "--server-model", "m",
                  "--prompt-format", "plain", "--out", str(tmp_path / "s.csv"), "--no-cache", "--no-progress"]) == 2
     assert "cannot connect" in _error_line(capsys)
-    # chat with a server needs the GGUF file's template; in-process settings are refused
-    assert main(["lm", "score", str(src), "--base-url", "http://x", "--out", str(tmp_path / "s.csv")]) == 2
-    assert "--prompt-format chat with a server needs the model's GGUF file" in _error_line(capsys)
+    # in-process settings are refused
     assert main(["lm", "score", str(src), "--base-url", "http://x", "--prompt-format", "plain", "--n-ctx", "64",
                  "--out", str(tmp_path / "s.csv")]) == 2
     assert "--n-ctx sets the in-process model" in _error_line(capsys)
+
+
+def test_a_server_scores_in_the_gguf_chat_format_through_the_cache(server_url, smollm2, tmp_path, capsys):
+    """Issue 35, items 3, 4, 8: a real server, the template from the GGUF file (recorded in the sidecar),
+    the prompt's requests in flight at once, equal to the in-process scores; a rerun asks the server nothing."""
+    src = _write(tmp_path / "p.jsonl", [json.dumps(PROMPTS[0])])
+    out, cache = tmp_path / "s.csv", tmp_path / "c.sqlite"
+    args = ["lm", "score", str(src), "--base-url", server_url, "--server-model", "smollm2", "--model", "smollm2",
+            "--out", str(out), "--cache", str(cache), "--no-progress"]
+    assert main(args) == 0
+    got = np.array([float(r["logprob"]) for r in _read(out)])
+    np.testing.assert_allclose(got, smollm2.score(PROMPTS[0]["prompt"], PROMPTS[0]["continuations"]), atol=1e-3)
+    side = json.loads((tmp_path / "s.csv.json").read_text())
+    assert side["prompt_format"]["source"].startswith("gguf:") and side["model"]["score_api"] == "auto"
+    assert main(args) == 0 and "3 from the cache" in capsys.readouterr().out
+
+
+def test_a_server_that_renders_no_template_is_a_one_line_error(server_url, tmp_path, capsys):
+    """Issue 35, item 3: a server and no template source: the server is asked for its own template;
+    llama-cpp-python's cannot render one, and the command stops before scoring anything as plain text."""
+    src = _prompt_file(tmp_path)
+    assert main(["lm", "score", str(src), "--base-url", server_url, "--server-model", "m", "--out",
+                 str(tmp_path / "s.csv"), "--no-cache"]) == 2
+    line = _error_line(capsys)
+    assert "renders no chat template" in line and "--prompt-format plain" in line
+    assert not (tmp_path / "s.csv").exists()
 
 
 def test_output_names_are_checked_before_a_model_is_loaded(tmp_path, capsys):
