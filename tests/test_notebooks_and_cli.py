@@ -296,8 +296,14 @@ def test_implicature_study_quick(tmp_path):
     assert set(pd.read_csv(t / "loo.csv")["model"]) == {"rsa", "literal", "prior", "letter"}
     pp = pd.read_csv(t / "predictive_accuracy.csv")
     assert pp[["argmax_mean", "annotator_mean"]].stack().between(0, 1).all()
-    assert (out / "figures" / "accuracy_smollm2.png").is_file()
-    report = (out / "report.md").read_text()
+    assert sorted(p.name for p in (out / "figures").iterdir()) == ["accuracy_smollm2.png", "loo_smollm2.png"]
+    quick = (out / "report.md").read_text()  # what the quick run checked, and nothing else
+    assert "checks that the pipeline runs end to end, and nothing else" in quick and "**" not in quick
+    assert "4 listener models fitted by NUTS" in quick and "`accuracy_smollm2.png`" in quick
+    from models.implicature.study import report_markdown
+
+    report = report_markdown(out, "full")  # the analysis, rendered from the quick run's folder: every section renders
+    assert "figures/loo_smollm2.png" in report
     for heading in ("## The data and the gold label", "## Prompts", "### Accuracy against the human consensus",
                     "### The pragmatic listener and its rivals", "## Convergence",
                     "## Running the same study against a large model"):

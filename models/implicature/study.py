@@ -330,7 +330,7 @@ def run(config: dict, out_dir: Path, mode: str, progress: bool, record: Run) -> 
     pd.concat(interp_rows).to_csv(tables / "interpretation_scores.csv", index=False)
     folder.write_summary(summary)
     folder.write_convergence()
-    _figure(acc_df, pp_df, folder.figures)
+    _figure(acc_df, pp_df, loo_df, folder.figures)
     folder.write_report(report_markdown(folder.path, mode))
     log("done")
 
@@ -386,11 +386,42 @@ def figure_table(acc: pd.DataFrame, pp: pd.DataFrame, lm_name: str) -> pd.DataFr
     return pd.DataFrame(rows)
 
 
-def _figure(acc: pd.DataFrame, pp: pd.DataFrame, figures: Path) -> None:
+def no_interval_note(pp: pd.DataFrame) -> str:
+    """Why some fitted models' accuracy has no interval (``argmax_lo == argmax_hi``), for the
+    figure: a model of one LM score (literal, prior, letter) ranks the options as that score does
+    whatever its parameters, so every posterior draw makes the same choice.
+
+    Parameters
+    ----------
+    pp : pandas.DataFrame
+        One LM's rows of ``tables/predictive_accuracy.csv``.
+
+    Returns
+    -------
+    str
+        Empty when every model has an interval.
+    """
+    flat = pp.loc[pp["argmax_lo"] >= pp["argmax_hi"], "model"].tolist()
+    one_score = [m for m in flat if m != "rsa"]
+    parts = []
+    if one_score:
+        parts.append(f"{', '.join(one_score)}: no interval, as a model of one LM score ranks the options as that score "
+                     "does, whatever its parameters: every posterior draw makes the same choice.")
+    if "rsa" in flat:
+        parts.append("rsa: no interval, as every posterior draw made the same choices.")
+    return " ".join(parts)
+
+
+def _figure(acc: pd.DataFrame, pp: pd.DataFrame, loo: pd.DataFrame, figures: Path) -> None:
     import matplotlib.pyplot as plt
 
-    from pragmodels.plots import accuracy_by_condition
+    from pragmodels.plots import accuracy_by_condition, elpd_compare
 
+    for lm_name, g in loo.groupby("lm", sort=False):
+        fig = elpd_compare(g.sort_values("rank").set_index("model").drop(columns="lm"),
+                           title=f"{lm_name}: the {len(g)} listener models (PSIS-LOO over items)")
+        fig.savefig(figures / f"loo_{lm_name}.png", dpi=110, bbox_inches="tight")
+        plt.close(fig)
     for lm_name in dict.fromkeys(acc["lm"]):
         t = figure_table(acc, pp, lm_name)
         order = [c for c in prompts.CONDITIONS if c in set(t["condition"])] + [f"model: {m}" for m in listeners.MODELS
@@ -401,7 +432,7 @@ def _figure(acc: pd.DataFrame, pp: pd.DataFrame, figures: Path) -> None:
                         f"paper: human average on its hard subset ({PAPER['human_average_hard']:.0%})":
                             PAPER["human_average_hard"]},
             title=f"DRInQ, {lm_name}: accuracy against the human consensus\n(95% item bootstrap, exact where it has no "
-                  "width; fitted models: 94% posterior)")
+                  "width; fitted models: 94% posterior)", note=no_interval_note(pp[pp["lm"] == lm_name]))
         fig.savefig(figures / f"accuracy_{lm_name}.png", dpi=130)
         plt.close(fig)
 
@@ -475,8 +506,39 @@ def _md(df: pd.DataFrame, floatfmt: str = ".3g") -> str:
     return df.to_markdown(index=False, floatfmt=floatfmt)
 
 
+TITLE = "DRInQ (Arai & Ren 2026): conversational implicature, an LM on the benchmark and a pragmatic listener"
+
+
+def quick_markdown(run_dir: str | Path) -> str:
+    """The report of a quick run: the steps that ran and the files they wrote, no finding
+    (:func:`pragmodels.runs.quick_report.quick_report`).
+
+    Parameters
+    ----------
+    run_dir : str or Path
+        The run folder (``summary.json`` and ``tables/convergence.csv`` written).
+
+    Returns
+    -------
+    str
+    """
+    from pragmodels.runs.quick_report import quick_report
+
+    run_dir = Path(run_dir)
+    s = json.loads((run_dir / "summary.json").read_text())
+    fits = pd.read_csv(run_dir / "tables" / "convergence.csv")["fit"].tolist()
+    steps = [f"the {s['n_items']} DRInQ items (Arai & Ren 2026) loaded, checked against their sha256"]
+    for lm, info in s["lms"].items():
+        own = [f.split("/", 1)[1] for f in fits if f.startswith(f"{lm}/")]
+        steps.append(f"{lm}: its committed LM outputs read; accuracy by condition with a bootstrap over items; "
+                     f"{len(own)} listener models fitted by NUTS to {info['n_modelled']} items: {', '.join(own)}")
+    steps += ["the listener models' PSIS-LOO comparison and posterior predictive accuracy", "figures and this report"]
+    return quick_report(TITLE, run_dir, steps, full_report="fits/implicature/full/report.md")
+
+
 def report_markdown(run_dir: str | Path, mode: str) -> str:
-    """The run's ``report.md``, from its tables and ``summary.json``.
+    """The run's ``report.md``, from its tables and ``summary.json``: for a full run the analysis,
+    for a quick run what it checked (:func:`quick_markdown`).
 
     Parameters
     ----------
@@ -490,15 +552,15 @@ def report_markdown(run_dir: str | Path, mode: str) -> str:
     str
     """
     run_dir = Path(run_dir)
+    if mode == "quick":  # what it checked, that the pipeline runs, and nothing else
+        return quick_markdown(run_dir)
     t = run_dir / "tables"
     s = json.loads((run_dir / "summary.json").read_text())
     acc, pair = pd.read_csv(t / "accuracy.csv"), pd.read_csv(t / "paired.csv")
     loo, pp, par = pd.read_csv(t / "loo.csv"), pd.read_csv(t / "predictive_accuracy.csv"), pd.read_csv(t / "parameters.csv")
     conv = pd.read_csv(t / "convergence.csv")
     interp = pd.read_csv(t / "interpretation_scores.csv")
-    out = ["# DRInQ (Arai & Ren 2026): conversational implicature, an LM on the benchmark and a pragmatic listener", ""]
-    if mode == "quick":
-        out += ["**Quick run**: short chains and few bootstrap resamples; no number here is an estimate.", ""]
+    out = [f"# {TITLE}", ""]
     out += [
         "## The data and the gold label", "",
         f"- {s['n_items']} validated items (`drinq_validated.csv`, the upstream repository's only data file). The paper "
@@ -557,7 +619,7 @@ def report_markdown(run_dir: str | Path, mode: str) -> str:
                 f"Fitted by NUTS to the consensus letters of the {info['n_modelled']} items (`models/implicature/listeners.py`: the "
                 "likelihood is the event that at least 4 of 5 annotators chose the consensus). LOO over items: "
                 + info["loo"], "",
-                _md(loo[loo["lm"] == lm].drop(columns=["lm"]), ".3g"), "",
+                _md(loo[loo["lm"] == lm].drop(columns=["lm"]), ".3g"), "", f"![LOO {lm}](figures/loo_{lm}.png)", "",
                 "Posterior predictive accuracy: the fitted listener's most probable option per item (`argmax`), "
                 "the expected accuracy of one annotator drawn from the model (`annotator`), and the share of items "
                 "on which 5 annotators drawn from it would reach 4 of 5 (`reach_consensus`); 94% intervals over "

@@ -25,6 +25,8 @@ def accuracy_by_condition(table: pd.DataFrame, *, references: Mapping[str, float
 
     Shapes: ``table [row]`` -> one Axes.
     """
+    import textwrap
+
     import matplotlib.pyplot as plt
     import numpy as np
 
@@ -67,7 +69,7 @@ def accuracy_by_condition(table: pd.DataFrame, *, references: Mapping[str, float
                     ha="right", va="top", fontsize=7, color="0.25")
     if title:
         ax.set_title(title)
-    if note:
-        fig.supxlabel(note, fontsize=8, color="0.25")
+    if note:  # wrapped to the figure's width (about 15 characters an inch at 8 points)
+        fig.supxlabel(textwrap.fill(note, width=int(15 * figsize[0])), fontsize=8, color="0.25")
     ax.legend(loc="center left", fontsize=8, frameon=False)  # the top holds the reference lines
     return fig

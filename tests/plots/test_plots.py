@@ -270,6 +270,11 @@ def test_accuracy_by_condition_writes_item_counts_apart_from_the_points_and_a_no
                for tx in counts)  # under the condition names
     assert ax.xaxis.label.get_window_extent(renderer).y1 <= min(tx.get_window_extent(renderer).y0 for tx in counts)
     assert fig._supxlabel is not None and fig._supxlabel.get_text() == "why: no interval"
+    long = "a reason " * 40  # wrapped to the figure's width, not cut at its edges
+    fig = plots.accuracy_by_condition(t, order=["vanilla", "all"], note=long, figsize=(8.0, 4.2))
+    fig.canvas.draw()
+    box = fig._supxlabel.get_window_extent(fig.canvas.get_renderer())
+    assert box.x0 >= 0 and box.x1 <= fig.bbox.x1 and "\n" in fig._supxlabel.get_text()
 
 
 def _esr_model_frame():
