@@ -13,9 +13,18 @@ from __future__ import annotations
 
 import argparse
 import re
-from typing import Literal
+from typing import Literal, TypeVar
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from pragmodels.lm.base import LanguageModel
 
@@ -48,6 +57,20 @@ class LMEntry(BaseModel):
     model: str = Field(description="'smollm2', 'gemma3', a .gguf path, the server's model name, or (backend 'hf') a "
                                    "checkpoint folder or an org/name in the local Hugging Face cache")
     base_url: str | None = Field(None, description="the server's base URL (backend 'openai')")
+    # issue 35: hosted and served models (backend 'openai')
+    api_key_env: str | None = Field(None, description="backend 'openai': the NAME of the environment variable that holds "
+                                                      "the API key (the key itself is never written anywhere)")
+    chat_template: str | None = Field(None, description="backend 'openai', scores: where the chat template comes from: "
+                                                        "'server' (the default: vLLM, llama.cpp's llama-server render "
+                                                        "it), 'gguf:PATH', 'hf:NAME_OR_DIR', or 'plain' (plain text, "
+                                                        "for a base model)")
+    sample_api: Literal["completions", "chat"] | None = Field(
+        None, description="backend 'openai': where samples come from: 'chat' (/v1/chat/completions; the default with "
+                          "semantics 'samples') or 'completions' (the formatted text that is scored)")
+    semantics: Literal["scores", "samples"] = Field("scores", description="'scores' (log-probabilities of the answers) "
+                                                                          "or 'samples' (answers sampled and counted: "
+                                                                          "for a model that gives no log-probabilities)")
+    n: int | None = Field(None, ge=1, description="semantics 'samples': parsed samples per prompt (e.g. 32)")
     # `scores`: what Wavelength configs called it before the studies became packages
     outputs: str | None = Field(None, validation_alias=AliasChoices("outputs", "scores"),
                                 description="where the study reads this LM's outputs, made beforehand by its "
@@ -76,6 +99,43 @@ class LMEntry(BaseModel):
             raise ValueError("a device_map places every layer itself: give device or device_map, not both")
         return value
 
+    @model_validator(mode="before")
+    @classmethod
+    def _a_pasted_key_is_not_shown(cls, data: object) -> object:
+        value = data.get("api_key_env") if isinstance(data, dict) else None
+        if isinstance(value, str) and not _ENV_NAME.fullmatch(value):
+            return {**data, "api_key_env": "(not shown)"}  # type: ignore[dict-item]  # errors and logs never see it
+        return data
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _an_environment_variable(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is not None and not _ENV_NAME.fullmatch(value):
+            raise ValueError("must be the name of an environment variable (letters, digits, _) that holds the API key, "
+                             "not the key itself (the value given is not shown)")
+        return _server_only(value, info)
+
+    @field_validator("chat_template")
+    @classmethod
+    def _a_template_source(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is not None:
+            from pragmodels.lm.templates import parse_template_source
+
+            parse_template_source(value)
+        return _server_only(value, info)
+
+    @field_validator("sample_api")
+    @classmethod
+    def _a_server_setting(cls, value: str | None, info: ValidationInfo) -> str | None:
+        return _server_only(value, info)
+
+    @field_validator("n")
+    @classmethod
+    def _n_is_for_samples(cls, value: int | None, info: ValidationInfo) -> int | None:
+        if value is not None and info.data.get("semantics") != "samples":
+            raise ValueError("n is the number of samples per prompt: it needs semantics 'samples'")
+        return value
+
     @field_validator("backend", mode="before")
     @classmethod
     def _server_names_are_openai(cls, value: object) -> object:
@@ -85,7 +145,7 @@ class LMEntry(BaseModel):
         return value
 
     def open(self, *, prompt_format: Literal["chat", "plain"] | None = None, chat_template_gguf: str | None = None,
-             n_ctx: int | None = None, threads: int | None = None) -> LanguageModel:
+             n_ctx: int | None = None, threads: int | None = None, concurrency: int | None = None) -> LanguageModel:
         """The model to score or sample with (:func:`pragmodels.lm.score_file.open_model`).
 
         Parameters
@@ -94,11 +154,14 @@ class LMEntry(BaseModel):
             For a GGUF file (default: :data:`BUNDLED_PROMPT_FORMATS` for a bundled model, else
             ``"chat"``).
         chat_template_gguf : str, optional
-            For a server: prompt in the chat format of this GGUF file (read for its template
-            only); default plain text.
+            For a server: prompt in the chat format of this GGUF file (a path or a bundled name;
+            read for its template only); default the entry's ``chat_template``, else the server's
+            own template (never plain text unless ``chat_template`` is ``"plain"``).
         n_ctx, threads : int, optional
             Context window (also of backend ``"hf"``) and CPU threads of a GGUF file in this
             process.
+        concurrency : int, optional
+            Most requests in flight to a server.
 
         Returns
         -------
@@ -117,8 +180,10 @@ class LMEntry(BaseModel):
         if self.backend == "openai":
             if not self.base_url:
                 raise ValueError(f"LM {self.model!r}: backend 'openai' needs base_url.")
-            return open_model(chat_template_gguf, prompt_format="chat" if chat_template_gguf else "plain",
-                              n_ctx=n_ctx, threads=threads, base_url=self.base_url, server_model=self.model)
+            sample_api = self.sample_api or ("chat" if self.semantics == "samples" else "completions")
+            return open_model(chat_template_gguf, n_ctx=n_ctx, threads=threads, base_url=self.base_url,
+                              server_model=self.model, chat_template=None if chat_template_gguf else self.chat_template,
+                              api_key_env=self.api_key_env, sample_api=sample_api, concurrency=concurrency)
         fmt = prompt_format or BUNDLED_PROMPT_FORMATS.get(BUNDLED_NAMES.get(self.model.lower(), ""), "chat")
         if self.backend == "hf":
             return self._open_hf(fmt, chat_template_gguf=chat_template_gguf, n_ctx=n_ctx, threads=threads)
@@ -141,6 +206,16 @@ class LMEntry(BaseModel):
                               batch_size=self.batch_size if self.batch_size is not None else DEFAULT_BATCH_SIZE)
 
 
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_T = TypeVar("_T")
+
+
+def _server_only(value: _T, info: ValidationInfo) -> _T:
+    if value is not None and info.data.get("backend", "openai") != "openai":
+        raise ValueError(f"a setting of backend 'openai' (a server); this entry's backend is {info.data['backend']!r}")
+    return value
+
+
 #: what backend 'hf' takes as a device
 _TORCH_DEVICE = re.compile(r"cpu|mps|(cuda|xpu)(:\d+)?")
 
@@ -151,7 +226,8 @@ _HF_OPTIONS = ("dtype", "device", "device_map", "batch_size")
 def add_lm_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the options that choose a scoring script's LM: ``--lm``, ``--backend``, ``--model``, ``--dtype``,
     ``--device``, ``--device-map``, ``--batch-size`` (``--backend hf``), ``--base-url``, ``--server-model``,
-    ``--chat-template-gguf`` and ``--threads`` (read back by :func:`open_lm_from_arguments`).
+    ``--chat-template-gguf``, ``--chat-template``, ``--api-key-env``, ``--sample-api``,
+    ``--concurrency`` (a server's) and ``--threads`` (read back by :func:`open_lm_from_arguments`).
 
     Parameters
     ----------
@@ -167,7 +243,16 @@ def add_lm_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--base-url", help="an OpenAI-compatible server (vLLM, llama.cpp server) instead of a bundled "
                                            "GGUF")
     parser.add_argument("--server-model", help="the server's model name (with --base-url)")
-    parser.add_argument("--chat-template-gguf", help="score in that GGUF's chat format (default: plain text)")
+    parser.add_argument("--chat-template-gguf", help="score in that GGUF's chat format (with --base-url; same as "
+                                                     "--chat-template gguf:FILE)")
+    parser.add_argument("--chat-template", metavar="SOURCE",
+                        help="with --base-url: where the chat template comes from: server (default: the server renders "
+                             "it; vLLM, llama.cpp's llama-server), gguf:PATH, hf:NAME_OR_DIR, or plain (a base model)")
+    parser.add_argument("--api-key-env", metavar="NAME",
+                        help="with --base-url: the environment variable that holds the API key (e.g. OPENAI_API_KEY)")
+    parser.add_argument("--sample-api", choices=("completions", "chat"),
+                        help="with --base-url: where samples come from (default completions)")
+    parser.add_argument("--concurrency", type=int, help="with --base-url: most requests in flight (default 8)")
     parser.add_argument("--backend", choices=("llamacpp", "hf"), default="llamacpp",
                         help="the in-process model's backend: llamacpp (default) or hf (transformers and PyTorch, on "
                              "a GPU where there is one; the hf extra)")
@@ -206,6 +291,7 @@ def open_lm_from_arguments(parser: argparse.ArgumentParser, args: argparse.Names
     """
     from pragmodels.lm.cache import CachedLM
 
+    server = {"chat_template": args.chat_template, "api_key_env": args.api_key_env, "sample_api": args.sample_api}
     if args.base_url and args.backend != "llamacpp":
         parser.error(f"--backend {args.backend} runs the model in this process; --base-url names a server: pass one.")
     hf = {k: getattr(args, k) for k in _HF_OPTIONS if getattr(args, k) is not None}
@@ -214,8 +300,17 @@ def open_lm_from_arguments(parser: argparse.ArgumentParser, args: argparse.Names
     if args.base_url:
         if not args.server_model:
             parser.error("--base-url needs --server-model (the model name the server serves).")
-        entry = LMEntry.model_validate({"backend": "openai", "model": args.server_model, "base_url": args.base_url})
-        return CachedLM(entry.open(chat_template_gguf=args.chat_template_gguf))
+        try:
+            entry = LMEntry.model_validate({"backend": "openai", "model": args.server_model, "base_url": args.base_url,
+                                            **{k: v for k, v in server.items() if v is not None}})
+            return CachedLM(entry.open(chat_template_gguf=args.chat_template_gguf, concurrency=args.concurrency))
+        except (ValueError, ValidationError) as e:
+            problem = e.errors()[0] if isinstance(e, ValidationError) else None  # (no value: a pasted key is not shown)
+            parser.error(f"--{str(problem['loc'][0]).replace('_', '-')}: "
+                         f"{str(problem['msg']).removeprefix('Value error, ')}" if problem else str(e))
+    given = [f"--{k.replace('_', '-')}" for k, v in {**server, "concurrency": args.concurrency}.items() if v is not None]
+    if given:
+        parser.error(f"{given[0]} is a setting of a server: it needs --base-url.")
     if args.model is None and args.lm not in BUNDLED_PROMPT_FORMATS:
         parser.error(f"--lm {args.lm!r}: not a bundled model ({sorted(BUNDLED_PROMPT_FORMATS)}); pass --model (a model "
                      "file) or --base-url (a server).")

@@ -1,6 +1,7 @@
 """pragmodels.lm.entry: an LM as a study config names it, opened the one way (open_model)."""
 
 import os
+import re
 
 import pytest
 from pydantic import ValidationError
@@ -22,7 +23,9 @@ def test_a_bundled_model_opens_in_process_with_its_prompt_format():
 def test_a_server_entry_opens_a_client_without_contacting_it():
     lm = LMEntry(backend="openai", model="Qwen/Qwen3-32B", base_url="http://127.0.0.1:9/v1").open()
     assert isinstance(lm, OpenAICompatibleLM) and lm.base_url == "http://127.0.0.1:9/v1"
-    assert lm.identity == "openai:http://127.0.0.1:9/v1|Qwen/Qwen3-32B" and lm.prompt_format.name == "plain"
+    assert lm.identity == "openai:http://127.0.0.1:9/v1|Qwen/Qwen3-32B"
+    # issue 35, item 3: not plain text (it was, without a word): the server renders the model's template
+    assert lm.template_source == "server" and lm._format is None
     with pytest.raises(ValueError, match="needs base_url"):
         LMEntry(backend="openai", model="m").open()
     with pytest.raises(ValueError, match="--threads"):
@@ -167,3 +170,84 @@ def test_an_hf_entry_and_backend_hf_open_transformers():
     assert isinstance(cached, CachedLM) and isinstance(cached.model, TransformersLM)
     assert (cached.model.dtype, cached.model.batch_size, cached.model.n_ctx) == (torch.bfloat16, 4, 256)
     assert cached.identity.endswith("+transformers-bfloat16")
+
+
+def test_an_entry_for_a_hosted_chat_model(monkeypatch):
+    """Issue 35, items 2 and 7: samples through the chat API, the key from the variable the entry names."""
+    entry = LMEntry.model_validate({"backend": "openai", "base_url": "https://api.example.com/v1", "model": "gpt-4o",
+                                    "semantics": "samples", "n": 32, "api_key_env": "OPENAI_API_KEY"})
+    with pytest.raises(ValueError, match=r"\$OPENAI_API_KEY is not set"):
+        monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+        entry.open()
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-anything")
+    lm = entry.open()
+    assert isinstance(lm, OpenAICompatibleLM) and lm.sample_api == "chat" and lm.api_key_env == "OPENAI_API_KEY"
+    scores = LMEntry(backend="openai", base_url="http://127.0.0.1:9/v1", model="m", chat_template="plain").open()
+    assert scores.sample_api == "completions" and scores.prompt_format.name == "plain"
+
+
+@pytest.mark.parametrize("entry, message", [
+    ({"model": "m", "n": 32}, "n is the number of samples per prompt: it needs semantics 'samples'"),
+    ({"model": "m", "semantics": "samples", "n": 0}, "greater than or equal to 1"),
+    ({"model": "smollm2", "api_key_env": "KEY"}, "a setting of backend 'openai' (a server); this entry's backend is "
+                                                 "'llamacpp'"),
+    ({"model": "smollm2", "sample_api": "chat"}, "a setting of backend 'openai'"),
+    ({"model": "m", "backend": "openai", "chat_template": "jinja"}, "chat template source 'jinja'; expected one of "
+                                                                    "'server', 'plain', 'gguf:PATH', 'hf:NAME_OR_DIR'"),
+    ({"model": "m", "semantics": "sampled"}, "Input should be 'scores' or 'samples'"),
+])
+def test_the_new_keys_are_checked(entry, message):
+    with pytest.raises(ValidationError, match=re.escape(message)):
+        LMEntry.model_validate(entry)
+
+
+def test_a_key_pasted_into_api_key_env_is_not_shown():
+    """The key itself where its variable's name goes: refused, and in no error message (a log)."""
+    from pragmodels.runs.schema import format_validation_error
+
+    data = {"backend": "openai", "model": "m", "base_url": "http://x/v1", "api_key_env": "sk-proj-SECRET123"}
+    with pytest.raises(ValidationError) as e:
+        LMEntry.model_validate(data)
+    shown = str(e.value) + repr(e.value.errors()) + repr(format_validation_error(LMEntry, e.value, data))
+    assert "SECRET123" not in shown and "not the key itself (the value given is not shown)" in shown
+
+
+@pytest.mark.lm
+@pytest.mark.subprocess
+def test_a_server_without_log_probabilities_leads_to_the_sampling_route(no_logprobs_url, tmp_path):
+    """Issue 35, item 8: an entry that asks for scores gets one line naming the setting; the same server
+    with semantics 'samples' gives sampled semantics (chat API, through the cache)."""
+    from pragmodels.lm import LogprobsUnavailableError, ScoreCache, sample_distribution, tagged_number
+    from pragmodels.lm.cache import CachedLM
+
+    base = {"backend": "openai", "base_url": no_logprobs_url, "model": "smollm2"}
+    scores = LMEntry.model_validate(base | {"chat_template": f"gguf:{smollm2_path()}"}).open()
+    with pytest.raises(LogprobsUnavailableError) as e:
+        scores.score("Warm?", ["<answer>5</answer>"])
+    assert "\n" not in str(e.value) and 'set "semantics": "samples" in its LM entry' in str(e.value)
+    entry = LMEntry.model_validate(base | {"semantics": "samples", "n": 4})
+    lm = CachedLM(entry.open(), ScoreCache(tmp_path / "c.sqlite"))
+    dist = sample_distribution(lm, "Pick a number from 1 to 3. Answer <answer>N</answer>.", tagged_number, [1, 2, 3],
+                               entry.n, max_draws=6, max_tokens=8)
+    assert dist.n_samples >= 4 and dist.counts.sum() + dist.n_failed == dist.n_samples
+
+
+def test_the_server_options_of_a_scoring_script(capsys):
+    import argparse
+
+    from pragmodels.lm.entry import add_lm_arguments, open_lm_from_arguments
+
+    parser = argparse.ArgumentParser(prog="score")
+    add_lm_arguments(parser)
+    server = ["--lm", "big", "--base-url", "http://127.0.0.1:9", "--server-model", "m"]
+    lm = open_lm_from_arguments(parser, parser.parse_args(server + ["--chat-template", "plain", "--sample-api", "chat",
+                                                                    "--concurrency", "3"]), n_ctx=512)
+    assert lm.model.template_source == "plain" and lm.model.sample_api == "chat" and lm.model.concurrency == 3
+    for argv, message in ((["--lm", "smollm2", "--api-key-env", "K"], "--api-key-env is a setting of a server: it "
+                                                                        "needs --base-url"),
+                          (server + ["--chat-template", "jinja"], "--chat-template: chat template source "
+                                                                  "'jinja'"),
+                          (server + ["--api-key-env", "NOT_SET_ANYWHERE"], "$NOT_SET_ANYWHERE is not set")):
+        with pytest.raises(SystemExit):
+            open_lm_from_arguments(parser, parser.parse_args(argv), n_ctx=512)
+        assert message in capsys.readouterr().err
