@@ -183,7 +183,7 @@ class LMEntry(BaseModel):
             sample_api = self.sample_api or ("chat" if self.semantics == "samples" else "completions")
             return open_model(chat_template_gguf, n_ctx=n_ctx, threads=threads, base_url=self.base_url,
                               server_model=self.model, chat_template=None if chat_template_gguf else self.chat_template,
-                              api_key_env=self.api_key_env, sample_api=sample_api, concurrency=concurrency)
+                              api_key_env=self.api_key_env or "", sample_api=sample_api, concurrency=concurrency)
         fmt = prompt_format or BUNDLED_PROMPT_FORMATS.get(BUNDLED_NAMES.get(self.model.lower(), ""), "chat")
         if self.backend == "hf":
             return self._open_hf(fmt, chat_template_gguf=chat_template_gguf, n_ctx=n_ctx, threads=threads)

@@ -241,7 +241,8 @@ def open_model(model: str | os.PathLike[str] | None = None, *, prompt_format: st
     chat_template : str, optional
         Where a server's chat template comes from (above).
     api_key_env : str, optional
-        The environment variable that holds the server's API key (never the key itself).
+        The environment variable that holds the server's API key (never the key itself); ``""``: no
+        key; ``None`` (``pragmodels lm score``, which documents it): ``OPENAI_API_KEY`` where it is set.
     sample_api : {"completions", "chat"}
         A server's endpoint for samples.
     concurrency : int, optional
@@ -292,7 +293,9 @@ def open_model(model: str | os.PathLike[str] | None = None, *, prompt_format: st
     else:
         source = "server"
     extra: dict[str, Any] = {} if concurrency is None else {"concurrency": concurrency}
-    return OpenAICompatibleLM(base_url, server_model, prompt_format=source, api_key_env=api_key_env,
+    if api_key_env is None:
+        api_key_env = "OPENAI_API_KEY" if os.environ.get("OPENAI_API_KEY") else ""
+    return OpenAICompatibleLM(base_url, server_model, prompt_format=source, api_key_env=api_key_env or None,
                               sample_api=sample_api, **extra)
 
 

@@ -165,6 +165,20 @@ def test_a_server_scores_in_the_gguf_chat_format_through_the_cache(server_url, s
     assert main(args) == 0 and "3 from the cache" in capsys.readouterr().out
 
 
+def test_the_command_sends_openai_api_key_as_its_help_says(monkeypatch):
+    """pragmodels lm score documents $OPENAI_API_KEY as the server's key; an LM entry sends a key only from the
+    variable it names (issue 35, item 2)."""
+    from pragmodels.lm.entry import LMEntry
+    from pragmodels.lm.score_file import open_model
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-x")
+    assert open_model(base_url="http://127.0.0.1:9", server_model="m", prompt_format="plain").api_key_env == \
+        "OPENAI_API_KEY"
+    assert LMEntry(backend="openai", base_url="http://127.0.0.1:9/v1", model="m").open().api_key_env is None
+    monkeypatch.delenv("OPENAI_API_KEY")
+    assert open_model(base_url="http://127.0.0.1:9", server_model="m", prompt_format="plain").api_key_env is None
+
+
 def test_a_server_that_renders_no_template_is_a_one_line_error(server_url, tmp_path, capsys):
     """Issue 35, item 3: a server and no template source: the server is asked for its own template;
     llama-cpp-python's cannot render one, and the command stops before scoring anything as plain text."""
