@@ -179,6 +179,28 @@ def _ppc(tree: xr.DataTree, data: dict[str, Any], n_items: int) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _scores_path(lm_name: str, entry: Any) -> Path:
+    """The score file an ``lms`` entry names (its ``outputs``, else ``fits/wavelength/lm_scores/<name>.nc``)."""
+    path = Path(entry.outputs) if entry.outputs else SCORES / f"{lm_name}.nc"
+    return path if path.is_absolute() else ROOT / path
+
+
+def _check_identities(lms: dict[str, Any], paths: dict[str, Path]) -> None:
+    """Each ``lms`` entry is the LM its score file records (``lm_identity``): else one line naming both."""
+    import xarray as xr
+
+    for lm_name, entry in lms.items():
+        if not paths[lm_name].is_file():
+            raise FileNotFoundError(f"`lms.{lm_name}`: no score file {paths[lm_name]}; make it with "
+                                    f"python -m models.wavelength.score --lm {lm_name} (or set its `outputs`).")
+        with xr.open_dataset(paths[lm_name]) as ds:
+            recorded = str(ds.attrs.get("lm_identity", ""))
+        why = entry.identity_mismatch(recorded)
+        if why:
+            raise ValueError(f"`lms.{lm_name}`: {paths[lm_name]} was scored by {recorded or 'an unrecorded LM'}, but "
+                             f"{why}; score it again or correct the entry.")
+
+
 def run(config: dict, out_dir: Path, mode: str, progress: bool, record: Run) -> None:
     """The study's entry point (:func:`pragmodels.runs.study.run_study` calls it; the steps:
     docs/studies/wavelength.md).
@@ -207,10 +229,10 @@ def run(config: dict, out_dir: Path, mode: str, progress: bool, record: Run) -> 
     report: dict[str, Any] = {"mode": mode, "lms": {}, "prompt_version": prompts.PROMPT_VERSION}
     metric_rows, loo_rows, forest_rows, ppc_rows, cv_rows, prod_rows = [], [], [], [], [], []
     grid: dict[str, Any] = {}
+    paths = {lm_name: _scores_path(lm_name, entry) for lm_name, entry in cfg.lms.items()}
+    _check_identities(cfg.lms, paths)  # every entry against the scores it names, before any fit
     for lm_name, entry in cfg.lms.items():
-        path = Path(entry.outputs) if entry.outputs else SCORES / f"{lm_name}.nc"
-        if not path.is_absolute():
-            path = ROOT / path
+        path = paths[lm_name]
         ds = lm_scores.load_scores(path, need=["listener"])
         folder.record_file(f"lm_scores_{lm_name}", path)
         if mode == "quick":

@@ -144,6 +144,47 @@ class LMEntry(BaseModel):
                              "backend 'openai' with its base_url and the model name it serves")
         return value
 
+    @model_validator(mode="after")
+    def _a_server_needs_its_url(self) -> LMEntry:
+        if self.backend == "openai" and not self.base_url:
+            raise ValueError("backend 'openai' needs base_url (the server's URL, e.g. 'http://host:8000/v1')")
+        return self
+
+    def identity_mismatch(self, recorded: str) -> str:
+        """Why outputs recorded as made by ``recorded`` (an LM's :attr:`identity`) are not this entry's, or ``""``.
+
+        A GGUF file (backend ``"llamacpp"``, or ``"hf"`` on a GGUF file) is compared by its sha256, a
+        server's model by its name (its URL may move), an ``"hf"`` checkpoint by its name.
+
+        Parameters
+        ----------
+        recorded : str
+            The identity the outputs record (``"gguf:<sha256>"``, ``"openai:<url>|<model>"``,
+            ``"hf:<name>@<revision>+transformers-<dtype>"``, ...).
+
+        Returns
+        -------
+        str
+        """
+        if self.backend == "openai":
+            ok = recorded.startswith("openai:") and recorded.rsplit("|", 1)[-1] == self.model
+            return "" if ok else f"the entry names server model {self.model!r}"
+        from pragmodels.lm.score_file import BUNDLED_NAMES, resolve_model_path
+
+        is_file = self.model.lower() in BUNDLED_NAMES or self.model.lower().endswith(".gguf")
+        if self.backend == "hf" and not is_file:
+            ok = recorded.startswith(f"hf:{self.model}@") and "+transformers-" in recorded
+            return "" if ok else f"the entry names checkpoint {self.model!r} (backend 'hf')"
+        from pragmodels.io.checksums import sha256_file
+
+        try:
+            expected = f"gguf:{sha256_file(resolve_model_path(self.model), remember=True)}"
+        except (OSError, ValueError) as e:
+            return f"the entry's model {self.model!r} cannot be read to compare ({e})"
+        base = recorded.split("+transformers-", 1)[0]
+        ok = base == expected and (("+transformers-" in recorded) == (self.backend == "hf"))
+        return "" if ok else f"the entry's model {self.model!r} is {expected} with backend {self.backend!r}"
+
     def open(self, *, prompt_format: Literal["chat", "plain"] | None = None, chat_template_gguf: str | None = None,
              n_ctx: int | None = None, threads: int | None = None, concurrency: int | None = None) -> LanguageModel:
         """The model to score or sample with (:func:`pragmodels.lm.score_file.open_model`).

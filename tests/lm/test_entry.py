@@ -251,3 +251,29 @@ def test_the_server_options_of_a_scoring_script(capsys):
         with pytest.raises(SystemExit):
             open_lm_from_arguments(parser, parser.parse_args(argv), n_ctx=512)
         assert message in capsys.readouterr().err
+
+
+def test_a_server_entry_without_its_url_is_refused_at_validation():
+    """Issue 35, item 7: it used to pass validation and fail many minutes into the run."""
+    from pydantic import ValidationError
+
+    from pragmodels.lm.entry import LMEntry
+    with pytest.raises(ValidationError, match="backend 'openai' needs base_url"):
+        LMEntry(backend="openai", model="Qwen/Qwen3-32B")
+    assert LMEntry(backend="openai", model="Qwen/Qwen3-32B", base_url="http://h:8000/v1")
+
+
+def test_an_entry_is_compared_with_the_identity_its_outputs_record():
+    from pragmodels.io.checksums import sha256_file
+    from pragmodels.lm.entry import LMEntry
+    from pragmodels.lm.score_file import resolve_model_path
+    smol = f"gguf:{sha256_file(resolve_model_path('smollm2'))}"
+    gemma = f"gguf:{sha256_file(resolve_model_path('gemma3'))}"
+    assert LMEntry(model="smollm2").identity_mismatch(smol) == ""
+    assert "is " + smol in LMEntry(model="smollm2").identity_mismatch(gemma)
+    assert LMEntry(backend="hf", model="smollm2").identity_mismatch(smol + "+transformers-float32") == ""
+    assert LMEntry(backend="hf", model="smollm2").identity_mismatch(smol) != ""  # llama.cpp's scores, not hf's
+    server = LMEntry(backend="openai", model="org/m", base_url="http://a:1/v1")
+    assert server.identity_mismatch("openai:http://b:2/v1|org/m") == ""  # the server moved: the same model
+    assert "server model 'org/m'" in server.identity_mismatch("openai:http://a:1/v1|org/other")
+    assert LMEntry(backend="hf", model="org/ckpt").identity_mismatch("hf:org/ckpt@abc+transformers-bfloat16") == ""
