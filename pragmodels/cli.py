@@ -132,10 +132,12 @@ def _run(args: argparse.Namespace, cfg: dict[str, Any]) -> Path:
     if "study" in cfg:
         from pragmodels.runs.study import run_study
 
-        return run_study(path, mode=mode, out=args.out, progress=not args.no_progress and sys.stdout.isatty())
+        # fit_many draws a bar on a terminal and writes a line per fit to a log file
+        return run_study(path, mode=mode, out=args.out, progress=not args.no_progress)
     from pragmodels.runs.fit_config import run_config
 
-    return run_config(path, args.out, quick=args.quick, progress_bar=not args.no_progress)
+    # NumPyro's bar redraws itself with carriage returns: on a terminal only
+    return run_config(path, args.out, quick=args.quick, progress_bar=not args.no_progress and sys.stderr.isatty())
 
 
 def _tables(args: argparse.Namespace, cfg: dict[str, Any]) -> None:
@@ -162,7 +164,9 @@ def _parser() -> argparse.ArgumentParser:
                      help="run folder to write (default: beside the config, fits/<name>/quick|full/)")
     run.add_argument("--quick", action="store_true",
                      help="a smoke run: the config's quick sampler settings (short chains), into quick/")
-    run.add_argument("--no-progress", action="store_true", help="no sampler progress bars")
+    run.add_argument("--no-progress", action="store_true",
+                     help="no progress reports (by default a bar on a terminal; a line per finished fit, and "
+                          "a count every minute, when the output goes to a file)")
     run.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                      help="on failure, print the traceback too")
     tab = sub.add_parser(

@@ -191,7 +191,8 @@ def run_study(config_path: str | os.PathLike, *, mode: str = "full", out: str | 
     out : str or path-like, optional
         Run folder to use instead of ``<config without .json>/<mode>/``.
     progress : bool
-        Passed to the entry point (show progress bars).
+        Passed to the entry point: report progress (its fits through ``fit_many``: a bar on a
+        terminal, else a line per fit as it finishes, for a log file).
     log : callable, optional
         As :func:`open_run`.
 
@@ -368,7 +369,8 @@ class StudyFolder:
         executor : str or executor
             Passed to :func:`~pragmodels.inference.fit_many.fit_many`.
         progress : bool
-            A progress bar over the fits.
+            Report the fits as they finish (:func:`~pragmodels.inference.fit_many.fit_many`: a bar on
+            a terminal, else a time-stamped line per fit in :meth:`log`).
         label, file : callable
             The fit's label in the manifest and its file name in ``posteriors/``, from the spec's
             name (default: the name, and ``<name>.nc``).
@@ -386,7 +388,7 @@ class StudyFolder:
         from pragmodels.inference.fit_many import fit_many
 
         specs = list(specs)
-        done = fit_many(specs, executor=executor, progress=progress).raise_on_error().trees
+        done = fit_many(specs, executor=executor, progress=progress, log=self.log).raise_on_error().trees
         trees = {s.name: done[s.name] for s in specs}
         for name, tree in trees.items():
             self.save_fit(label(name), tree, file(name))

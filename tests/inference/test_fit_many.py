@@ -183,3 +183,60 @@ def test_model_strings_resolve(tmp_path):
 def test_unknown_model_module_is_a_recorded_failure():
     r = fit_many([FitSpec("s", "no_such_module_xyz:model", {"x": np.zeros(2)}, seed=0)], progress=False)
     assert r.failed == ["s"] and r.errors["s"].type == "ModuleNotFoundError"
+
+
+# fit_many with its standard output to a pipe (a log file, a batch job): a line per fit as it finishes
+_STREAMED = """
+import functools, time
+import numpy as np, numpyro, numpyro.distributions as dist
+from pragmodels.inference import fit_many as fm
+
+fm.HEARTBEAT_S = 0.5
+
+
+def coin(flips, pause=0.0):
+    time.sleep(pause)  # at each trace: the second fit runs seconds after the first has finished
+    p = numpyro.sample("p", dist.Beta(2.0, 2.0))
+    with numpyro.plate("trial", flips.shape[0]):
+        numpyro.sample("flips", dist.Bernoulli(p), obs=flips)
+
+
+data = {"flips": (np.arange(30) % 3 == 0).astype(np.int32)}
+s = dict(num_warmup=50, num_samples=50, num_chains=2, posterior_predictive=False)
+fm.fit_many([fm.FitSpec("first", coin, data, sampler=s, seed=1),
+             fm.FitSpec("second", functools.partial(coin, pause=1.0), data, sampler=s, seed=2)])
+"""
+
+
+@pytest.mark.subprocess
+def test_progress_to_a_pipe_is_a_line_per_fit_as_it_finishes(tmp_path):
+    import os
+    import re
+    import subprocess
+    import sys
+    import time
+
+    env = {**os.environ, "PRAGMODELS_COMPILATION_CACHE": "off", "PYTHONWARNINGS": "ignore"}
+    with subprocess.Popen([sys.executable, "-c", _STREAMED], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                          text=True, env=env, cwd=tmp_path) as proc:
+        lines = []
+        while not lines or not lines[-1][0].startswith("fit 1/2"):
+            lines.append((proc.stdout.readline(), time.perf_counter()))
+            assert lines[-1][0], lines  # not the end of the output
+        running = proc.poll() is None  # the first fit's line came while the second fit ran
+        lines += [(line, time.perf_counter()) for line in proc.stdout]
+        assert proc.wait(timeout=300) == 0
+    assert running, lines
+    texts = [line.rstrip() for line, _ in lines]
+    first = next(i for i, t in enumerate(texts) if t.startswith("fit 1/2"))
+    assert re.fullmatch(r"fit 1/2 first: (ok|diagnostics NOT ok) in [\d.]+ s \(max r_hat [\d.]+, min bulk ESS \d+, "
+                        r"\d+ divergences\)", texts[first]), texts
+    assert texts[-1].startswith("fit 2/2 second: ")
+    assert re.match(r"fits: 0 of 2 done, \d+ s since they started", texts[0]), texts  # a count while none finished
+    assert any(t.startswith("fits: 1 of 2 done, ") for t in texts[first:-1]), texts
+    assert lines[-1][1] - lines[first][1] > 1.0  # streamed, not printed together at the end
+
+
+def test_progress_is_a_bar_lines_or_nothing():
+    with pytest.raises(ValueError, match=r"progress must be one of \(True, False, 'bar', 'lines'\); got 'line'"):
+        fit_many([], progress="line")
