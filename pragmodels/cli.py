@@ -37,6 +37,8 @@ environment variables:
                                 'off' disables it; an unwritable one is skipped with a warning)
   PRAGMODELS_HOST_DEVICES       CPU devices for parallel chains (default: the number of cores)
   PRAGMODELS_WORKER_THREADS     threads per worker process of a process-pool study (default 1)
+  TF_CPP_MIN_LOG_LEVEL          XLA's C++ log threshold (default here 3: only fatal lines, which
+                                keeps XLA's "Very slow compile?" alarm away; 0 shows every line)
 
 Configs are validated against a schema before any work starts (docs/configs.md; JSON Schema
 files in schemas/). Every failure is one line, 'pragmodels: error: ...'; --debug adds the
@@ -262,28 +264,51 @@ def _one_line(e: BaseException) -> str:
     return f"{type(e).__name__}: {text} (rerun with --debug for the traceback)"
 
 
-def _compilation_cache() -> None:
-    """Switch on JAX's compilation cache; an unusable folder (read-only HOME) is a warning."""
+def _compilation_cache() -> str | None:
+    """Switch on JAX's compilation cache and return its folder (None when off); an unusable folder
+    (read-only HOME) is a warning."""
     from pragmodels.runtime import enable_compilation_cache
 
     try:
         where = os.environ.get("PRAGMODELS_COMPILATION_CACHE") or Path.home() / ".cache" / "pragmodels" / "jax"
-        enable_compilation_cache(where)
+        return enable_compilation_cache(where)
     except (OSError, RuntimeError) as e:
         print(f"pragmodels: warning: {' '.join(str(e).split())}; going on without a compilation cache "
               "(set PRAGMODELS_COMPILATION_CACHE to a writable folder, or to 'off').", file=sys.stderr)
+    return None
 
 
-def _start_stack() -> None:
+#: what the note on compiling says a cold start costs (measured: docs/running-studies.md, "Compiling")
+COMPILE_COST = ("most of the waiting on a small machine (`make run-quick`: 12 min with an empty cache, 6 min "
+                "with a full one, on 2 busy cores)")
+
+
+def _compile_note(cache: str | None) -> None:
+    """Say once, on a run that will compile its models, that it does and what that costs (XLA's own
+    slow-compile alarm is kept off stderr: :func:`pragmodels.runtime.quiet_compiler_logs`)."""
+    if cache is not None and any(not p.name.startswith(".") for p in Path(cache).iterdir()):
+        return  # compiled programs are there to reuse
+    if cache is None:
+        print(f"pragmodels: note: each model is compiled (XLA) before it samples, {COMPILE_COST}; with the "
+              "compilation cache off, every run compiles them again.", flush=True)
+    else:
+        print(f"pragmodels: note: a first run compiles each model (XLA) before it samples, {COMPILE_COST}; "
+              f"the compiled programs are cached in {cache} and reused by later runs.", flush=True)
+
+
+def _start_stack(command: str) -> None:
     """Settings the scientific stack reads when it starts, then its compilation cache."""
-    from pragmodels.runtime import configure_host_devices
+    from pragmodels.runtime import configure_host_devices, quiet_compiler_logs
 
     configure_host_devices()  # one CPU device per core for parallel chains (before JAX starts)
+    quiet_compiler_logs()  # XLA's "Very slow compile?" alarm is an ERROR line (unless TF_CPP_MIN_LOG_LEVEL is set)
     import matplotlib
 
     matplotlib.use("Agg")  # the command line writes figures to files and never shows them
     # compiled NUTS kernels are reused across fits of the same shapes and across runs
-    _compilation_cache()
+    cache = _compilation_cache()
+    if command == "run":
+        _compile_note(cache)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -294,7 +319,7 @@ def main(argv: list[str] | None = None) -> int:
             print(_lm_score(args))
             return 0
         cfg = _check(args)  # a config error is reported before JAX is imported
-        _start_stack()
+        _start_stack(args.command)
         if args.command == "run":
             out = _run(args, cfg)
             print(f"wrote {out}/ in {time.perf_counter() - t0:.1f} s")

@@ -1,10 +1,12 @@
-"""Process-level settings: CPU devices for parallel chains and JAX's persistent compilation cache.
+"""Process-level settings: CPU devices for parallel chains, JAX's persistent compilation cache, and
+XLA's C++ log threshold.
 
 Layering: imports only the standard library at module level (``jax`` lazily), so that
-:func:`configure_host_devices` can run before JAX initialises its backends.
+:func:`configure_host_devices` and :func:`quiet_compiler_logs` can run before JAX starts.
 
-Neither function runs on ``import pragmodels``: importing the package changes no global state.
-The ``pragmodels`` command line calls both; in a notebook or script call them yourself, first::
+None of them runs on ``import pragmodels``: importing the package changes no global state.
+The ``pragmodels`` command line calls all three; in a notebook or script call the first two
+yourself, first::
 
     import pragmodels as pm
     pm.configure_host_devices()    # before any JAX computation (PRAGMODELS_HOST_DEVICES)
@@ -18,7 +20,30 @@ from __future__ import annotations
 import os
 import sys
 
-__all__ = ["configure_host_devices", "enable_compilation_cache"]
+__all__ = ["configure_host_devices", "enable_compilation_cache", "quiet_compiler_logs"]
+
+#: XLA's C++ log threshold (absl severities: 0 INFO, 1 WARNING, 2 ERROR, 3 FATAL), read once when JAX starts
+CPP_LOG_LEVEL = "TF_CPP_MIN_LOG_LEVEL"
+
+
+def quiet_compiler_logs() -> bool:
+    """Keep XLA's C++ log lines below FATAL off stderr, unless the user chose a level: sets
+    ``TF_CPP_MIN_LOG_LEVEL=3`` when it is unset; effective only before JAX is imported.
+
+    XLA logs its slow-compilation alarm ("Very slow compile? If you want to file a bug, run with
+    envvar XLA_FLAGS=--xla_dump_to=...") at ERROR severity, which reads as a failure to a user
+    whose first run is only compiling. A failure that stops a run still arrives as a Python
+    exception (and a C++ FATAL still prints); ``TF_CPP_MIN_LOG_LEVEL=0`` shows every line again.
+
+    Returns
+    -------
+    bool
+        Whether the level was set here (False when the user had set it).
+    """
+    if CPP_LOG_LEVEL in os.environ:
+        return False
+    os.environ[CPP_LOG_LEVEL] = "3"
+    return True
 
 
 def configure_host_devices(n: int | None = None) -> int:
