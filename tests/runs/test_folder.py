@@ -391,7 +391,7 @@ def test_social_meaning_config_is_validated_by_its_study():
     path = ROOT / "fits" / "social_meaning.json"
     cfg = json.loads(path.read_text())
     model = runs.study_config_model(runs.load_entry_point(cfg["study"], path))
-    assert model.__name__ == "Config" and model.__module__ == "models.social_meaning.study"
+    assert model.__name__ == "Config" and model.__module__ == "models.social_meaning.config"  # study.py imports it
     validate_config(model, cfg, path)
     cfg["motive_prio"] = cfg.pop("motive_prior")
     cfg["conditions"] = [["gpt", "MIM"]]
