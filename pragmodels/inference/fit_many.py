@@ -328,8 +328,9 @@ def configure_worker(threads: int | None = None, cache_dir: str | None = None) -
     threads : int, optional
         XLA intra-op threads (at least 1); default ``PRAGMODELS_WORKER_THREADS``, else 1.
     cache_dir : str, optional
-        Compilation cache folder; default ``PRAGMODELS_COMPILATION_CACHE``, none when neither is
-        set. A folder that cannot be written warns (``RuntimeWarning``) instead of raising.
+        Compilation cache folder (``fit_many`` passes the calling process's to process and Dask
+        workers); default ``PRAGMODELS_COMPILATION_CACHE``, none when neither is set. A folder
+        that cannot be written warns (``RuntimeWarning``) instead of raising.
 
     Returns
     -------
@@ -780,8 +781,9 @@ def _run_dask(client: Client, specs: list[FitSpec], blobs: list[bytes], paths: M
 
     token = uuid.uuid4().hex[:8]
     imports = imported_by_location()
-    futures = [client.submit(run_fit, s.name, b, paths[s.name], configure=True, imports=imports,
-                             key=f"fit-{s.name}-{token}",
+    cache_dir = _compilation_cache_dir()  # the workers load what another worker (or an earlier run) compiled
+    futures = [client.submit(run_fit, s.name, b, paths[s.name], configure=True, cache_dir=cache_dir,
+                             imports=imports, key=f"fit-{s.name}-{token}",
                              pure=False) for s, b in zip(specs, blobs)]
     names = {f.key: s.name for f, s in zip(futures, specs)}
     try:

@@ -78,12 +78,9 @@ def sequential():
 @pytest.fixture(scope="module")
 def dask_client():
     distributed = pytest.importorskip("distributed")
-    # the workers share the test run's compilation cache (fit_many passes it to a local process
-    # pool itself; a cluster's workers read PRAGMODELS_COMPILATION_CACHE)
-    cache = jax.config.jax_compilation_cache_dir
+    # no cache folder of their own: fit_many passes them the test run's compilation cache, as to a process pool
     cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                                       dashboard_address=None,
-                                       env={"PRAGMODELS_COMPILATION_CACHE": cache} if cache else {})
+                                       dashboard_address=None, env={"PRAGMODELS_COMPILATION_CACHE": ""})
     client = distributed.Client(cluster)
     yield client
     client.close()
@@ -136,6 +133,20 @@ def test_dask_matches_sequential_and_saves_one_file_per_success(sequential, dask
     assert all(o.tree is None for o in r)  # only paths came back
     _assert_same_draws(r, sequential)
     assert r.trees["a"].attrs["fit_name"] == "a"
+    # every worker that fitted uses this process's compilation cache: it loads what was compiled already
+    cache = jax.config.jax_compilation_cache_dir
+    workers = dask_client.run(_worker_cache)
+    used = [folder for fitted, folder in workers.values() if fitted]
+    assert cache and used and set(used) == {cache}, workers
+
+
+def _worker_cache():
+    """(whether this Dask worker ran a fit, its compilation cache folder)."""
+    import sys
+
+    import jax
+
+    return "pragmodels.inference.fitting" in sys.modules, jax.config.jax_compilation_cache_dir
 
 
 def test_names_are_validated():
