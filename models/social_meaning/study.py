@@ -375,7 +375,7 @@ def contrast_section(table: pd.DataFrame, trees: dict) -> str:
     lines = ["", "## Posterior contrasts with the human fit", "",
              "P(parameter of the LLM fit > that of the human fit), from independent draws of the two posteriors "
              "(`pm.contrast_table`); differences with 94% intervals are in `tables/contrasts.csv`.", "",
-             "| fit | " + " | ".join(CONTRASTED) + " |", "|---|" + "---|" * len(CONTRASTED)]
+             "| fit | " + " | ".join(PARAMETER_LABELS[v] for v in CONTRASTED) + " |", "|---|" + "---|" * len(CONTRASTED)]
     for fit, g in table.groupby("fit", sort=False):
         p = dict(zip(g.parameter, g.p_greater))
         mark = "" if fit not in trees or converged(trees[fit]) else " †"

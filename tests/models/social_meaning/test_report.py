@@ -164,3 +164,19 @@ def test_a_quick_report_says_what_it_checked_and_nothing_else(tmp_path):
     assert "`claims.csv`, `loo_compare.csv`" in text and "`human_rsa.nc`" in text
     for finding in ("**", "supported", "reproduces", "is ahead of", "core-minutes", "out of reach"):
         assert finding not in text
+
+
+def test_the_tables_name_the_parameters_as_the_figures_do():
+    """The contrast figure's panel said `cost_precise` where the forest said "cost of the precise
+    form": figures and the report's tables take their names from one table, PARAMETER_LABELS."""
+    from models.social_meaning.report import KEY_PARAMETERS, PARAMETER_LABELS, _params_markdown
+    from models.social_meaning.study import CONTRAST_PANELS, contrast_section
+
+    contrasts = pd.DataFrame([dict(fit="gpt MIN", parameter=v, p_greater=0.5) for v in KEY_PARAMETERS])
+    head = next(line for line in contrast_section(contrasts, {}).splitlines() if line.startswith("| fit |"))
+    assert head == "| fit | " + " | ".join(PARAMETER_LABELS[v] for v in KEY_PARAMETERS) + " |"
+    row = {"fit": "human", "converged": True, "noise_at_floor": False}
+    row.update({f"{v}{s}": 1.0 for v in KEY_PARAMETERS for s in ("", "_lo", "_hi")})
+    assert _params_markdown(pd.DataFrame([row])).splitlines()[0] == head
+    assert CONTRAST_PANELS["cost_vs_human"].startswith(PARAMETER_LABELS["cost_precise"])
+    assert CONTRAST_PANELS["alpha_vs_human"].startswith(PARAMETER_LABELS["alpha"])
