@@ -1,30 +1,15 @@
 """Put the social-meaning paper's questionnaire to a language model (the study's LM step, resumable).
 
     python -m models.social_meaning.elicit --lm smollm2 [--out DIR] [--limit K] [--conditions MIN KMA]
-    python -m models.social_meaning.elicit --lm gpt4o --base-url https://api.openai.com/v1 \
-        --server-model gpt-4o --api-key-env OPENAI_API_KEY --sample-api chat     # any OpenAI-compatible API
 
-Mühlenbernd (2026), "Social Meaning in Large Language Models: Structure, Magnitude, and Pragmatic
-Prompting", CMCL 2026, arXiv:2604.02512 (human data: Solt, Mühlenbernd & Burbelko 2025, ELM 3,
-371-382). The questionnaire is the paper's, read as data from the offline mirror
-(:func:`pragmodels.datasets.load_social_prompts`: its prompt builders' strings and scenario texts
-at the pinned commit): 6 scenarios x 2 contexts x 2 forms x 6 attributes = 144 queries in each of
-the four conditions MIN, ALT, KMA, COM (each condition's template joined as shown, then stripped,
-the scenario texts with the newlines of the upstream constants: :func:`build_prompt`;
-one user message, no system message), 10 samples per query (5,760 requests), temperature 1.0,
-answers of at most 100 tokens (the paper's Claude setting; the other two used their API's
-default), no resampling. The parse rule is the paper's: an answer is valid iff it holds exactly one
-standalone digit 1-7 (``\\b[1-7]\\b`` found once), which is the rating; otherwise the record is kept,
-invalid, with no rating.
-
-Answers go through :func:`pragmodels.lm.elicit.elicit` into ``<out>/progress.jsonl`` (a rerun
-continues where a killed one stopped; other settings are refused), then into
-``<out>/results_<PROMPT>.json`` in the published files' record schema (``model, scenario, context,
-utterance, attribute, sample_id, current_date, raw_response, likert, valid``), which
-:func:`pragmodels.datasets.load_social_llm_elicited` reads and the study reads for an LM listed
-under ``lms`` in ``fits/social_meaning.json`` (default ``<out>``: ``fits/social_meaning/elicited/<lm>``).
-``--limit K`` asks the first K queries of a fixed random order of the 144 (the same K in every
-condition): a subset whose files the study reads with ``complete=False`` only.
+Mühlenbernd (2026), CMCL 2026, arXiv:2604.02512. The paper's prompts, read as data from the offline
+mirror (:func:`pragmodels.datasets.load_social_prompts`): 144 queries in each of the conditions MIN,
+ALT, KMA, COM (:func:`build_prompt`), 10 samples each at temperature 1.0, at most 100 tokens, no
+resampling; the paper's parse rule (exactly one standalone digit 1-7). Answers go through
+:func:`pragmodels.lm.elicit.elicit` into ``<out>/progress.jsonl`` (resumable), then into
+``<out>/results_<PROMPT>.json`` in the published record schema, which the study reads for an LM listed
+under ``lms`` in ``fits/social_meaning.json``. ``--limit K``: the first K queries of a fixed random
+order. In full: the docs page *Study 1* ("The questionnaire for a new LM").
 """
 
 from __future__ import annotations
