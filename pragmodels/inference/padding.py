@@ -83,7 +83,12 @@ def worth_padding(model: Callable[..., Any], data: Mapping[str, Any]) -> bool:
 
 
 def forget_sizes() -> None:
-    """Forget the sizes seen and the checks' verdicts (the next fit of each model starts unpadded)."""
+    """Forget the sizes seen and the checks' verdicts (the next fit of each model starts unpadded).
+
+    Returns
+    -------
+    None
+    """
     _SIZES.clear()
     _VERDICTS.clear()
 

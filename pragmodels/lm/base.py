@@ -414,6 +414,9 @@ def score_many(lm: LanguageModel, requests: Sequence[ScoreRequest],
     """Scores of many prompts: the model's own ``score_many`` where it has one (a server: requests
     in flight at once), else one ``score`` call after another.
 
+    Shapes: ``requests [request]``, each with ``continuations [candidate]`` -> ``[request]`` of float64
+    ``[candidate]``.
+
     Parameters
     ----------
     lm : LanguageModel
