@@ -468,14 +468,13 @@ def test_requests_in_flight_are_bounded_and_overlap(fake):
     lm = fake(concurrency=3)
     requests = [ScoreRequest(f"Q{i}", ("ab", "cd", "ef")) for i in range(4)]
     seen: list[int] = []
-    t = time.monotonic()
     out = lm.score_many(requests, on_result=lambda i, s: seen.append(i))
-    elapsed = time.monotonic() - t
     for r in out:
         np.testing.assert_allclose(r, [-1.0, -1.0, -1.0])
+    # overlap is shown by the server, not by a wall time (these machines are noisy): 3 requests were in
+    # flight at once, never more; the throughput is measured in benchmarks/lm_server_throughput.py
     assert sorted(seen) == [0, 1, 2, 3] and fake.server.max_in_flight == 3
     assert len(fake.server.seen) == 1 + 2 + 4 * 4  # the probe, the tokenizer routes, a prefix and 3 echoes per prompt
-    assert elapsed < 17 * 0.2 * 0.6  # sequential would be 3.4 s (the two 404s are immediate)
 
 
 # -- vLLM: prompt_logprobs and its tokenizer ---------------------------------------------------
