@@ -172,6 +172,10 @@ class TestOnSmolLM2:
         assert isinstance(hf, LanguageModel)
         assert hf.prompt_format == smollm2.prompt_format
         assert hf.prompt_format.end == "<|im_end|>"
+        # the tokenizer's own renderer (transformers' apply_chat_template) writes the same text
+        text = hf._tok.apply_chat_template([{"role": "user", "content": "Q?"}, {"role": "assistant", "content": "A"}],
+                                           tokenize=False)
+        assert text.rstrip("\n") == hf.prompt_format.prefix("Q?") + "A" + hf.prompt_format.end
         assert hf.identity == f"gguf:{sha256_file(smollm2_path())}+transformers-float32"
         assert hf.identity != smollm2.identity  # a score cache must not mix the two backends' numbers
 
