@@ -82,10 +82,11 @@ constraints:
 	  $(PY) -m pip freeze --all --exclude-editable; } > constraints.txt
 
 # the transformers backend (pragmodels.lm.hf) on SmolLM2 against llama.cpp: adds the `hf` extra (torch, CUDA build
-# from PyPI, about 5.7 GB; a few minutes the first time) and runs its tests
+# from PyPI, about 5.7 GB; a few minutes the first time) and runs its tests, with those of an LM entry (backend "hf")
 test-hf: install
 	$(PY) -m pip install --quiet -e ".[hf]"
-	PRAGMODELS_TEST_HF=1 PRAGMODELS_DATA_DIR=$${PRAGMODELS_DATA_DIR:-../shared/data} $(PY) -m pytest -q tests/lm/test_hf.py
+	PRAGMODELS_TEST_HF=1 PRAGMODELS_DATA_DIR=$${PRAGMODELS_DATA_DIR:-../shared/data} $(PY) -m pytest -q tests/lm/test_hf.py \
+	  tests/lm/test_entry.py
 
 bench: install
 	$(PY) -m benchmarks.listener_table
