@@ -139,7 +139,7 @@ def _resident_bytes() -> int | None:
     except (OSError, ValueError, IndexError, AttributeError):
         pass
     try:
-        import psutil  # type: ignore[import-untyped]
+        import psutil
     except ImportError:
         return None
     return int(psutil.Process().memory_info().rss)
