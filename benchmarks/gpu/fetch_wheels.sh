@@ -23,7 +23,8 @@ DEST=benchmarks/gpu/wheels
 # the device's python3 was 3.12.3 when last read (KINDS.md); pure wheels fit any 3.x that their
 # Requires-Python allows, so this only filters the metadata check
 PYVER=${PYVER:-3.12}
-PKGS=(xarray xarray-einstats arviz-base arviz-stats h5netcdf tqdm tabulate)
+# gguf: transformers reads GGUF files with it (hf_listener.py); the image has transformers but not gguf
+PKGS=(xarray xarray-einstats arviz-base arviz-stats h5netcdf tqdm tabulate gguf)
 
 mapfile -t PINS < <("$PY" - "${PKGS[@]}" <<'PYEOF'
 import re, sys, tomllib

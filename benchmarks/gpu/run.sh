@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The prepared GPU benchmark: install the carried wheels offline, install pragmodels without its
-# pins, print the environment, run benchmarks/gpu/hierarchical.py (arguments passed through).
+# pins, print the environment, run benchmarks/gpu/hierarchical.py (arguments passed through), or,
+# with BENCH=hf_listener, benchmarks/gpu/hf_listener.py (the Wavelength listener pass through
+# transformers; from the checkout, as a module, since it imports models/; see stage_hf.sh).
 #
 # On the device machine (from the repository root; the device tool's `carry` must name
 # benchmarks/gpu/wheels, made here by benchmarks/gpu/fetch_wheels.sh):
@@ -89,9 +91,14 @@ PYEOF
 )
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || true
 
+case "${BENCH:-hierarchical}" in
+    hierarchical) CMD=("$PY" benchmarks/gpu/hierarchical.py) ;;
+    hf_listener) CMD=("$PY" -m benchmarks.gpu.hf_listener) ;;
+    *) echo "run.sh: BENCH=$BENCH: expected hierarchical or hf_listener" >&2; exit 2 ;;
+esac
 set -o pipefail
 if [ -n "${OUT:-}" ]; then
-    "$PY" benchmarks/gpu/hierarchical.py --out "$OUT" "$@" 2>&1 | tee "$OUT/log.txt"
+    "${CMD[@]}" --out "$OUT" "$@" 2>&1 | tee "$OUT/log.txt"
 else
-    "$PY" benchmarks/gpu/hierarchical.py "$@"
+    "${CMD[@]}" "$@"
 fi
