@@ -203,6 +203,8 @@ class TransformersLM:
         # deprecated there, a FutureWarning), `past_key_values` before
         self._cache_kw = "cache" if "cache" in inspect.signature(self._model.forward).parameters else "past_key_values"
         self._source = source
+        # where the chat template is read from, for run manifests (PromptFormat.source): as templates.py names it
+        self._template_source = f"gguf:{Path(load_from) / gguf_name}" if gguf_name is not None else f"hf:{load_from}"
         cfg_ctx = getattr(self._model.config, "max_position_embeddings", None)
         self.n_ctx = int(n_ctx if n_ctx is not None else (cfg_ctx or 2048))
         self.batch_size = batch_size
@@ -298,7 +300,8 @@ class TransformersLM:
         if not template:
             raise LMError(f"{self._source} has no chat template; use prompt_format='plain'.")
         return PromptFormat.from_chat_template(template, bos_token=self._tok.bos_token or "",
-                                               eos_token=self._tok.eos_token or "", strip_bos=bool(self._bos))
+                                               eos_token=self._tok.eos_token or "", strip_bos=bool(self._bos),
+                                               source=self._template_source)
 
     # ---- the protocol ----------------------------------------------------------------------
 

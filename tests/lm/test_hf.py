@@ -176,6 +176,7 @@ class TestOnSmolLM2:
         text = hf._tok.apply_chat_template([{"role": "user", "content": "Q?"}, {"role": "assistant", "content": "A"}],
                                            tokenize=False)
         assert text.rstrip("\n") == hf.prompt_format.prefix("Q?") + "A" + hf.prompt_format.end
+        assert hf.prompt_format.source == f"gguf:{smollm2_path().resolve()}"  # for run manifests
         assert hf.identity == f"gguf:{sha256_file(smollm2_path())}+transformers-float32"
         assert hf.identity != smollm2.identity  # a score cache must not mix the two backends' numbers
 
