@@ -194,8 +194,8 @@ def _check(model: Callable[..., Any], data: Mapping[str, Any], masked: Masked, p
         if k not in tr_pad or jnp.shape(tr_pad[k]["value"]) != jnp.shape(s["value"]):
             return f"site {k!r} changes shape with the trials"
     for seed in (1, 2):
-        latent = {k: s["value"] for k, s in _trace(model, data, seed).items()
-                  if s["type"] == "sample" and not s.get("is_observed")}
+        draw = tr if seed == 1 else _trace(model, data, seed)  # seed 1's trace is the one above
+        latent = {k: s["value"] for k, s in draw.items() if s["type"] == "sample" and not s.get("is_observed")}
         lp = float(log_density(model, (), dict(data), latent)[0])
         if not math.isfinite(lp):
             continue
