@@ -23,6 +23,7 @@ from pragmodels.datasets.loaders import (
                                        load_social_llm_elicited,
                                        load_social_prompts,
                                        load_wavelength,
+                                       load_wavelength_prompts,
 )
 from pragmodels.datasets.registry import REGISTRY, DataFile
 from pragmodels.datasets.schema import DataSchemaError
@@ -32,5 +33,5 @@ __all__ = [
     "data_dir", "repository_root",
     "ATTRIBUTES", "LLMS", "PROMPTS", "SCENARIO_TO_LLM",
     "load_social_human", "load_social_llm", "load_social_llm_elicited", "load_social_prompts", "load_wavelength",
-    "load_drinq",
+    "load_wavelength_prompts", "load_drinq",
 ]

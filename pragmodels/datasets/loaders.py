@@ -46,6 +46,7 @@ __all__ = [
     "load_social_llm_elicited",
     "load_social_prompts",
     "load_wavelength",
+    "load_wavelength_prompts",
     "load_drinq",
 ]
 
@@ -423,6 +424,54 @@ def _read_records(p: Path) -> list[dict[str, Any]]:
         if not isinstance(r, dict):
             raise DataSchemaError(f"{p}: row {i}: {r!r}; expected a JSON object (a record).")
     return records
+
+
+#: the Wavelength prompts' keys, and the placeholders each template may name
+_WAVE_TEMPLATES = {"listener_logprob_instruction": ("left", "right", "clue", "scale", "possible_values"),
+                   "listener_sample_instruction": ("left", "right", "clue"),
+                   "speaker_instruction": ("left", "right", "target")}
+_WAVE_TEXTS = ("answer_prefix", "answer_suffix", "listener_logprob_note", "listener_sample_note", "listener_cot_note",
+               "speaker_note", "source")
+
+
+def load_wavelength_prompts(path: str | os.PathLike[str] | None = None, *, verify_hash: bool = True
+                            ) -> dict[str, str]:
+    """The Wavelength paper's prompts (Qiu et al. 2025), as data: its listeners' and speaker's
+    instructions and their notes on sampling and parsing (read from the offline mirror only: string
+    constants of the upstream ``listeners.py`` and ``speakers.py`` at the pinned commit).
+
+    Keys: ``listener_logprob_instruction`` (names ``{left} {right} {clue} {scale}
+    {possible_values}``), ``listener_sample_instruction`` (``{left} {right} {clue}``),
+    ``speaker_instruction`` (``{left} {right} {target}``), ``answer_prefix``, ``answer_suffix``,
+    the notes ``listener_logprob_note``, ``listener_sample_note``, ``listener_cot_note``,
+    ``speaker_note`` (the settings, in words) and ``source``.
+
+    Parameters
+    ----------
+    path : str or path-like, optional
+        The prompts file (``prompts_from_upstream.json``). ``None``: the mirror's copy.
+    verify_hash : bool
+        Check the file's sha256 against the registry (also for an explicit path).
+
+    Returns
+    -------
+    dict of str
+
+    Raises
+    ------
+    DataIntegrityError
+        The file's sha256 is not the registered one, or the offline mirror lacks it.
+    DataDownloadError
+        No offline mirror is set (this file is read from the mirror only).
+    DataSchemaError
+        Not a JSON object, a key missing or empty, or a template naming another placeholder.
+    """
+    p = _resolve("wavelength_prompts", path, verify_hash)
+    raw = _read_object(p)
+    out = {k: _text(raw, k, p) for k in (*_WAVE_TEMPLATES, *_WAVE_TEXTS)}
+    for key, allowed in _WAVE_TEMPLATES.items():
+        _placeholders(out[key], allowed, p, key)
+    return out
 
 
 def load_wavelength(path: str | os.PathLike[str] | None = None, *, verify_hash: bool = True,

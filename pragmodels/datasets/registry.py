@@ -82,6 +82,14 @@ REGISTRY: dict[str, DataFile] = {
             "Pragmatic Reasoning in Language Models across Broad Concepts. EMNLP 2025, arXiv:2509.06952.",
         ),
         DataFile(
+            "wavelength_prompts", "wavelength/prompts_from_upstream.json", *_WAVE, "listeners.py",
+            "a85f3e0010a5ac24980b44494cd597747a6cdd1d5efd5f060f018bfb42bebf2c",
+            "none stated upstream; cite the paper",
+            "Qiu, Zhang, Tenenbaum, Kim & Levy (2025). On the Same Wavelength? Evaluating "
+            "Pragmatic Reasoning in Language Models across Broad Concepts. EMNLP 2025, arXiv:2509.06952.",
+            mirror_only=True,
+        ),
+        DataFile(
             "drinq", "drinq/drinq_validated.csv", *_DRINQ, "drinq_validated.csv",
             "541eb84c55d0d93143eaf3312ac321dbe3f86c7eb24a7c22c35e45a5a9536c4c",
             "none stated upstream; cite the paper",

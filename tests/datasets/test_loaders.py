@@ -388,3 +388,14 @@ def test_an_elicited_lm_is_read_beside_the_published_ones(mirror, tmp_path):
     (tmp_path / "results_KMA.json").write_text(json.dumps(part[1:]))  # a query without all its samples
     with pytest.raises(DataSchemaError, match=r"has 9 records; expected 10"):
         datasets.load_social_llm_elicited(tmp_path, "mylm", ["KMA"], complete=False)
+
+
+def test_wavelength_prompts_the_papers_listeners_and_speaker(mirror, tmp_path):
+    q = datasets.load_wavelength_prompts()
+    assert q["answer_prefix"] == "<answer>" and q["answer_suffix"] == "</answer>"
+    assert q["listener_sample_instruction"].endswith("Scale: {left} (0) to {right} (100).\nClue: {clue}.")
+    assert "{possible_values}" in q["listener_logprob_instruction"] and "{target}" in q["speaker_instruction"]
+    path = _copy(mirror, tmp_path, "wavelength_prompts")
+    path.write_text(json.dumps({**json.loads(path.read_text()), "speaker_instruction": "{left} {oops}"}))
+    with pytest.raises(DataSchemaError, match=r"key 'speaker_instruction': names \{oops\}"):
+        datasets.load_wavelength_prompts(path, verify_hash=False)
