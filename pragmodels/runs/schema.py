@@ -103,6 +103,9 @@ class StudyConfig(Strict):
     study: EntryPoint = Field(description="the study's entry point, run(config, out_dir, mode, progress, record)")
     tables: EntryPoint | None = Field(None, description="entry point of `pragmodels tables`, "
                                                         "tables(config, out_path)")
+    lm_step: EntryPoint | None = Field(None, description="entry point of `pragmodels lm elicit`, the study's LM "
+                                                         "step: step(argv) -> exit status, on the arguments after "
+                                                         "the study's name (--lm NAME and the LM options)")
     sampler: ModeSamplers[SamplerSettings] = Field(description="NUTS settings per mode")
     seed: Seed
 
