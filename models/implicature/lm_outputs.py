@@ -4,13 +4,17 @@ Everything here talks to a language model (through :mod:`pragmodels.lm`, normall
 :class:`pragmodels.lm.CachedLM`) and writes tables; nothing here fits. Three passes, each a CSV
 keyed by item id, condition, draw and prompt hash, without the item texts:
 :func:`score_letters`, :func:`sample_answers` and :func:`score_interpretations`;
-:func:`save_rows` writes them, :func:`load_outputs` reads them back for the study. What each pass
+:func:`save_rows` writes them, :func:`load_outputs` reads them back for the study. Beside each
+table, :func:`write_manifest` records the LM's identity (``<table>.manifest.json``), which the
+study checks against its config's ``lms`` entry (:func:`recorded_identity`) before any fit. What each pass
 records: ``docs/studies/implicature.md``, "Running the benchmark with a language model".
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
+import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -24,7 +28,7 @@ from pragmodels.lm import LanguageModel
 
 __all__ = ["item_ids", "item_order", "score_letters", "sample_answers", "score_interpretations", "save_rows",
            "load_outputs", "PASSES", "FIT_TEMPLATE", "PRIOR_TEMPLATE", "ORDER_SEED", "SAMPLE_MAX_TOKENS",
-           "EXPLANATION_MAX_TOKENS"]
+           "EXPLANATION_MAX_TOKENS", "write_manifest", "recorded_identity", "manifest_of"]
 
 PASSES = ("score", "sample", "interpretations")
 ORDER_SEED = 20261201
@@ -257,6 +261,69 @@ def save_rows(rows: Sequence[dict[str, Any]], path: str | Path) -> Path:
     """
     df = pd.DataFrame(list(rows))
     return atomic_write(path, lambda tmp: df.to_csv(tmp, index=False))
+
+
+def manifest_of(table: str | Path) -> Path:
+    """The manifest beside an output table: ``<table>.manifest.json``.
+
+    Parameters
+    ----------
+    table : str or Path
+        The CSV.
+
+    Returns
+    -------
+    Path
+    """
+    p = Path(table)
+    return p.with_name(p.name + ".manifest.json")
+
+
+def write_manifest(table: str | Path, identity: str, **extra: Any) -> Path:
+    """Record, beside an output table, the LM that made it (its :attr:`~pragmodels.lm.LanguageModel.identity`).
+
+    Parameters
+    ----------
+    table : str or Path
+        The CSV.
+    identity : str
+        The LM's identity (``"gguf:<sha256>"``, ``"openai:<url>|<model>"``, ...).
+    **extra
+        Other JSON values to record.
+
+    Returns
+    -------
+    Path
+        The manifest.
+    """
+    from pragmodels.version import __version__
+
+    body = {"lm_identity": identity, "prompt_version": prompts.PROMPT_VERSION, **extra,
+            "pragmodels_version": __version__, "written": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    path = manifest_of(table)
+    return atomic_write(path, lambda tmp: Path(tmp).write_text(json.dumps(body, indent=1) + "\n"))
+
+
+def recorded_identity(table: str | Path) -> str:
+    """The LM identity an output table's manifest records, or ``""`` where it has none.
+
+    Parameters
+    ----------
+    table : str or Path
+        The CSV.
+
+    Returns
+    -------
+    str
+    """
+    m = manifest_of(table)
+    if not m.is_file():
+        return ""
+    try:
+        value = json.loads(m.read_text()).get("lm_identity", "")
+    except (json.JSONDecodeError, UnicodeDecodeError, AttributeError):
+        return ""
+    return value if isinstance(value, str) else ""
 
 
 def load_outputs(path: str | Path, *, kind: str) -> pd.DataFrame:

@@ -1,11 +1,15 @@
 """Prompts for DRInQ (Arai & Ren 2026): the paper's prompting conditions, and what is this project's own.
 
 :func:`prompt` builds an item's prompt for a condition of :data:`CONDITIONS` and a reading
-(``"score"``: letter-only; ``"sample"``: the paper's JSON), with in-context examples drawn by
+(``"score"``: letter-only; ``"sample"``: the paper's JSON, the answer first in every condition but
+explanation; ``"generate"``: the paper's JSON with the reasoning and all conditions writing their
+reasoning before the answer, :data:`REASON_FIRST`), with in-context examples drawn by
 :func:`draw_examples`; :func:`parse_answer` reads a sampled answer. Texts quoted from the paper's
 Appendix 8.4 and the project's own (marked ``OWN``) are listed, with the conditions' table, in
 ``docs/studies/implicature.md``, "Prompts". :data:`PROMPT_VERSION` (and :func:`prompt_hash` per
-prompt) keys every LM output, so a changed word never mixes with old outputs.
+prompt) keys every LM output, so a changed word never mixes with old outputs; the generated
+reading's texts are keyed apart, by :data:`GENERATE_VERSION` (so adding them left
+:data:`PROMPT_VERSION` and the outputs made under it as they were).
 """
 
 from __future__ import annotations
@@ -19,11 +23,14 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = ["CONDITIONS", "READINGS", "LETTERS", "EXAMPLES", "Example", "PROMPT_VERSION", "draw_examples", "prompt",
-           "prompt_hash", "parse_answer", "EXPLANATION_STOP", "ANSWER_CUE"]
+           "prompt_hash", "parse_answer", "EXPLANATION_STOP", "ANSWER_CUE", "GENERATE_VERSION", "REASON_FIRST",
+           "EXAMPLE_REASONING"]
 
 LETTERS: tuple[str, ...] = ("A", "B", "C", "D", "E")
 CONDITIONS: tuple[str, ...] = ("vanilla", "explanation", "conservative", "charitable", "reasoning", "all")
-READINGS: tuple[str, ...] = ("score", "sample")
+READINGS: tuple[str, ...] = ("score", "sample", "generate")
+#: the conditions whose generated answer (reading ``"generate"``) writes its reasoning before the answer
+REASON_FIRST: tuple[str, ...] = ("reasoning", "all")
 #: in-context examples per prompt, and the pool they are drawn from
 N_SHOTS = 3
 
@@ -131,6 +138,35 @@ def _texts() -> str:
 
 PROMPT_VERSION: str = hashlib.sha256(_texts().encode()).hexdigest()[:16]
 
+# --- OWN: the generated reading's format for the reasoning and all conditions (reasoning, then the answer) ---
+JSON_FORMAT_REASON_FIRST = """## Output Format
+Reason first, then answer. Return your response as a JSON object in the following format:
+```
+{"reasoning": "<step 1: the intent of the question as stated; step 2: how the context alters it>", "selected_option": "<letter and full text of the selected option>"}
+```
+Write the reasoning before the selected option. Replace `<letter and full text of the selected option>` with your choice, using the format provided in the list. Ensure the output strictly matches the specified JSON structure."""
+
+#: OWN: each in-context example's reasoning (steps 1 and 2 of the reasoning scaffold), for the
+#: generated reading's reasoning and all conditions, in the order of :data:`EXAMPLES`
+EXAMPLE_REASONING: tuple[str, ...] = (
+    "1. As stated, the question asks whether the listener owns a pencil. 2. The speaker is about to sit an exam "
+    "with empty pockets and needs one now, so the question asks to borrow a pencil.",
+    "1. As stated, the question asks whether the music is loud enough. 2. A neighbour in a dressing gown at "
+    "midnight has been kept awake, so the question complains and asks for the music to be turned down.",
+    "1. As stated, the question asks about the housemate's plans for the car. 2. The speaker has an interview "
+    "across town in the morning, so the question asks, politely, to take the car.",
+    "1. As stated, the question asks whether the plants were watered. 2. The plants droop after a week and the "
+    "flatmate had promised to water them, so the question reproaches the broken promise.",
+    "1. As stated, the question asks whether the friend feels cold. 2. The friend shivers in a thin shirt and "
+    "the speaker carries a spare jacket, so the question offers the jacket.",
+    "1. As stated, the question asks whether the grandson has tasted the soup. 2. The grandmother cooked it and "
+    "sees him eat only bread, so she is encouraging him to eat it, without scolding.",
+)
+
+#: the generated reading's version: the scored and sampled readings' texts and its own
+GENERATE_VERSION: str = hashlib.sha256("\x00".join([_texts(), JSON_FORMAT_REASON_FIRST, *EXAMPLE_REASONING])
+                                       .encode()).hexdigest()[:16]
+
 
 def draw_examples(draw: int, seed: int) -> tuple[int, ...]:
     """The in-context examples of one draw: 3 of the 6 (indices into :data:`EXAMPLES`, in prompt order).
@@ -158,6 +194,8 @@ def _options_block(options: Sequence[str]) -> str:
 
 def _answer_text(e: Example, condition: str, reading: str) -> str:
     text = e.options[LETTERS.index(e.answer)]
+    if reading == "generate" and condition in REASON_FIRST:
+        return json.dumps({"reasoning": EXAMPLE_REASONING[EXAMPLES.index(e)], "selected_option": f"{e.answer}. {text}"})
     if reading == "score":
         return (f"Explanation: {e.explanation}\nAnswer: {e.answer}" if condition == "explanation" else e.answer)
     if condition == "explanation":
@@ -179,8 +217,9 @@ def prompt(item: Mapping[str, str], condition: str, reading: str, examples: Sequ
         :func:`pragmodels.datasets.load_drinq`).
     condition : str
         One of :data:`CONDITIONS`.
-    reading : {"score", "sample"}
-        The letter-only format (scored letters) or the paper's JSON format (sampled answers).
+    reading : {"score", "sample", "generate"}
+        The letter-only format (scored letters), the paper's JSON format (sampled answers), or the
+        paper's JSON with the reasoning before the answer in :data:`REASON_FIRST` (generated answers).
     examples : sequence of int
         The in-context examples (:func:`draw_examples`).
 
@@ -206,6 +245,8 @@ def prompt(item: Mapping[str, str], condition: str, reading: str, examples: Sequ
     explain = condition == "explanation"
     if reading == "score":
         fmt = LETTER_FORMAT_EXPLAIN_FIRST if explain else LETTER_FORMAT
+    elif reading == "generate" and condition in REASON_FIRST:
+        fmt = JSON_FORMAT_REASON_FIRST
     else:
         fmt = JSON_FORMAT_EXPLAIN_FIRST if explain else JSON_FORMAT
     scaffolds = {"conservative": [CONSERVATIVE], "charitable": [CHARITABLE], "reasoning": [REASONING],

@@ -2,13 +2,19 @@
 
     python -m models.implicature.score --lm smollm2 [--passes score sample interpretations] [--limit N]
         [--sample-limit N] [--conditions vanilla reasoning ...]
+    python -m models.implicature.score --lm smollm2 --base-url http://127.0.0.1:8000/v1 --server-model smollm2 \
+        --chat-template gguf:PATH --passes generate [--generate-limit N] [--generate-draws D] [--dry-run]
     python -m models.implicature.score --lm qwen --base-url http://gpu-host:8000/v1 --server-model Qwen/Qwen3-32B \
         [--chat-template-gguf FILE.gguf]     # any OpenAI-compatible server (vLLM, llama.cpp)
 
 Items are taken in a fixed random order (seeded), so ``--limit`` (or a run stopped early) covers a
 random subset, which the report names. Outputs go to ``fits/implicature/lm_outputs/<lm>_<pass>.csv``
 (rewritten atomically every few rows) through the score cache (``PRAGMODELS_LM_CACHE``): re-running
-continues where the last run stopped.
+continues where the last run stopped. The ``generate`` pass (the paper's reading: a JSON answer
+generated in every condition, :mod:`models.implicature.generate`) goes through the resumable
+elicitation engine (progress files under ``--progress-dir``) and writes ``<lm>_generated.csv``
+with its manifest (the LM's identity). Before any request an estimate of requests and tokens is
+printed; ``--dry-run`` prints only that.
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from models.implicature import lm_outputs, prompts
+from models.implicature import generate, lm_outputs, prompts
 from pragmodels.datasets import load_drinq
 from pragmodels.lm.entry import add_lm_arguments, open_lm_from_arguments
 
@@ -28,22 +34,34 @@ OUTPUTS = Path(__file__).resolve().parents[2] / "fits" / "implicature" / "lm_out
 def score_lm(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     add_lm_arguments(ap)
-    ap.add_argument("--passes", nargs="+", default=["interpretations", "score"], choices=list(lm_outputs.PASSES))
+    ap.add_argument("--passes", nargs="+", default=["interpretations", "score"],
+                    choices=[*lm_outputs.PASSES, "generate"])
     ap.add_argument("--conditions", nargs="+", default=list(prompts.CONDITIONS), choices=list(prompts.CONDITIONS))
     ap.add_argument("--limit", type=int, default=None, help="only the first N items of the fixed order (all passes)")
     ap.add_argument("--sample-limit", type=int, default=None,
                     help="the sampled-answer pass on only the first N items of the fixed order")
     ap.add_argument("--explanation-limit", type=int, default=None,
                     help="the scored explanation condition on only the first N items (it writes a justification first)")
+    ap.add_argument("--generate-limit", type=int, default=None,
+                    help="the generated-answer pass on only the first N items of the fixed order")
+    ap.add_argument("--generate-draws", type=int, default=N_DRAWS,
+                    help=f"draws of the in-context examples in the generated-answer pass (default {N_DRAWS})")
+    ap.add_argument("--progress-dir", default=None,
+                    help="where the generated pass keeps its resumable progress files (with the answers' texts; "
+                         "default: beside the score cache, elicit/implicature/<lm>)")
+    ap.add_argument("--dry-run", action="store_true", help="print the estimate of requests and tokens, send nothing")
     ap.add_argument("--out", default=str(OUTPUTS), help="the folder of the output tables")
     args = ap.parse_args(argv)
-    for name in ("limit", "sample_limit", "explanation_limit"):
+    for name in ("limit", "sample_limit", "explanation_limit", "generate_limit", "generate_draws"):
         v = getattr(args, name)
         if v is not None and v < 1:
             ap.error(f"--{name.replace('_', '-')} {v}: expected a positive number of items.")
     items = load_drinq()
     order = lm_outputs.item_order(len(items))[: args.limit]
     items = items.iloc[order].reset_index(drop=True)
+    _print_estimate(args, items)
+    if args.dry_run:
+        return 0
     lm = open_lm_from_arguments(ap, args, n_ctx=2048)
     out = Path(args.out)
     for pass_ in args.passes:
@@ -56,6 +74,9 @@ def score_lm(argv: list[str] | None = None) -> int:
                 lm_outputs.save_rows(rows, path)
                 print(f"{path.name}: {len(rows)} rows", flush=True)
 
+        if pass_ == "generate":
+            _generate(lm, items, args, out)
+            continue
         if pass_ == "interpretations":
             lm_outputs.score_interpretations(lm, items, lm_name=args.lm, on_row=keep)
         elif pass_ == "score":
@@ -70,8 +91,52 @@ def score_lm(argv: list[str] | None = None) -> int:
             lm_outputs.sample_answers(lm, sub, lm_name=args.lm, conditions=args.conditions, n_draws=N_DRAWS, seed=SEED,
                               on_row=keep)
         lm_outputs.save_rows(rows, path)
+        lm_outputs.write_manifest(path, lm.identity, pass_=pass_)
         print(f"{path}: {len(rows)} rows (done)", flush=True)
     return 0
+
+
+def _print_estimate(args: argparse.Namespace, items: object) -> None:
+    """The requests (and for the generated pass the tokens) each pass will send, before any is sent."""
+    import pandas as pd
+
+    assert isinstance(items, pd.DataFrame)
+    n = len(items)
+    for pass_ in args.passes:
+        if pass_ == "generate":
+            est = generate.estimate_generation(items.iloc[: args.generate_limit], args.conditions,
+                                               args.generate_draws, SEED)
+            for c, e in est.items():
+                print(f"estimate, generate {c}: {e['requests']} requests, ~{e['prompt_tokens']:,} prompt tokens "
+                      f"(characters / 4), at most {e['answer_tokens_max']:,} answer tokens", flush=True)
+        elif pass_ == "interpretations":
+            print(f"estimate, interpretations: {2 * n} scoring requests of 5 continuations", flush=True)
+        else:
+            k = len(items.iloc[: args.sample_limit]) if pass_ == "sample" else n
+            print(f"estimate, {pass_}: {len(args.conditions) * N_DRAWS * k} requests", flush=True)
+
+
+def _generate(lm: object, items: object, args: argparse.Namespace, out: Path) -> None:
+    """The generated pass: elicit (resumable), classify, write the table and its manifest."""
+    import pandas as pd
+
+    from pragmodels.lm.cache import default_cache_path
+
+    assert isinstance(items, pd.DataFrame)
+    sub = items.iloc[: args.generate_limit]
+    progress_dir = (Path(args.progress_dir) if args.progress_dir
+                    else default_cache_path().parent / "elicit" / "implicature" / args.lm)
+    records, timing = generate.generate(lm, sub, conditions=args.conditions, n_draws=args.generate_draws,  # type: ignore[arg-type]
+                                        seed=SEED, progress_dir=progress_dir, log=print)
+    table = generate.generated_table(records, lm_name=args.lm)
+    est = generate.estimate_generation(sub, args.conditions, args.generate_draws, SEED)["total"]
+    which = (f"the first {len(sub)} of the {len(items)} items in the fixed random order (lm_outputs.item_order)"
+             if args.generate_limit else f"all {len(sub)} items")
+    path = generate.write_generated(table, out / f"{args.lm}_generated.csv", identity=lm.identity,  # type: ignore[attr-defined]
+                                    n_draws=args.generate_draws, seed=SEED, items=which, timing=timing,
+                                    prompt_tokens=est["prompt_tokens"], stop=generate.answer_stop(lm))  # type: ignore[arg-type]
+    counts = table["status"].value_counts().to_dict()
+    print(f"{path}: {len(table)} answers {counts}, {timing['total']:.0f} s (done)", flush=True)
 
 
 def _cli() -> int:

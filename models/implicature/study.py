@@ -23,7 +23,7 @@ import xarray as xr
 from scipy import stats
 
 import pragmodels as pm
-from models.implicature import listeners, lm_outputs, prompts
+from models.implicature import generate, listeners, lm_outputs, prompts
 from models.implicature.config import Config
 from pragmodels.datasets import load_drinq
 from pragmodels.evaluation.model_comparison import loo_sentence
@@ -247,6 +247,117 @@ def predictive_accuracy(name: str, tree: xr.DataTree, data: dict[str, np.ndarray
             "annotator_hi": phi, "reach_consensus_mean": rm, "reach_consensus_lo": rlo, "reach_consensus_hi": rhi}
 
 
+#: the output tables an LM entry may have (``<lm>_<kind>.csv``), and which the fits need
+TABLES = (*lm_outputs.PASSES, "generated")
+FIT_TABLES = ("score", "interpretations")
+
+
+def output_paths(lm_name: str, entry: Any) -> dict[str, Path]:
+    """An LM entry's output tables that exist, by kind (:data:`TABLES`).
+
+    Parameters
+    ----------
+    lm_name : str
+        The entry's name.
+    entry : LMEntry
+        The entry (its ``outputs`` folder, default :data:`OUTPUTS`).
+
+    Returns
+    -------
+    dict
+    """
+    outputs = Path(entry.outputs) if entry.outputs else OUTPUTS
+    if not outputs.is_absolute():
+        outputs = ROOT / outputs
+    return {k: outputs / f"{lm_name}_{k}.csv" for k in TABLES if (outputs / f"{lm_name}_{k}.csv").is_file()}
+
+
+def check_identities(lms: dict[str, Any]) -> dict[str, dict[str, Path]]:
+    """Each ``lms`` entry is the LM its output tables record (their manifests' ``lm_identity``), checked
+    before any fit; else one line naming the entry and the file.
+
+    Parameters
+    ----------
+    lms : dict
+        The config's entries (:class:`~pragmodels.lm.entry.LMEntry`), by name.
+
+    Returns
+    -------
+    dict
+        Each entry's tables (:func:`output_paths`).
+
+    Raises
+    ------
+    FileNotFoundError
+        An entry with no tables, or with scores but not the interpretations (or the reverse).
+    ValueError
+        A table made by another LM, or whose LM is not recorded.
+    """
+    found = {}
+    for lm_name, entry in lms.items():
+        paths = output_paths(lm_name, entry)
+        if not paths:
+            raise FileNotFoundError(f"`lms.{lm_name}`: no output tables {lm_name}_<pass>.csv under "
+                                    f"{Path(entry.outputs) if entry.outputs else OUTPUTS}; make them with python -m "
+                                    f"models.implicature.score --lm {lm_name} (or set its `outputs`).")
+        half = [k for k in FIT_TABLES if (k in paths) != all(f in paths for f in FIT_TABLES)]
+        if half:
+            other = [k for k in FIT_TABLES if k not in paths][0]
+            raise FileNotFoundError(f"`lms.{lm_name}`: {paths[half[0]]} has no {other} table beside it; the listener "
+                                    f"fits need both (python -m models.implicature.score --lm {lm_name} --passes {other}).")
+        for path in paths.values():
+            recorded = lm_outputs.recorded_identity(path)
+            why = entry.identity_mismatch(recorded) if recorded else "its manifest records no LM"
+            if why:
+                raise ValueError(f"`lms.{lm_name}`: {path} was made by {recorded or 'an unrecorded LM'}, but {why}; "
+                                 "make it again or correct the entry.")
+        found[lm_name] = paths
+    return found
+
+
+def generated_accuracy(lm_name: str, table: pd.DataFrame, items: pd.DataFrame, *, n_boot: int,
+                       seed: int) -> pd.DataFrame:
+    """Accuracy of the generated answers per condition (a truncated or malformed answer is wrong), and
+    the answers' statuses.
+
+    Parameters
+    ----------
+    lm_name : str
+        The LM.
+    table : pandas.DataFrame
+        :func:`models.implicature.generate.load_generated`'s table.
+    items : pandas.DataFrame
+        ``load_drinq()`` with ``item_id``.
+    n_boot : int
+        Bootstrap resamples of the items.
+    seed : int
+        Seed.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``lm, condition, n_item, n_run, mean, sd, lo, hi, valid, truncated, malformed, valid_correct,
+        answer_tokens_mean``.
+    """
+    gold = items.set_index("item_id")["consensus"]
+    rows = []
+    for cond in [c for c in prompts.CONDITIONS if c in set(table["condition"])]:
+        sub = table[table["condition"] == cond]
+        ids = sorted(set(sub["item_id"]))
+        unknown = sorted(set(ids) - set(gold.index))
+        if unknown:
+            raise ValueError(f"{lm_name} generated {cond}: item id {unknown[0]!r} is not a DRInQ item.")
+        correct = _correct_matrix(sub, "letter", gold, ids)
+        s = accuracy_summary(correct, n_boot=n_boot, seed=seed)
+        counts = sub["status"].value_counts()
+        valid = sub[sub["status"] == "valid"]
+        rows.append({"lm": lm_name, "condition": cond, "n_item": s.n_item, "n_run": s.n_run, "mean": s.mean,
+                     "sd": s.sd, "lo": s.lo, "hi": s.hi, **{st: int(counts.get(st, 0)) for st in generate.STATUSES},
+                     "valid_correct": int((valid["letter"].to_numpy() == gold.loc[valid["item_id"]].to_numpy()).sum()),
+                     "answer_tokens_mean": float(pd.to_numeric(sub["answer_tokens"], errors="coerce").mean())})
+    return pd.DataFrame(rows)
+
+
 def run(config: dict, out_dir: Path, mode: str, progress: bool, record: Run) -> None:
     """The study's entry point (:func:`pragmodels.runs.study.run_study` calls it; the steps:
     docs/studies/implicature.md).
@@ -277,18 +388,25 @@ def run(config: dict, out_dir: Path, mode: str, progress: bool, record: Run) -> 
                                "n_items": int(len(items)),
                                "labels_agree": int((items["consensus"] == items["implied_letter"]).sum()),
                                "labels_comparable": int(items["implied_letter"].notna().sum())}
-    acc_all, pair_all, loo_rows, pp_rows, par_rows, interp_rows = [], [], [], [], [], []
+    acc_all, pair_all, loo_rows, pp_rows, par_rows, interp_rows, gen_rows = [], [], [], [], [], [], []
+    summary["generated"] = {}
+    all_paths = check_identities(cfg.lms)  # every entry against the tables it names, before any fit
     for lm_name, entry in cfg.lms.items():
-        outputs = Path(entry.outputs) if entry.outputs else OUTPUTS
-        if not outputs.is_absolute():
-            outputs = ROOT / outputs
-        paths = {k: outputs / f"{lm_name}_{k}.csv" for k in lm_outputs.PASSES}
+        paths = all_paths[lm_name]
+        for k, p in paths.items():
+            folder.record_file(f"{lm_name}_{k}", p)
+        if "generated" in paths:
+            table, manifest = generate.load_generated(paths["generated"])
+            gen_rows.append(generated_accuracy(lm_name, table, items, n_boot=n_boot, seed=seed))
+            summary["generated"][lm_name] = {k: manifest.get(k) for k in (
+                "lm_identity", "items", "n_draws", "caps", "stop", "temperature", "resample", "requests",
+                "prompt_tokens_estimated", "answer_tokens", "status_counts", "wall_s")}
+        if "score" not in paths:
+            log(f"{lm_name}: generated answers only (no scores to fit the listener models to)")
+            continue
         scores = lm_outputs.load_outputs(paths["score"], kind="score")
         interp = lm_outputs.load_outputs(paths["interpretations"], kind="interpretations")
-        samples = lm_outputs.load_outputs(paths["sample"], kind="sample") if paths["sample"].is_file() else None
-        for k, p in paths.items():
-            if p.is_file():
-                folder.record_file(f"{lm_name}_{k}", p)
+        samples = lm_outputs.load_outputs(paths["sample"], kind="sample") if "sample" in paths else None
         acc, pair = accuracy_tables(lm_name, scores, samples, items, n_boot=n_boot, seed=seed)
         acc_all.append(acc)
         pair_all.append(pair)
@@ -328,9 +446,14 @@ def run(config: dict, out_dir: Path, mode: str, progress: bool, record: Run) -> 
     pp_df.to_csv(tables / "predictive_accuracy.csv", index=False)
     par_df.to_csv(tables / "parameters.csv", index=False)
     pd.concat(interp_rows).to_csv(tables / "interpretation_scores.csv", index=False)
+    gen_df = pd.concat(gen_rows) if gen_rows else pd.DataFrame()
+    if gen_rows:
+        gen_df.to_csv(tables / "generated_accuracy.csv", index=False)
     folder.write_summary(summary)
     folder.write_convergence()
     _figure(acc_df, pp_df, loo_df, folder.figures)
+    if gen_rows:
+        _generated_figure(gen_df, folder.figures)
     folder.write_report(report_markdown(folder.path, mode))
     log("done")
 
@@ -437,6 +560,87 @@ def _figure(acc: pd.DataFrame, pp: pd.DataFrame, loo: pd.DataFrame, figures: Pat
         plt.close(fig)
 
 
+def _generated_figure(gen: pd.DataFrame, figures: Path) -> None:
+    """``generated.png``: accuracy per condition and LM (95% item bootstrap, exact where it has no
+    width), and the shares of valid, truncated and malformed answers."""
+    import matplotlib.pyplot as plt
+
+    g, _ = exact_where_flat(gen.reset_index(drop=True))
+    lms = list(dict.fromkeys(g["lm"]))
+    conds = [c for c in prompts.CONDITIONS if c in set(g["condition"])]
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(12, 5), gridspec_kw={"width_ratios": [1, 1.25]})
+    width = 0.8 / max(len(lms), 1)
+    colors = {"valid": "#4c72b0", "truncated": "#dd8452", "malformed": "#c44e52"}
+    for k, lm in enumerate(lms):
+        r = g[g["lm"] == lm].set_index("condition").reindex(conds)
+        x = np.arange(len(conds)) + (k - (len(lms) - 1) / 2) * width
+        ax.errorbar(x, r["mean"], yerr=[r["mean"] - r["lo"], r["hi"] - r["mean"]], fmt="o", capsize=3, label=lm)
+        n = r[list(generate.STATUSES)].sum(axis=1).to_numpy(float)
+        bottom = np.zeros(len(conds))
+        for st in generate.STATUSES:
+            share = r[st].to_numpy(float) / np.maximum(n, 1)
+            bx.bar(x, share, width * 0.95, bottom=bottom, color=colors[st], label=st if k == 0 else None,
+                   edgecolor="white", linewidth=0.5)
+            bottom += share
+        for xi in x:
+            bx.text(xi, 1.01, lm.split("_")[0][:7], rotation=90, ha="center", va="bottom", fontsize=7)
+    ax.axhline(0.2, color="grey", ls="--", lw=1, label="chance (1 of 5)")
+    ax.set_xticks(range(len(conds)), conds, rotation=30, ha="right")
+    ax.set_ylim(0, 1)
+    ax.set_ylabel("accuracy against the consensus\n(truncated and malformed answers wrong)")
+    ax.set_title("accuracy per condition (95% item bootstrap;\nexact where it has no width)", fontsize=10)
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=3, frameon=False)
+    bx.set_xticks(range(len(conds)), conds, rotation=30, ha="right")
+    bx.set_ylim(0, 1.25)
+    bx.set_yticks([0, 0.25, 0.5, 0.75, 1])
+    bx.set_ylabel("share of answers")
+    bx.set_title("answers: valid, truncated (reached the cap), malformed", fontsize=10)
+    bx.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=3, frameon=False)
+    n_items = ", ".join(f"{lm}: {int(g[g['lm'] == lm]['n_item'].max())} items x {int(g[g['lm'] == lm]['n_run'].max())} "
+                        "draw(s)" for lm in lms)
+    fig.suptitle(f"DRInQ, generated JSON answers (the paper's reading): {n_items}", fontsize=11)
+    fig.tight_layout()
+    fig.savefig(figures / "generated.png", dpi=130)
+    plt.close(fig)
+
+
+def generated_findings(gen: pd.DataFrame) -> str:
+    """Plain sentences on the generated answers: per LM the valid share, where accuracy is above chance,
+    and what so small a sample of so small a model can show.
+
+    Parameters
+    ----------
+    gen : pandas.DataFrame
+        ``tables/generated_accuracy.csv``.
+
+    Returns
+    -------
+    str
+    """
+    g, _ = exact_where_flat(gen.reset_index(drop=True))
+    parts = []
+    for lm, r in g.groupby("lm", sort=False):
+        n = int(r[list(generate.STATUSES)].to_numpy().sum())
+        shares = ", ".join(f"{int(r[st].sum())} {st} ({r[st].sum() / n:.0%})" for st in generate.STATUSES)
+        above = r[r["lo"] > 0.2]["condition"].tolist()
+        below = r[r["hi"] < 0.2]["condition"].tolist()
+        text = (f"{lm}: of {n} answers, {shares}; accuracy {r['mean'].min():.0%}-{r['mean'].max():.0%} across "
+                "conditions, " + (f"above chance (interval above 20%) in {', '.join(above)}" if above else
+                                  "no condition's interval above chance (20%)")
+                + (f", below chance in {', '.join(below)}" if below else "") + ".")
+        v = int(r["valid"].sum())
+        if v:
+            text += (f" Among its valid answers alone, {int(r['valid_correct'].sum())} of {v} "
+                     f"({r['valid_correct'].sum() / v:.0%}) pick the consensus.")
+        parts.append(text)
+    parts.append("What a model this small can show here: whether it keeps the paper's output format (the valid, "
+                 "truncated and malformed shares), and that the pipeline runs end to end on the paper's reading. What it "
+                 "cannot show: the paper's question, whether prompting conditions move a model's pragmatic choices, as "
+                 "accuracy this close to chance on so few items leaves every condition's interval wide and overlapping "
+                 "(no paired test is reported for so few answers); nor any comparison with the paper's models.")
+    return " ".join(parts)
+
+
 def _findings(acc: pd.DataFrame, interp: pd.DataFrame) -> str:
     """Plain sentences on one LM's accuracy rows (``label == consensus``): which conditions are
     above chance (their interval excludes 0.2), the scored reading's letter preference, the
@@ -500,6 +704,36 @@ def _flatness(pp: pd.DataFrame) -> str:
             "(hence the small `alpha` and `beta`), and a likelihood conditioned on an item having reached consensus "
             "does not reward sharpness for its own sake. Read `argmax` against the LM's accuracy; read the other two "
             "as the models' flatness, not as predictions of the 80% floor.")
+
+
+def _generated_section(gen: pd.DataFrame, info: dict[str, Any]) -> list[str]:
+    """The report's section on the generated answers (the paper's reading)."""
+    caps = ", ".join(f"{c} {n}" for c, n in generate.CAPS.items())
+    out = ["## Generated JSON answers (the paper's reading)", "",
+           "Every condition asks for the paper's JSON answer (Appendix 8.4) and reads the `selected_option` of the "
+           "JSON the model writes (`models/implicature/generate.py`). The explanation condition writes its explanation "
+           "first, and the reasoning and all conditions write their reasoning (steps 1 and 2 of the paper's scaffold) "
+           "before the answer: `{\"reasoning\": ..., \"selected_option\": ...}` (this project's own format and "
+           "example reasoning: the paper puts the selected option first in its core format and publishes no "
+           f"examples). Token caps: {caps}. One answer per item, condition and draw at temperature "
+           f"{generate.TEMPERATURE:g}, never resampled (the paper does not say it resampled). An answer is *valid* "
+           "(a JSON object that parses, whose `selected_option` names an option), *truncated* (not valid, and it "
+           "reached the cap) or *malformed* (neither); truncated and malformed answers are counted and scored wrong. "
+           "A model prompted as plain text (a base model, Gemma-3-270M) has no end of turn, so its answer ends at the "
+           "end of its line, as the examples' responses do. The scored-letter and sampled-JSON readings above stay "
+           "as variants; the sampled JSON there puts the answer first in the reasoning and all conditions.", ""]
+    for lm, m in info.items():
+        wall = m.get("wall_s") or {}
+        out.append(f"- **{lm}**: `{m.get('lm_identity')}`; {m.get('items')}, {m.get('n_draws')} draw(s) of the "
+                   f"in-context examples; {m.get('requests')} requests, about {m.get('prompt_tokens_estimated'):,} "
+                   f"prompt tokens (characters / 4) and {m.get('answer_tokens'):,} answer tokens (the model's "
+                   f"tokenizer); stop {m.get('stop')}; wall time of the last call {wall.get('total', float('nan')):.0f} "
+                   "s on two shared cores, one thread, niced.")
+    out += ["", "Accuracy against the human consensus (mean over draws; 95% item bootstrap interval), the answers' "
+            "statuses, `valid_correct` (valid answers that pick the consensus) and the mean answer length in tokens:",
+            "", _md(gen), "", "**What this shows.** " + generated_findings(gen), "",
+            "![generated answers](figures/generated.png)", ""]
+    return out
 
 
 def _md(df: pd.DataFrame, floatfmt: str = ".3g") -> str:
@@ -629,6 +863,8 @@ def report_markdown(run_dir: str | Path, mode: str) -> str:
                 "Parameters (posterior mean, 94% interval):", "",
                 _md(par[par["lm"] == lm].drop(columns=["lm"])), "",
                 f"![accuracy](figures/accuracy_{lm}.png)", ""]
+    if (t / "generated_accuracy.csv").is_file():
+        out += _generated_section(pd.read_csv(t / "generated_accuracy.csv"), s.get("generated", {}))
     out += ["## Convergence", "", _md(conv), "",
             "## Running the same study against a large model", "",
             "Serve the model behind any OpenAI-compatible server (vLLM, llama.cpp's server) and run",

@@ -1,0 +1,109 @@
+"""DRInQ as the paper reads it: generated JSON answers, classified, with a scripted stand-in model."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+
+from models.implicature import generate, lm_outputs, prompts, study
+from pragmodels.lm import PromptFormat
+
+ITEMS = pd.DataFrame({"question": ["Q1?", "Q2?"], "context": ["c1", "c2"],
+                      **{f"option_{L}": [f"{L}1", f"{L}2"] for L in prompts.LETTERS},
+                      "consensus": ["B", "C"], "implied_letter": ["B", None]})
+#: a reasoning-first answer that parses, one cut at the cap inside its reasoning, and prose
+VALID = '{"reasoning": "1. It asks X. 2. The context says Y.", "selected_option": "B. B1"}'
+CUT = '{"reasoning": "1. It asks whether the speaker owns a pencil. 2. The context'
+PROSE = "I think the speaker is being nice."
+
+
+class ScriptedLM:
+    """Answers in turn from a script; ``tokenize`` counts words (so the cap is reached by length)."""
+
+    identity = "openai:http://127.0.0.1:1/v1|scripted"
+
+    def __init__(self, script: list[str], plain: bool = False) -> None:
+        self.script, self.calls = list(script), []
+        self.prompt_format = PromptFormat.plain() if plain else PromptFormat("chat", "<u>", "</u><a>", "</a>")
+
+    def tokenize(self, text: str) -> list[int]:
+        return list(range(len(text.split())))
+
+    def score(self, prompt, continuations, *, length_normalize=False):  # pragma: no cover - not used
+        raise AssertionError("the generated reading never scores")
+
+    def sample(self, prompt, n, *, temperature=1.0, max_tokens=32, stop=(), seed=0, answer_prefix=""):
+        self.calls.append({"prompt": prompt, "max_tokens": max_tokens, "stop": tuple(stop)})
+        return [self.script[(len(self.calls) - 1) % len(self.script)]]
+
+
+def test_reasoning_conditions_ask_for_the_reasoning_before_the_answer():
+    ex = prompts.draw_examples(0, 1)
+    for cond in prompts.CONDITIONS:
+        text = prompts.prompt(ITEMS.iloc[0], cond, "generate", ex)
+        fmt = text.split("## Output Format", 1)[1].split("## Examples", 1)[0]
+        first = "reasoning" if cond in prompts.REASON_FIRST else ("explanation" if cond == "explanation"
+                                                                   else "selected_option")
+        assert fmt.index(f'"{first}"') == min(fmt.index(f'"{k}"') for k in ("selected_option", "reasoning",
+                                                                                "explanation") if f'"{k}"' in fmt)
+        shots = [json.loads(line.split("Response: ", 1)[1]) for line in text.splitlines() if line.startswith("Response: ")]
+        assert len(shots) == 3 and all(next(iter(s)) == first for s in shots)
+    # the scored and sampled readings' texts are as they were: their outputs stay readable
+    assert prompts.PROMPT_VERSION == "740ae5488fd62e11" and prompts.GENERATE_VERSION != prompts.PROMPT_VERSION
+
+
+def test_classify_valid_truncated_malformed():
+    opts = [f"{L}1" for L in prompts.LETTERS]
+    assert generate.classify(VALID, 12, 256, opts) == ("valid", "B")
+    assert generate.classify('{"reasoning": "r", "selected_option": "B1"}', 5, 256, opts) == ("valid", "B")
+    assert generate.classify(CUT, 256, 256, opts) == ("truncated", "")
+    assert generate.classify(CUT, 255, 256, opts) == ("truncated", "")  # a token fewer when tokenized again
+    assert generate.classify(CUT, 40, 256, opts) == ("malformed", "")  # ended by itself, unclosed
+    assert generate.classify(PROSE, 256, 256, opts) == ("truncated", "")
+    assert generate.classify(PROSE, 8, 256, opts) == ("malformed", "")
+    # a JSON object without a valid option, and a selected_option read from broken JSON, are not valid
+    assert generate.classify('{"selected_option": "F. none"}', 6, 256, opts) == ("malformed", "")
+    assert generate.classify('{"selected_option": "B. B1", "explanation": "x}', 9, 256, opts) == ("malformed", "")
+    # no tokenizer: an unclosed object at the end reads as cut by the cap
+    assert generate.classify(CUT, None, 256, opts) == ("truncated", "")
+    assert generate.classify(PROSE, None, 256, opts) == ("malformed", "")
+
+
+def test_generate_classifies_counts_apart_and_resumes(tmp_path):
+    lm = ScriptedLM([VALID, CUT + " x" * 300, PROSE])
+    recs, timing = generate.generate(lm, ITEMS, conditions=["vanilla", "reasoning"], n_draws=1, seed=3,
+                                     progress_dir=tmp_path)
+    assert [c["max_tokens"] for c in lm.calls] == [generate.CAPS["vanilla"]] * 2 + [generate.CAPS["reasoning"]] * 2
+    assert all(c["stop"] == () for c in lm.calls)  # a chat model ends at its end of turn
+    table = generate.generated_table(recs, lm_name="scripted")
+    assert table["status"].tolist() == ["valid", "truncated", "malformed", "valid"]
+    assert table["letter"].tolist() == ["B", "", "", "B"]
+    assert "reasoning" in timing and "total" in timing
+    # resumed: nothing asked again, the same records
+    again, _ = generate.generate(lm, ITEMS, conditions=["vanilla", "reasoning"], n_draws=1, seed=3,
+                                 progress_dir=tmp_path)
+    assert len(lm.calls) == 4 and [r["status"] for r in again] == table["status"].tolist()
+    path = generate.write_generated(table, tmp_path / "scripted_generated.csv", identity=lm.identity, n_draws=1,
+                                    seed=3, items="both", timing=timing, prompt_tokens=10)
+    back, manifest = generate.load_generated(path)
+    assert manifest["lm_identity"] == lm.identity and manifest["status_counts"] == {"valid": 2, "truncated": 1,
+                                                                                     "malformed": 1}
+    assert "raw_response" not in back.columns and back["status"].tolist() == table["status"].tolist()
+
+
+def test_a_plain_text_model_stops_at_the_end_of_its_line(tmp_path):
+    lm = ScriptedLM([VALID], plain=True)
+    generate.generate(lm, ITEMS.iloc[:1], conditions=["all"], n_draws=1, seed=0, progress_dir=tmp_path)
+    assert lm.calls[0]["stop"] == ("\n",)
+
+
+def test_generated_accuracy_counts_statuses_and_scores_invalid_answers_wrong():
+    items = ITEMS.copy()
+    items["item_id"] = lm_outputs.item_ids(items)
+    table = pd.DataFrame({"condition": ["reasoning"] * 2, "draw": [0, 0], "item_id": items["item_id"],
+                          "status": ["valid", "truncated"], "letter": ["B", ""], "answer_tokens": [20, 256]})
+    acc = study.generated_accuracy("x", table, items, n_boot=200, seed=0)
+    r = acc.iloc[0]
+    assert (r["valid"], r["truncated"], r["malformed"], r["valid_correct"]) == (1, 1, 0, 1)
+    assert r["mean"] == 0.5
