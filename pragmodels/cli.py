@@ -1,18 +1,22 @@
-"""Command line: ``pragmodels run``, ``pragmodels tables`` and ``pragmodels lm score``.
+"""Command line: ``pragmodels run``, ``pragmodels tables``, ``pragmodels lm score`` and ``pragmodels lm elicit``.
 
 - ``pragmodels run CONFIG [--quick] [--out DIR]``: a config with a ``"study"`` entry point runs
   that study (:func:`pragmodels.runs.study.run_study`), any other config is a single fit
   (:func:`pragmodels.runs.fit_config.run_config`); either writes ``fits/<name>/quick|full/``.
 - ``pragmodels tables STUDY --out FILE.csv``: a study's reproduction tables (its ``"tables"``
   entry point; ``STUDY`` a config path or the stem of ``fits/<name>.json``).
-- ``pragmodels lm score PROMPTS.jsonl --model smollm2 --out scores.csv``: :mod:`pragmodels.lm.score_file`.
+- ``pragmodels lm score PROMPTS.jsonl --model smollm2 --out scores.csv``: :mod:`pragmodels.lm.score_file`,
+  with the LM options of every study's LM step (:func:`pragmodels.lm.entry.add_lm_arguments`).
+- ``pragmodels lm elicit STUDY --lm NAME ...``: the study's LM step, the function its config's
+  ``"lm_step"`` names, on the arguments after ``STUDY``.
 
 Every failure is one line on stderr, ``pragmodels: error: ...`` (``--debug`` adds the traceback);
 exit status 0 done, 1 the run failed, 2 a config, input, data or run folder cannot be used, 128+N
 stopped by signal N. The docs page *Running studies and sweeps* describes each command.
 
-Layering: imports :mod:`pragmodels.errors` and :mod:`pragmodels.lm.llamacpp` for its defaults (not
-``llama_cpp``); the runners and :mod:`pragmodels.lm.score_file` lazily; never a study. A config is
+Layering: imports :mod:`pragmodels.errors`, and :mod:`pragmodels.lm.entry` for the LM options (not
+``llama_cpp``); the runners and :mod:`pragmodels.lm.score_file` lazily; never a study (a study's LM
+step is loaded from the file its config names, as its entry point is). A config is
 read and validated before JAX or a study's code is imported (a study's ``Config`` lives in a module
 of its own, :func:`pragmodels.runs.study.check_study_config`), so its errors come at once.
 """
@@ -48,10 +52,11 @@ cannot be used, 128+N stopped by signal N."""
 LM_ENVIRONMENT = """\
 environment variables:
   PRAGMODELS_LM_CACHE     the score cache's SQLite file (default ~/.cache/pragmodels/lm_scores.sqlite)
-  PRAGMODELS_LM_BASE_URL  the server's URL when neither --model nor --base-url is given
+  PRAGMODELS_LM_BASE_URL  the server's URL when none of --model, --lm, --base-url, --config is given
   PRAGMODELS_LM_MODEL     the model name sent to the server when --server-model is not given
                           (else the only model the server lists)
-  OPENAI_API_KEY          sent to the server as 'Authorization: Bearer' (none if unset)
+  OPENAI_API_KEY          sent to the server as 'Authorization: Bearer' when --api-key-env is not
+                          given (none if unset)
 
 Input: one JSON object per line, {"id": "...", "prompt": "...", "continuations": ["...", ...]},
 optionally "length_normalize": true; blank lines are skipped, ids must be unique. Output: one row
@@ -181,51 +186,51 @@ def _parser() -> argparse.ArgumentParser:
     tab.add_argument("--out", type=_given, required=True, metavar="FILE.csv", help="CSV file to write")
     tab.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                      help="on failure, print the traceback too")
-    _lm_parser(sub.add_parser("lm", formatter_class=fmt, help="language models: score a prompt file",
+    _lm_parser(sub.add_parser("lm", formatter_class=fmt, help="language models: score a prompt file, run a study's "
+                                                              "LM step",
                               description="Language models as literal semantics.", epilog=LM_ENVIRONMENT))
     return ap
 
 
+def _lm_step_studies() -> list[str]:
+    """The studies whose config names an LM step (``lm_step``), for ``pragmodels lm elicit --help``."""
+    import json
+
+    from pragmodels.runs.entry_points import search_path
+
+    found = set()
+    for d in search_path(Path.cwd()):
+        for p in sorted((d / "fits").glob("*.json")) if (d / "fits").is_dir() else ():
+            try:
+                if json.loads(p.read_text(encoding="utf-8")).get("lm_step"):
+                    found.add(p.stem)
+            except (OSError, ValueError, AttributeError):
+                continue  # (a broken config is reported when it is used)
+    return sorted(found)
+
+
 def _lm_parser(lm: argparse.ArgumentParser) -> None:
-    from pragmodels.lm.llamacpp import (  # (llama_cpp is imported at first use)
-        DEFAULT_N_CTX,
-        DEFAULT_N_THREADS,
-    )
+    from pragmodels.lm.entry import add_lm_arguments  # (no model or backend is imported)
 
     fmt = argparse.RawDescriptionHelpFormatter
     lm.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                     help="on failure, print the traceback too")
     sub = lm.add_subparsers(dest="lm_command", required=True, metavar="COMMAND",
-                            help="score: score a JSONL prompt file against a model")
+                            help="score: score a JSONL prompt file against a model; elicit: run a study's LM step")
     sc = sub.add_parser(
         "score", formatter_class=fmt, epilog=LM_ENVIRONMENT,
         help="score a JSONL prompt file against a model and write a table",
         description="Score every continuation of every prompt in a JSONL file, log P(continuation | prompt)\n"
                     "through the prompt format's end-of-turn marker, and write a CSV (or Parquet) table.\n"
                     "Scores go through the score cache, so a rerun computes nothing twice and a run cut\n"
-                    "short resumes. The model is a GGUF file in this process (--model) or an\n"
-                    "OpenAI-compatible server (--base-url).")
+                    "short resumes. The model is a GGUF file in this process (--model), transformers\n"
+                    "(--backend hf), an OpenAI-compatible server (--base-url), or an LM entry of a study\n"
+                    "config (--config FILE --lm NAME): the LM options of every study's LM step.")
     sc.add_argument("prompts", type=_given, metavar="PROMPTS.jsonl", help="the prompt file, one JSON object per line")
     sc.add_argument("--out", type=_given, required=True, metavar="FILE",
                     help="table to write: FILE.csv, or FILE.parquet (needs pyarrow); the provenance goes to "
                          "FILE.json beside it (e.g. scores.csv.json)")
-    sc.add_argument("--model", type=_given, metavar="PATH.gguf|smollm2|gemma3",
-                    help="a GGUF file, or a bundled model (smollm2: SmolLM2-135M-Instruct, gemma3: Gemma 3 270M "
-                         "base); with --base-url, read for its chat template only")
-    sc.add_argument("--prompt-format", choices=("chat", "plain"), default="chat",
-                    help="chat: the model file's own chat template (default); plain: prompt, newline, answer "
-                         "(for a base model such as gemma3)")
-    sc.add_argument("--n-ctx", type=int, metavar="N",
-                    help=f"context window in tokens of the in-process model (default {DEFAULT_N_CTX}); prompt "
-                         "and continuation must fit")
-    sc.add_argument("--threads", type=int, metavar="N",
-                    help=f"CPU threads of the in-process model (default {DEFAULT_N_THREADS})")
-    sc.add_argument("--base-url", type=_given, metavar="URL",
-                    help="score through an OpenAI-compatible server instead, e.g. http://127.0.0.1:8080/v1 "
-                         "(default $PRAGMODELS_LM_BASE_URL when --model is not given)")
-    sc.add_argument("--server-model", type=_given, metavar="NAME",
-                    help="the model name sent to the server (default $PRAGMODELS_LM_MODEL, else the only one "
-                         "it lists)")
+    add_lm_arguments(sc, standalone=True)
     sc.add_argument("--cache", type=_given, metavar="PATH",
                     help="the score cache's SQLite file (default $PRAGMODELS_LM_CACHE, else "
                          "~/.cache/pragmodels/lm_scores.sqlite)")
@@ -233,28 +238,111 @@ def _lm_parser(lm: argparse.ArgumentParser) -> None:
     sc.add_argument("--no-progress", action="store_true", help="no progress bar (shown on a terminal, on stderr)")
     sc.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                     help="on failure, print the traceback too")
+    studies = _lm_step_studies()
+    el = sub.add_parser(
+        "elicit", formatter_class=fmt,
+        help="run a study's LM step (its config's lm_step) with one LM",
+        description="Run a study's LM step with one LM: what the study needs of it (scores, samples, answers to\n"
+                    "its questionnaires) into the study's folder under fits/, resumable. The step is the\n"
+                    "function its config's \"lm_step\" names; the arguments after STUDY are the step's own:\n"
+                    "--lm NAME and the LM options of `pragmodels lm score`, and the step's (see\n"
+                    "`pragmodels lm elicit STUDY --help`). --lm NAME of an entry of the config's lms opens that\n"
+                    "entry (options given too must agree with it). Example, a hosted chat model:\n"
+                    "  pragmodels lm elicit social_meaning --lm gpt4o --base-url https://api.openai.com/v1 \\\n"
+                    "      --server-model gpt-4o --api-key-env OPENAI_API_KEY --semantics samples",
+        epilog="studies with an LM step: " + (", ".join(studies) if studies else "none found under fits/")
+               + "\n\nenvironment variables:\n  PRAGMODELS_LM_CACHE     the score cache's SQLite file (default "
+                 "~/.cache/pragmodels/lm_scores.sqlite)\n  A server's API key: --api-key-env VAR names the variable.")
+    el.add_argument("study", type=_given, metavar="STUDY",
+                    help="a study config, or the study's name: fits/<STUDY>.json, e.g. wavelength")
+    el.add_argument("step_args", nargs=argparse.REMAINDER, metavar="...",
+                    help="the LM step's arguments (--lm NAME, the LM options, the step's own)")
+
+
+def _lm_config(config: str) -> str:
+    """``--config``'s study config, found as ``pragmodels run`` finds one and checked against its
+    study's schema (a config without a study: against each LM entry's only)."""
+    from pragmodels.runs.entry_points import read_config
+    from pragmodels.runs.study import check_study_config
+
+    path = _study_config(config)
+    if "study" in read_config(path):
+        check_study_config(path)
+    return str(path)
 
 
 def _lm_score(args: argparse.Namespace) -> str:
     from pragmodels.lm.cache import ScoreCache
-    from pragmodels.lm.score_file import (
-        check_table_path,
-        open_model,
-        read_prompts,
-        score_file,
-    )
+    from pragmodels.lm.entry import lm_entry_from_arguments, lm_from_arguments
+    from pragmodels.lm.score_file import check_table_path, read_prompts, score_file
 
     if args.no_cache and args.cache:
         raise ValueError("--cache and --no-cache contradict each other; pass one.")
     read_prompts(args.prompts)  # a malformed file or output name fails before a model is loaded
     check_table_path(args.out)
-    lm = open_model(args.model, prompt_format=args.prompt_format, n_ctx=args.n_ctx, threads=args.threads,
-                    base_url=args.base_url, server_model=args.server_model)
+    if args.config is not None:
+        args.config = _lm_config(args.config)
+    entry, origin = lm_entry_from_arguments(args)
+    if entry.semantics == "samples":
+        raise ValueError(f"`pragmodels lm score` scores log-probabilities, and the LM {entry.model!r} has semantics "
+                         "'samples' (sampled and counted, never scored): drop --semantics samples, or run a study's "
+                         "sampled route (`pragmodels lm elicit STUDY`).")
+    lm, _, _ = lm_from_arguments(args, entry=entry)
     cache = None if args.no_cache else ScoreCache(args.cache)
-    r = score_file(args.prompts, args.out, lm, cache=cache, progress=not args.no_progress)
+    r = score_file(args.prompts, args.out, lm, cache=cache, progress=not args.no_progress, extra={"lm_entry": origin})
     cached = f"{r.from_cache} from the cache" if cache is not None else "no cache"
     return (f"scored {r.n_rows} continuations of {r.n_prompts} prompts in {r.seconds:.1f} s ({cached}); "
             f"wrote {r.table} and {r.sidecar}")
+
+
+def _option(argv: list[str], flag: str) -> str | None:
+    """The value of ``flag`` in an argument list (``--flag V`` or ``--flag=V``), or None."""
+    for i, a in enumerate(argv):
+        if a == flag and i + 1 < len(argv):
+            return argv[i + 1]
+        if a.startswith(flag + "="):
+            return a.split("=", 1)[1]
+    return None
+
+
+def _lm_elicit(args: argparse.Namespace) -> int:
+    """The study's LM step (``lm_step``) run on the arguments after STUDY; its exit status."""
+    from pragmodels.lm.score_file import BUNDLED_NAMES
+    from pragmodels.runs.entry_points import load_entry_point, read_config
+    from pragmodels.runs.study import check_study_config
+
+    path = _study_config(args.study)
+    if not read_config(path).get("lm_step"):
+        known = _lm_step_studies()
+        raise ConfigError(f"study config {path}: `lm_step`: required key missing for `pragmodels lm elicit` (expected "
+                          "'path/to/module.py:function')" + (f"; studies with one: {', '.join(known)}" if known else "")
+                          + ".", path=path)
+    cfg = check_study_config(path)
+    rest = list(args.step_args)
+    if "--debug" in rest:  # (this command's: the step's parser may not know it)
+        rest.remove("--debug")
+        args.debug = True
+    name, lms = _option(rest, "--lm"), cfg.get("lms") or {}
+    if name is not None and _option(rest, "--config") is None:
+        if name in lms:
+            rest += ["--config", str(path)]  # the study's own entry of that name
+        elif not any(_option(rest, o) for o in ("--model", "--base-url", "--backend")) and \
+                name.lower() not in BUNDLED_NAMES:
+            import difflib
+
+            near = difflib.get_close_matches(name, list(lms), n=1, cutoff=0.6)
+            raise ConfigError(f"--lm {name!r}: not an entry of lms in {path} ({', '.join(map(repr, lms)) or 'none'})"
+                              + (f"; did you mean {near[0]!r}?" if near else "")
+                              + " A new LM needs --model (a file) or --base-url (a server).", path=path)
+    step = load_entry_point(cfg["lm_step"], path, "lm_step")
+    argv0, sys.argv[0] = sys.argv[0], f"pragmodels lm elicit {args.study}"  # the step's usage lines name the command
+    try:
+        code = step(rest)
+    except SystemExit as e:  # the step's argparse: its usage and one line are printed
+        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 2)
+    finally:
+        sys.argv[0] = argv0
+    return int(code or 0)
 
 
 def _one_line(e: BaseException) -> str:
@@ -315,6 +403,8 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     t0 = time.perf_counter()
     try:
+        if args.command == "lm" and args.lm_command == "elicit":  # the study's step imports what it needs
+            return _lm_elicit(args)
         if args.command == "lm":  # no JAX, no figures
             print(_lm_score(args))
             return 0

@@ -12,9 +12,15 @@ A study config lists its LMs by name (``"lms": {"smollm2": {"backend": "llamacpp
 from __future__ import annotations
 
 import argparse
+import difflib
+import json
+import os
 import re
-from typing import Literal, TypeVar
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal, TypeVar
 
+import numpy as np
 from pydantic import (
     AliasChoices,
     BaseModel,
@@ -26,9 +32,14 @@ from pydantic import (
     model_validator,
 )
 
-from pragmodels.lm.base import LanguageModel
+from pragmodels.errors import ConfigError, PragmodelsError
+from pragmodels.lm.base import LanguageModel, LMError, PromptFormat
 
-__all__ = ["LMEntry", "BUNDLED_PROMPT_FORMATS", "OPENAI_COMPATIBLE_SERVERS", "add_lm_arguments", "open_lm_from_arguments"]
+__all__ = ["LMEntry", "SamplesOnlyLM", "BUNDLED_PROMPT_FORMATS", "OPENAI_COMPATIBLE_SERVERS", "add_lm_arguments",
+           "lm_entry_from_arguments", "lm_from_arguments", "open_lm_from_arguments"]
+
+_ENV_URL = "PRAGMODELS_LM_BASE_URL"
+_ENV_MODEL = "PRAGMODELS_LM_MODEL"
 
 #: how each bundled model is prompted: SmolLM2-135M-Instruct with its chat template, Gemma-3-270M
 #: (a base model) with plain text
@@ -71,6 +82,10 @@ class LMEntry(BaseModel):
                                                                           "or 'samples' (answers sampled and counted: "
                                                                           "for a model that gives no log-probabilities)")
     n: int | None = Field(None, ge=1, description="semantics 'samples': parsed samples per prompt (e.g. 32)")
+    prompt_format: Literal["chat", "plain"] | None = Field(
+        None, description="backend 'llamacpp' or 'hf': 'chat' (the model's own chat template) or 'plain' (plain text, "
+                          "for a base model); default: a bundled model's own (smollm2 chat, gemma3 plain), else "
+                          "'chat'. A server's is chat_template")
     # `scores`: what Wavelength configs called it before the studies became packages
     outputs: str | None = Field(None, validation_alias=AliasChoices("outputs", "scores"),
                                 description="where the study reads this LM's outputs, made beforehand by its "
@@ -128,6 +143,14 @@ class LMEntry(BaseModel):
     @classmethod
     def _a_server_setting(cls, value: str | None, info: ValidationInfo) -> str | None:
         return _server_only(value, info)
+
+    @field_validator("prompt_format")
+    @classmethod
+    def _an_in_process_format(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is not None and info.data.get("backend") == "openai":
+            raise ValueError("a setting of a model in this process; a server's format is chat_template (e.g. "
+                             "'plain', or 'gguf:PATH')")
+        return value
 
     @field_validator("n")
     @classmethod
@@ -189,11 +212,14 @@ class LMEntry(BaseModel):
              n_ctx: int | None = None, threads: int | None = None, concurrency: int | None = None) -> LanguageModel:
         """The model to score or sample with (:func:`pragmodels.lm.score_file.open_model`).
 
+        An entry with semantics ``"samples"`` opens a :class:`SamplesOnlyLM`: it samples, and
+        refuses to score without sending a request.
+
         Parameters
         ----------
         prompt_format : {"chat", "plain"}, optional
-            For a GGUF file (default: :data:`BUNDLED_PROMPT_FORMATS` for a bundled model, else
-            ``"chat"``).
+            For a GGUF file (default: the entry's ``prompt_format``, else
+            :data:`BUNDLED_PROMPT_FORMATS` for a bundled model, else ``"chat"``).
         chat_template_gguf : str, optional
             For a server: prompt in the chat format of this GGUF file (a path or a bundled name;
             read for its template only); default the entry's ``chat_template``, else the server's
@@ -218,17 +244,23 @@ class LMEntry(BaseModel):
         """
         from pragmodels.lm.score_file import BUNDLED_NAMES, open_model
 
+        lm: LanguageModel
         if self.backend == "openai":
             if not self.base_url:
                 raise ValueError(f"LM {self.model!r}: backend 'openai' needs base_url.")
             sample_api = self.sample_api or ("chat" if self.semantics == "samples" else "completions")
-            return open_model(chat_template_gguf, n_ctx=n_ctx, threads=threads, base_url=self.base_url,
-                              server_model=self.model, chat_template=None if chat_template_gguf else self.chat_template,
-                              api_key_env=self.api_key_env or "", sample_api=sample_api, concurrency=concurrency)
-        fmt = prompt_format or BUNDLED_PROMPT_FORMATS.get(BUNDLED_NAMES.get(self.model.lower(), ""), "chat")
-        if self.backend == "hf":
-            return self._open_hf(fmt, chat_template_gguf=chat_template_gguf, n_ctx=n_ctx, threads=threads)
-        return open_model(self.model, prompt_format=fmt, n_ctx=n_ctx, threads=threads)
+            lm = open_model(chat_template_gguf, n_ctx=n_ctx, threads=threads, base_url=self.base_url,
+                            server_model=self.model,
+                            chat_template=None if chat_template_gguf else self.chat_template,
+                            api_key_env=self.api_key_env or "", sample_api=sample_api, concurrency=concurrency)
+        else:
+            fmt = (prompt_format or self.prompt_format
+                   or BUNDLED_PROMPT_FORMATS.get(BUNDLED_NAMES.get(self.model.lower(), ""), "chat"))
+            if self.backend == "hf":
+                lm = self._open_hf(fmt, chat_template_gguf=chat_template_gguf, n_ctx=n_ctx, threads=threads)
+            else:
+                lm = open_model(self.model, prompt_format=fmt, n_ctx=n_ctx, threads=threads)
+        return SamplesOnlyLM(lm) if self.semantics == "samples" else lm
 
     def _open_hf(self, prompt_format: str, *, chat_template_gguf: str | None, n_ctx: int | None,
                  threads: int | None) -> LanguageModel:
@@ -260,52 +292,446 @@ def _server_only(value: _T, info: ValidationInfo) -> _T:
 #: what backend 'hf' takes as a device
 _TORCH_DEVICE = re.compile(r"cpu|mps|(cuda|xpu)(:\d+)?")
 
+class SamplesOnlyLM:
+    """The model of an entry with semantics ``"samples"``: it samples, and refuses to score.
+
+    A model that gives no log-probabilities (a hosted chat model) is never asked for them:
+    :meth:`score` raises before any request is sent. Everything else is the wrapped model's.
+
+    Parameters
+    ----------
+    model : LanguageModel
+        The model the entry opened (or that model behind the score cache).
+    """
+
+    def __init__(self, model: LanguageModel):
+        self.model = model
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name == "model":  # (copy and pickle look for these before __init__ ran)
+            raise AttributeError(name)
+        return getattr(self.model, name)
+
+    def __repr__(self) -> str:
+        return f"SamplesOnlyLM({self.model!r})"
+
+    @property
+    def identity(self) -> str:
+        """The wrapped model's identity."""
+        return self.model.identity
+
+    @property
+    def prompt_format(self) -> PromptFormat:
+        """The wrapped model's prompt format."""
+        return self.model.prompt_format
+
+    def _refusal(self) -> LMError:
+        return LMError(f'LM {self.identity!r}: its entry has semantics "samples" (its answers are sampled and counted), '
+                       "so it is never scored and no scoring request was sent; this step scores: set semantics "
+                       '"scores" (--semantics scores) for a model that gives log-probabilities, or run the '
+                       "study's sampled route.")
+
+    def score(self, prompt: str, continuations: Sequence[str], *, length_normalize: bool = False) -> np.ndarray:
+        """Refused: an entry with semantics ``"samples"`` is never scored.
+
+        Parameters
+        ----------
+        prompt : str
+            The user's prompt.
+        continuations : sequence of str
+            Candidate answers.
+        length_normalize : bool
+            Mean instead of sum of token log-probabilities.
+
+        Returns
+        -------
+        numpy.ndarray
+            Never.
+
+        Raises
+        ------
+        LMError
+            Always, naming the setting.
+        """
+        raise self._refusal()
+
+    def score_many(self, requests: Sequence[Any], on_result: Any = None) -> list[np.ndarray]:
+        """Refused, as :meth:`score`.
+
+        Parameters
+        ----------
+        requests : sequence of ScoreRequest
+            The prompts.
+        on_result : callable, optional
+            Never called.
+
+        Returns
+        -------
+        list of numpy.ndarray
+            Never.
+
+        Raises
+        ------
+        LMError
+            Always.
+        """
+        raise self._refusal()
+
+    def sample(self, prompt: str, n: int, *, temperature: float = 1.0, max_tokens: int = 32,
+               stop: Sequence[str] = (), seed: int = 0, answer_prefix: str = "") -> list[str]:
+        """The wrapped model's samples (:meth:`~pragmodels.lm.base.LanguageModel.sample`).
+
+        Parameters
+        ----------
+        prompt : str
+            The user's prompt.
+        n : int
+            Number of samples.
+        temperature : float
+            Sampling temperature.
+        max_tokens : int
+            Most tokens per answer.
+        stop : sequence of str
+            Strings that end an answer.
+        seed : int
+            Seed of the first sample.
+        answer_prefix : str
+            Text the answer starts with.
+
+        Returns
+        -------
+        list of str
+        """
+        return self.model.sample(prompt, n, temperature=temperature, max_tokens=max_tokens, stop=stop, seed=seed,
+                                 answer_prefix=answer_prefix)
+
+
 #: the options of backend 'hf', as add_lm_arguments names them (the entry's keys, with dashes)
 _HF_OPTIONS = ("dtype", "device", "device_map", "batch_size")
+#: the options only a server takes (argparse's names)
+_SERVER_OPTIONS = ("server_model", "chat_template_gguf", "chat_template", "api_key_env", "sample_api", "concurrency")
+#: every option of add_lm_arguments (argparse's names)
+_OPTIONS = ("lm", "config", "backend", "model", "prompt_format", "n_ctx", "threads", "semantics", "base_url",
+            *_SERVER_OPTIONS, *_HF_OPTIONS)
 
 
-def add_lm_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add the options that choose a scoring script's LM: ``--lm``, ``--backend``, ``--model``, ``--dtype``,
-    ``--device``, ``--device-map``, ``--batch-size`` (``--backend hf``), ``--base-url``, ``--server-model``,
-    ``--chat-template-gguf``, ``--chat-template``, ``--api-key-env``, ``--sample-api``,
-    ``--concurrency`` (a server's) and ``--threads`` (read back by :func:`open_lm_from_arguments`).
+def add_lm_arguments(parser: argparse.ArgumentParser, *, standalone: bool = False) -> None:
+    """Add the options that choose an LM, the same for every study's LM step and ``pragmodels lm``.
+
+    ``--lm NAME`` (with ``--config FILE``: the entry ``lms[NAME]`` of that study config), then the
+    entry's keys: ``--backend``, ``--model``, ``--prompt-format``, ``--semantics``, a server's
+    (``--base-url``, ``--server-model``, ``--chat-template``, ``--chat-template-gguf``,
+    ``--api-key-env``, ``--sample-api``, ``--concurrency``), backend ``hf``'s (``--dtype``,
+    ``--device``, ``--device-map``, ``--batch-size``) and ``--threads`` (read back by
+    :func:`open_lm_from_arguments`).
 
     Parameters
     ----------
     parser : argparse.ArgumentParser
-        The script's parser.
+        The command's parser.
+    standalone : bool
+        ``pragmodels lm score``'s variant: ``--lm`` optional (a label), ``--n-ctx``, and a server's
+        URL, model and key from ``$PRAGMODELS_LM_BASE_URL``, ``$PRAGMODELS_LM_MODEL`` and
+        ``$OPENAI_API_KEY`` when not given.
 
     Returns
     -------
     None
     """
-    parser.add_argument("--lm", required=True,
-                        help=f"a name: {sorted(BUNDLED_PROMPT_FORMATS)} (bundled) or any label with --base-url")
-    parser.add_argument("--base-url", help="an OpenAI-compatible server (vLLM, llama.cpp server) instead of a bundled "
-                                           "GGUF")
-    parser.add_argument("--server-model", help="the server's model name (with --base-url)")
-    parser.add_argument("--chat-template-gguf", help="score in that GGUF's chat format (with --base-url; same as "
-                                                     "--chat-template gguf:FILE)")
-    parser.add_argument("--chat-template", metavar="SOURCE",
-                        help="with --base-url: where the chat template comes from: server (default: the server renders "
-                             "it; vLLM, llama.cpp's llama-server), gguf:PATH, hf:NAME_OR_DIR, or plain (a base model)")
-    parser.add_argument("--api-key-env", metavar="NAME",
-                        help="with --base-url: the environment variable that holds the API key (e.g. OPENAI_API_KEY)")
-    parser.add_argument("--sample-api", choices=("completions", "chat"),
-                        help="with --base-url: where samples come from (default completions)")
-    parser.add_argument("--concurrency", type=int, help="with --base-url: most requests in flight (default 8)")
-    parser.add_argument("--backend", choices=("llamacpp", "hf"), default="llamacpp",
-                        help="the in-process model's backend: llamacpp (default) or hf (transformers and PyTorch, on "
-                             "a GPU where there is one; the hf extra)")
-    parser.add_argument("--model", help="the model file (a .gguf path), or with --backend hf also a checkpoint folder "
-                                        "or an org/name in the local Hugging Face cache (default: the bundled model "
-                                        "--lm names)")
-    parser.add_argument("--dtype", help="with --backend hf: float32, bfloat16 or float16 (default bfloat16 on a GPU, "
-                                        "float32 on the CPU)")
-    parser.add_argument("--device", help="with --backend hf: cpu, cuda, cuda:N or mps (default cuda where available)")
-    parser.add_argument("--device-map", help="with --backend hf: auto spreads the model over every GPU")
-    parser.add_argument("--batch-size", type=int, help="with --backend hf: continuations per forward pass (default 32)")
-    parser.add_argument("--threads", type=int, help="CPU threads of the llama.cpp model (default 2)")
+    def add(*flags: str, **kw: Any) -> None:
+        if "choices" not in kw and "type" not in kw:
+            kw["type"] = _given  # (an empty value is a mistake: `--model ""` read as the current folder)
+        parser.add_argument(*flags, **kw)
+
+    parser.set_defaults(_lm_standalone=standalone)
+    add("--lm", required=not standalone, metavar="NAME",
+        help="the LM's name: an entry of --config's lms, a bundled model (smollm2, gemma3), or a label for "
+             "--model or --base-url" + (" (optional here)" if standalone else " (its outputs are named after it)"))
+    add("--config", metavar="FILE|STUDY", help="a study config, or a study's name (fits/STUDY.json): open its LM "
+                                               "entry lms[NAME] (--lm NAME); LM options given too must agree with it")
+    add("--backend", choices=("llamacpp", "openai", "hf"),
+        help="llamacpp (a GGUF file in this process; the default), openai (a server: --base-url) or hf "
+             "(transformers and PyTorch, on a GPU where there is one; the hf extra)")
+    add("--model", metavar="PATH.gguf|smollm2|gemma3",
+        help="the model file (a .gguf path or a bundled model), or with --backend hf also a checkpoint folder or an "
+             "org/name in the local Hugging Face cache (default: the bundled model --lm names); with --base-url, "
+             "read for its chat template only")
+    add("--prompt-format", choices=("chat", "plain"),
+        help="chat: the model's own chat template; plain: prompt, newline, answer (a base model) (default: a bundled "
+             "model's own, smollm2 chat and gemma3 plain, else chat)")
+    add("--semantics", choices=("scores", "samples"),
+        help="scores (log-probabilities; the default) or samples (answers sampled and counted: a model that gives no "
+             "log-probabilities, e.g. a hosted chat model; never scored)")
+    if standalone:
+        from pragmodels.lm.llamacpp import DEFAULT_N_CTX  # (llama_cpp is imported at first use)
+
+        add("--n-ctx", type=int, metavar="N", help=f"context window in tokens of the in-process model (default "
+                                                   f"{DEFAULT_N_CTX}); prompt and continuation must fit")
+    add("--threads", type=int, metavar="N", help="CPU threads of the llama.cpp model (default 2)")
+    server = "with --base-url: "
+    add("--base-url", metavar="URL", help="an OpenAI-compatible server (vLLM, llama.cpp, a hosted API), e.g. "
+                                          "http://127.0.0.1:8080/v1" + (" (default $PRAGMODELS_LM_BASE_URL when "
+                                                                        "neither --model nor --lm is given)"
+                                                                        if standalone else ""))
+    add("--server-model", metavar="NAME", help=server + "the model name the server serves" + (
+        " (default $PRAGMODELS_LM_MODEL, else the only one it lists)" if standalone else ""))
+    add("--chat-template", metavar="SOURCE",
+        help=server + "where the chat template comes from: server (default: the server renders it; vLLM, llama.cpp's "
+                      "llama-server), gguf:PATH, hf:NAME_OR_DIR, or plain (a base model)")
+    add("--chat-template-gguf", metavar="FILE", help=server + "the same as --chat-template gguf:FILE")
+    add("--api-key-env", metavar="VAR", help=server + "the environment variable that holds the API key, e.g. "
+                                                      "OPENAI_API_KEY (never the key itself)" + (
+        " (default OPENAI_API_KEY where it is set)" if standalone else ""))
+    add("--sample-api", choices=("completions", "chat"),
+        help=server + "where samples come from (default chat with --semantics samples, else completions)")
+    add("--concurrency", type=int, metavar="N", help=server + "most requests in flight (default 8)")
+    add("--dtype", help="with --backend hf: float32, bfloat16 or float16 (default bfloat16 on a GPU, float32 on the "
+                        "CPU)")
+    add("--device", help="with --backend hf: cpu, cuda, cuda:N or mps (default cuda where available)")
+    add("--device-map", help="with --backend hf: auto spreads the model over every GPU")
+    add("--batch-size", type=int, metavar="N", help="with --backend hf: continuations per forward pass (default 32)")
+
+
+def _given(value: str) -> str:
+    if not value.strip():
+        raise argparse.ArgumentTypeError(f"the value is empty ({value!r}); expected a name, a path or a URL")
+    return value
+
+
+def lm_entry_from_arguments(args: argparse.Namespace) -> tuple[LMEntry, dict[str, Any]]:
+    """The LM entry the options of :func:`add_lm_arguments` name, validated, and its provenance.
+
+    With ``--config FILE --lm NAME``: the entry ``lms[NAME]`` of that study config, with the
+    options given too added to it (an option that contradicts one of its keys is refused).
+    Otherwise the options alone: a server (``--base-url``), or the bundled model ``--lm`` names,
+    or ``--model``.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed arguments.
+
+    Returns
+    -------
+    (LMEntry, dict)
+        The entry, and ``{"lm": NAME, "config": FILE}`` (``config`` only when given) with the
+        entry's keys under ``"entry"`` (the key's variable's name, never a key).
+
+    Raises
+    ------
+    ValueError
+        One line naming the option (or the config's key) and its value.
+    """
+    a: dict[str, Any] = {k: getattr(args, k, None) for k in _OPTIONS}
+    standalone = bool(getattr(args, "_lm_standalone", False))
+    name, path, raw = a["lm"], None, None
+    if a["config"] is not None:
+        if name is None:
+            raise ValueError(f"--config {a['config']}: pass --lm NAME, the entry of its lms to open.")
+        path, raw = _config_entry(a["config"], name)
+    elif standalone and not (a["base_url"] or a["model"] or name) and os.environ.get(_ENV_URL):
+        a["base_url"] = os.environ[_ENV_URL]
+    if a["base_url"] and a["backend"] not in (None, "openai"):
+        raise ValueError(f"--backend {a['backend']} runs the model in this process; --base-url names a server: pass "
+                         "one.")
+    backend = a["backend"] or ("openai" if a["base_url"] else None) or (raw or {}).get("backend") or "llamacpp"
+    if backend == "openai" and raw is None and not a["base_url"]:
+        raise ValueError("--backend 'openai' needs --base-url (the server's URL, e.g. http://127.0.0.1:8000/v1).")
+    _check_options(a, backend, standalone)
+    given = _given_keys(a, backend == "openai")
+    if raw is None and "model" not in given:
+        given["model"] = _default_model(a, backend, standalone)
+    if standalone and backend == "openai" and "api_key_env" not in given and os.environ.get("OPENAI_API_KEY") \
+            and not (raw or {}).get("api_key_env"):
+        given["api_key_env"] = ("$OPENAI_API_KEY (set)", "OPENAI_API_KEY")
+    data = dict(raw or {})
+    if raw is not None:
+        entry = _validated(raw, given, f"lms[{name!r}] in {path}")
+        for key, (shown, value) in given.items():
+            current = getattr(entry, key)
+            if (key in entry.model_fields_set or key in ("backend", "semantics")) and current != value:
+                raise ValueError(f"{shown} contradicts lms[{name!r}].{key} = {_shown(key, current)} in {path}: drop "
+                                 f"{shown.split()[0]}, or name another LM.")
+    data.update({key: value for key, (_, value) in given.items()})
+    entry = _validated(data, given, f"lms[{name!r}] in {path}" if raw is not None else "")
+    origin = {"lm": name, **({"config": str(path)} if path is not None else {}),
+              "entry": entry.model_dump(mode="json", exclude_none=True)}
+    return entry, origin
+
+
+def _check_options(a: dict[str, Any], backend: str, standalone: bool) -> None:
+    """Options that belong to another backend, refused before anything is read or loaded."""
+    if backend == "openai":
+        for option in ("threads", *(("n_ctx",) if standalone else ())):
+            if a[option] is not None:
+                flag = "--" + option.replace("_", "-")
+                raise ValueError(f"{flag} sets the in-process model; a server keeps its own settings (drop {flag}).")
+        return
+    extra = [o for o in _SERVER_OPTIONS if a[o] is not None]
+    if extra:
+        raise ValueError(f"--{extra[0].replace('_', '-')} is a setting of a server: it needs --base-url.")
+    if backend != "hf":
+        hf = [o for o in _HF_OPTIONS if a[o] is not None]
+        if hf:
+            raise ValueError(f"--{hf[0].replace('_', '-')} is a setting of --backend hf.")
+    elif a["threads"] is not None:
+        raise ValueError("--threads sets the llama.cpp model's CPU threads; torch (--backend hf) reads OMP_NUM_THREADS.")
+
+
+def _given_keys(a: dict[str, Any], server: bool) -> dict[str, tuple[str, Any]]:
+    """The entry's keys the options set: key -> (the option, its value)."""
+    from pragmodels.lm.score_file import resolve_model_path
+
+    given: dict[str, tuple[str, Any]] = {}
+
+    def put(key: str, option: str, value: Any, as_given: Any = None) -> None:
+        if value is None:
+            return
+        shown = f"{option} {_shown(key, value if as_given is None else as_given)}"
+        if key in given and given[key][1] != value:
+            raise ValueError(f"{given[key][0]} and {shown} contradict each other: pass one.")
+        given[key] = (shown, value)
+
+    put("backend", "--backend", a["backend"])
+    put("backend", "--base-url", "openai" if a["base_url"] else None, a["base_url"])
+    put("base_url", "--base-url", a["base_url"])
+    if server:
+        put("model", "--server-model", a["server_model"])
+        for option, file in (("--model", a["model"]), ("--chat-template-gguf", a["chat_template_gguf"])):
+            put("chat_template", option, None if file is None else f"gguf:{resolve_model_path(file)}", file)
+        source = a["chat_template"]
+        if isinstance(source, str) and source.startswith("gguf:") and source[5:].strip():
+            source = f"gguf:{resolve_model_path(source[5:].strip())}"  # (a bundled name, or ~)
+        put("chat_template", "--chat-template", source, a["chat_template"])
+        if a["prompt_format"] is not None and given.get("chat_template", ("", "plain"))[1] != "plain":
+            raise ValueError(f"--prompt-format {a['prompt_format']!r} and {given['chat_template'][0]} contradict "
+                             "each other: pass one.")
+        put("chat_template", "--prompt-format", "plain" if a["prompt_format"] == "plain" else None)
+    else:
+        put("model", "--model", a["model"])
+        put("prompt_format", "--prompt-format", a["prompt_format"])
+    for key in ("semantics", "api_key_env", "sample_api", *_HF_OPTIONS):
+        put(key, "--" + key.replace("_", "-"), a[key])
+    return given
+
+
+def _default_model(a: dict[str, Any], backend: str, standalone: bool) -> tuple[str, str]:
+    """The model when no option names it: the server's (from the environment, or the only one it
+    lists, for ``pragmodels lm score``), or the bundled model ``--lm`` names."""
+    from pragmodels.lm.score_file import BUNDLED_NAMES
+
+    name = a["lm"]
+    if backend == "openai":
+        model = os.environ.get(_ENV_MODEL) if standalone else None
+        if standalone and not model and a["base_url"]:
+            from pragmodels.lm.openai_http import OpenAICompatibleLM
+
+            model = OpenAICompatibleLM(a["base_url"], prompt_format="plain").model  # (asks the server)
+        if not model:
+            raise ValueError("--base-url needs --server-model (the model name the server serves).")
+        return (f"--server-model {model!r}", model)
+    if name is not None and name.lower() in BUNDLED_NAMES:
+        return (f"--lm {name!r}", name)
+    if name is not None:
+        raise ValueError(f"--lm {name!r}: not a bundled model ({sorted(BUNDLED_PROMPT_FORMATS)}); pass --model (a model "
+                         "file), --base-url (a server), or --config FILE (a study config with this entry in lms).")
+    raise ValueError("no model: pass --model PATH.gguf (or smollm2, gemma3), --base-url URL for a server (or set "
+                     f"${_ENV_URL}), or --config FILE --lm NAME.")
+
+
+def _shown(key: str, value: object) -> str:
+    """A value in a message (an API key pasted where its variable's name goes is not shown)."""
+    if key == "api_key_env" and not (isinstance(value, str) and _ENV_NAME.fullmatch(value)):
+        return "(not shown)"
+    return repr(value)
+
+
+def _validated(data: dict[str, Any], given: dict[str, tuple[str, Any]], where: str) -> LMEntry:
+    """``LMEntry`` of ``data``, or one line naming the option (or the config's key) that is wrong."""
+    try:
+        return LMEntry.model_validate(data)
+    except ValidationError as e:
+        problem = e.errors()[0]
+        key = str(problem["loc"][0]) if problem["loc"] else "backend"
+        message = str(problem["msg"]).removeprefix("Value error, ").rstrip(".")
+        if key in given:
+            raise ValueError(f"{given[key][0]}: {message}.") from None
+        raise ValueError(f"{where + ': ' if where else ''}{key}: {message}." if problem["loc"] or not where
+                         else f"{where}: {message}.") from None
+
+
+def _study_config_file(config: str) -> Path:
+    """``config`` if it is a file or ends in ``.json``, else ``fits/<config>.json`` from the current
+    folder up to the repository's root (as ``pragmodels run`` and ``pragmodels tables`` read a study's name)."""
+    path = Path(config)
+    if path.suffix == ".json" or path.is_file():
+        return path
+    tried = []
+    for d in (Path.cwd(), *Path.cwd().parents):
+        tried.append(d / "fits" / f"{config.replace('-', '_')}.json")
+        if tried[-1].is_file():
+            return tried[-1]
+        if (d / "pyproject.toml").exists() or (d / ".git").exists():
+            break
+    raise ConfigError(f"--config {config!r}: no such file, and no study config {' or '.join(map(str, tried))}.")
+
+
+def _config_entry(config: str, name: str) -> tuple[Path, dict[str, Any]]:
+    """The study config ``config`` names and its (unvalidated) entry ``lms[name]``."""
+    path = _study_config_file(config)
+    try:
+        cfg = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise ConfigError(f"--config {path}: cannot be read ({e.strerror or e}).") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ConfigError(f"--config {path}: not a JSON file ({e}).") from None
+    lms = cfg.get("lms") if isinstance(cfg, dict) else None
+    if not isinstance(lms, dict) or not lms:
+        raise ConfigError(f"--config {path}: it has no lms entries, so --lm {name!r} names none (add "
+                          f'"lms": {{"{name}": {{"backend": ..., "model": ...}}}}, or drop --config).')
+    if name not in lms:
+        near = difflib.get_close_matches(name, [str(k) for k in lms], n=1, cutoff=0.6)
+        raise ConfigError(f"--lm {name!r}: not an entry of lms in {path} ({', '.join(map(repr, lms))})"
+                          + (f"; did you mean {near[0]!r}?" if near else "."))
+    if not isinstance(lms[name], dict):
+        raise ConfigError(f"lms[{name!r}] in {path}: expected an object, got {json.dumps(lms[name])[:60]}.")
+    return path, lms[name]
+
+
+def lm_from_arguments(args: argparse.Namespace, *, n_ctx: int | None = None, entry: LMEntry | None = None
+                      ) -> tuple[LanguageModel, LMEntry, dict[str, Any]]:
+    """The LM the options of :func:`add_lm_arguments` name (:func:`lm_entry_from_arguments`), opened.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed arguments.
+    n_ctx : int, optional
+        Context window of a model in this process, when ``--n-ctx`` does not set it.
+    entry : LMEntry, optional
+        The entry :func:`lm_entry_from_arguments` gave for ``args`` (it is not resolved again;
+        the provenance returned is then ``{}``).
+
+    Returns
+    -------
+    (LanguageModel, LMEntry, dict)
+        The model (not behind the cache), its entry, and the provenance of
+        :func:`lm_entry_from_arguments`.
+
+    Raises
+    ------
+    ValueError, PragmodelsError, OSError
+        One line: an option, the entry, or the model cannot be used.
+    """
+    origin: dict[str, Any] = {}
+    if entry is None:
+        entry, origin = lm_entry_from_arguments(args)
+    if entry.backend == "openai":
+        lm = entry.open(concurrency=getattr(args, "concurrency", None))
+    else:
+        own = getattr(args, "n_ctx", None) if getattr(args, "_lm_standalone", False) else None
+        lm = entry.open(n_ctx=own if own is not None else n_ctx, threads=getattr(args, "threads", None))
+    return lm, entry, origin
 
 
 def open_lm_from_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace, *, n_ctx: int) -> LanguageModel:
@@ -314,8 +740,9 @@ def open_lm_from_arguments(parser: argparse.ArgumentParser, args: argparse.Names
     A server (``--base-url``, which needs ``--server-model``), or a model in this process: the
     bundled model ``--lm`` names (one of :data:`BUNDLED_PROMPT_FORMATS`) or ``--model``, through
     llama.cpp (with ``n_ctx`` and ``--threads``) or, with ``--backend hf``, transformers (with
-    ``n_ctx``, ``--dtype``, ``--device``, ``--device-map``, ``--batch-size``); anything else is
-    ``parser.error`` naming the option and the value.
+    ``n_ctx``, ``--dtype``, ``--device``, ``--device-map``, ``--batch-size``); or the entry
+    ``lms[NAME]`` of ``--config``. Anything wrong is ``parser.error``, one line naming the option
+    and the value. An entry with semantics ``"samples"`` gives a :class:`SamplesOnlyLM`.
 
     Parameters
     ----------
@@ -324,7 +751,7 @@ def open_lm_from_arguments(parser: argparse.ArgumentParser, args: argparse.Names
     args : argparse.Namespace
         The parsed arguments.
     n_ctx : int
-        Context window of a bundled GGUF.
+        Context window of a model in this process.
 
     Returns
     -------
@@ -332,35 +759,10 @@ def open_lm_from_arguments(parser: argparse.ArgumentParser, args: argparse.Names
     """
     from pragmodels.lm.cache import CachedLM
 
-    server = {"chat_template": args.chat_template, "api_key_env": args.api_key_env, "sample_api": args.sample_api}
-    if args.base_url and args.backend != "llamacpp":
-        parser.error(f"--backend {args.backend} runs the model in this process; --base-url names a server: pass one.")
-    hf = {k: getattr(args, k) for k in _HF_OPTIONS if getattr(args, k) is not None}
-    if args.backend != "hf" and hf:
-        parser.error(f"--{next(iter(hf)).replace('_', '-')} is a setting of --backend hf.")
-    if args.base_url:
-        if not args.server_model:
-            parser.error("--base-url needs --server-model (the model name the server serves).")
-        try:
-            entry = LMEntry.model_validate({"backend": "openai", "model": args.server_model, "base_url": args.base_url,
-                                            **{k: v for k, v in server.items() if v is not None}})
-            return CachedLM(entry.open(chat_template_gguf=args.chat_template_gguf, concurrency=args.concurrency))
-        except (ValueError, ValidationError) as e:
-            problem = e.errors()[0] if isinstance(e, ValidationError) else None  # (no value: a pasted key is not shown)
-            parser.error(f"--{str(problem['loc'][0]).replace('_', '-')}: "
-                         f"{str(problem['msg']).removeprefix('Value error, ')}" if problem else str(e))
-    given = [f"--{k.replace('_', '-')}" for k, v in {**server, "concurrency": args.concurrency}.items() if v is not None]
-    if given:
-        parser.error(f"{given[0]} is a setting of a server: it needs --base-url.")
-    if args.model is None and args.lm not in BUNDLED_PROMPT_FORMATS:
-        parser.error(f"--lm {args.lm!r}: not a bundled model ({sorted(BUNDLED_PROMPT_FORMATS)}); pass --model (a model "
-                     "file) or --base-url (a server).")
-    if args.backend == "hf" and args.threads is not None:
-        parser.error("--threads sets the llama.cpp model's CPU threads; torch (--backend hf) reads OMP_NUM_THREADS.")
-    model = args.model if args.model is not None else args.lm
     try:
-        entry = LMEntry.model_validate({"backend": args.backend, "model": model, **hf})
-    except ValidationError as e:
-        key, msg = str(e.errors()[0]["loc"][0]), str(e.errors()[0]["msg"]).removeprefix("Value error, ")
-        parser.error(f"--{key.replace('_', '-')} {hf.get(key)!r}: {msg}.")
-    return CachedLM(entry.open(n_ctx=n_ctx, threads=args.threads))
+        lm, _, _ = lm_from_arguments(args, n_ctx=n_ctx)
+    except (ValueError, PragmodelsError, OSError) as e:
+        parser.error(" ".join(str(e).split()))
+    if isinstance(lm, SamplesOnlyLM):
+        return SamplesOnlyLM(CachedLM(lm.model))  # refused before the cache is asked
+    return CachedLM(lm)

@@ -64,9 +64,9 @@ _NO_LOGPROBS_RE = re.compile(r"logprobs? (is|are) not (supported|available)|logi
                              r"not supported.{0,40}(echo|logprobs)|does not support (echo|logprobs)", re.I)
 _MAX_WAIT_S = 120.0  # the longest Retry-After honoured (as the SDK's own retries)
 _sleep = asyncio.sleep  # the back-off's wait (tests replace it)
-_SETTING = ('set "semantics": "samples" in its LM entry to use sampled semantics (sample_api "chat" needs no '
-            "log-probabilities), or serve the model where prompt log-probabilities are given (vLLM; llama-cpp-"
-            "python's server with --logits_all true)")
+_SETTING = ('set "semantics": "samples" in its LM entry (on the command line: --semantics samples) to use sampled '
+            'semantics (sample_api "chat" needs no log-probabilities), or serve the model where prompt '
+            "log-probabilities are given (vLLM; llama-cpp-python's server with --logits_all true)")
 
 
 def _normalise_url(url: str) -> str:

@@ -181,7 +181,7 @@ def test_an_entry_for_a_hosted_chat_model(monkeypatch):
         entry.open()
     monkeypatch.setenv("OPENAI_API_KEY", "sk-anything")
     lm = entry.open()
-    assert isinstance(lm, OpenAICompatibleLM) and lm.sample_api == "chat" and lm.api_key_env == "OPENAI_API_KEY"
+    assert isinstance(lm.model, OpenAICompatibleLM) and lm.sample_api == "chat" and lm.api_key_env == "OPENAI_API_KEY"
     scores = LMEntry(backend="openai", base_url="http://127.0.0.1:9/v1", model="m", chat_template="plain").open()
     assert scores.sample_api == "completions" and scores.prompt_format.name == "plain"
 
@@ -245,7 +245,7 @@ def test_the_server_options_of_a_scoring_script(capsys):
     assert lm.model.template_source == "plain" and lm.model.sample_api == "chat" and lm.model.concurrency == 3
     for argv, message in ((["--lm", "smollm2", "--api-key-env", "K"], "--api-key-env is a setting of a server: it "
                                                                         "needs --base-url"),
-                          (server + ["--chat-template", "jinja"], "--chat-template: chat template source "
+                          (server + ["--chat-template", "jinja"], "--chat-template 'jinja': chat template source "
                                                                   "'jinja'"),
                           (server + ["--api-key-env", "NOT_SET_ANYWHERE"], "$NOT_SET_ANYWHERE is not set")):
         with pytest.raises(SystemExit):
@@ -277,3 +277,92 @@ def test_an_entry_is_compared_with_the_identity_its_outputs_record():
     assert server.identity_mismatch("openai:http://b:2/v1|org/m") == ""  # the server moved: the same model
     assert "server model 'org/m'" in server.identity_mismatch("openai:http://a:1/v1|org/other")
     assert LMEntry(backend="hf", model="org/ckpt").identity_mismatch("hf:org/ckpt@abc+transformers-bfloat16") == ""
+
+
+# ---- one entry everywhere: --config FILE --lm NAME, --semantics (issue 35, items 7 and 8) -------------------------
+
+def _config(tmp_path, lms):
+    import json
+
+    path = tmp_path / "study.json"
+    path.write_text(json.dumps({"name": "toy", "lms": lms}))
+    return path
+
+
+def test_an_lm_entry_of_a_study_config_is_opened_by_name(tmp_path):
+    from pragmodels.lm.entry import lm_entry_from_arguments
+
+    cfg = _config(tmp_path, {"big": {"backend": "openai", "base_url": "http://127.0.0.1:9/v1", "model": "org/big",
+                                     "semantics": "samples", "n": 8, "api_key_env": "KEY"},
+                             "smol": {"backend": "llamacpp", "model": "smollm2"}})
+    entry, origin = lm_entry_from_arguments(_parse(["--config", str(cfg), "--lm", "big"])[1])
+    assert (entry.backend, entry.model, entry.semantics, entry.n, entry.api_key_env) == \
+        ("openai", "org/big", "samples", 8, "KEY")
+    assert origin == {"lm": "big", "config": str(cfg), "entry": entry.model_dump(mode="json", exclude_none=True)}
+    # options that agree with the entry, or add to it, are taken; the study's name stands for fits/<study>.json
+    entry, _ = lm_entry_from_arguments(_parse(["--config", str(cfg), "--lm", "big", "--server-model", "org/big",
+                                               "--chat-template", "plain"])[1])
+    assert entry.chat_template == "plain"
+    entry, origin = lm_entry_from_arguments(_parse(["--config", "wavelength", "--lm", "gemma3"])[1])
+    assert entry.model == "gemma3" and origin["config"].endswith(os.path.join("fits", "wavelength.json"))
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--lm", "smoll"], "--lm 'smoll': not an entry of lms in {cfg} ('big', 'smol'); did you mean 'smol'?"),
+    (["--lm", "smol", "--model", "gemma3"], "--model 'gemma3' contradicts lms['smol'].model = 'smollm2' in {cfg}: drop "
+                                            "--model, or name another LM."),
+    (["--lm", "smol", "--base-url", "http://h/v1", "--server-model", "m"],
+     "--base-url 'http://h/v1' contradicts lms['smol'].backend = 'llamacpp' in {cfg}"),
+    (["--lm", "big", "--semantics", "scores"], "--semantics 'scores' contradicts lms['big'].semantics = 'samples'"),
+    (["--lm", "smol", "--backend", "hf", "--dtype", "bf16"], "--backend 'hf' contradicts lms['smol'].backend = "
+                                                             "'llamacpp'"),
+])
+def test_options_that_contradict_the_config_entry_are_refused_naming_both(argv, message, tmp_path, capsys):
+    from pragmodels.lm.entry import open_lm_from_arguments
+
+    cfg = _config(tmp_path, {"big": {"backend": "openai", "base_url": "http://127.0.0.1:9/v1", "model": "org/big",
+                                     "semantics": "samples"}, "smol": {"model": "smollm2"}})
+    parser, args = _parse(["--config", str(cfg), *argv])
+    with pytest.raises(SystemExit) as exit_:
+        open_lm_from_arguments(parser, args, n_ctx=512)
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and f"score: error: {message.format(cfg=cfg)}" in err
+    assert len([line for line in err.splitlines() if "error:" in line]) == 1
+
+
+def test_a_config_without_the_entry_or_a_bad_entry_is_one_line(tmp_path):
+    from pragmodels.lm.entry import lm_entry_from_arguments
+
+    with pytest.raises(ValueError, match=r"it has no lms entries, so --lm 'x' names none"):
+        lm_entry_from_arguments(_parse(["--config", str(_config(tmp_path, {})), "--lm", "x"])[1])
+    bad = _config(tmp_path, {"x": {"backend": "openai", "model": "m"}})
+    with pytest.raises(ValueError, match=re.escape(f"lms['x'] in {bad}: backend 'openai' needs base_url")):
+        lm_entry_from_arguments(_parse(["--config", str(bad), "--lm", "x"])[1])
+    with pytest.raises(ValueError, match=r"--config 'no_such_study': no such file"):
+        lm_entry_from_arguments(_parse(["--config", "no_such_study", "--lm", "x"])[1])
+
+
+def test_an_entry_with_semantics_samples_is_never_scored(monkeypatch):
+    """Issue 35, item 8: such an entry samples; asked to score, it refuses before any request (here: none could
+    reach a server, and none is sent)."""
+    from pragmodels.lm import LMError
+    from pragmodels.lm.entry import SamplesOnlyLM, open_lm_from_arguments
+
+    entry = LMEntry(backend="openai", base_url="http://127.0.0.1:9/v1", model="m", semantics="samples")
+    lm = entry.open()
+    assert isinstance(lm, SamplesOnlyLM) and lm.sample_api == "chat"
+    with pytest.raises(LMError, match=r'semantics "samples" .* never scored and no scoring request was sent'):
+        lm.score("2 + 2 =", ["4"])
+    assert lm.model.requests_sent == 0
+    parser, args = _parse(["--lm", "big", "--base-url", "http://127.0.0.1:9/v1", "--server-model", "m",
+                           "--semantics", "samples"])
+    cached = open_lm_from_arguments(parser, args, n_ctx=512)  # behind the cache, refused before the cache is asked
+    with pytest.raises(LMError, match=r"\(--semantics scores\)"):
+        cached.score("2 + 2 =", ["4"])
+    assert cached.model.model.requests_sent == 0
+
+
+def test_prompt_format_is_a_key_of_an_in_process_entry():
+    assert LMEntry(model="base.gguf", prompt_format="plain").prompt_format == "plain"
+    with pytest.raises(ValidationError, match="a server's format is chat_template"):
+        LMEntry(backend="openai", base_url="http://h/v1", model="m", prompt_format="plain")

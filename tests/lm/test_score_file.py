@@ -242,3 +242,104 @@ def test_a_score_that_is_not_a_log_probability_writes_no_table(tmp_path, scores,
     with pytest.raises(LMError, match=rf"prompt 'sum' \(line 1\): {problem}"):
         score_file(src, tmp_path / "s.csv", BadLM())
     assert not (tmp_path / "s.csv").exists()
+
+
+# ---- the LM options of every study's LM step, and `pragmodels lm elicit` (issue 35, items 7 and 8) -----------------
+
+@pytest.mark.parametrize("argv, problem", [
+    (["--model", "smollm2", "--dtype", "bfloat16"], "--dtype is a setting of --backend hf."),
+    (["--backend", "hf", "--model", "smollm2", "--device", "gpu0"], "--device 'gpu0': not a torch device"),
+    (["--model", "smollm2", "--api-key-env", "KEY"], "--api-key-env is a setting of a server: it needs --base-url."),
+    (["--base-url", "http://127.0.0.1:9/v1", "--server-model", "m", "--sample-api", "chat", "--semantics", "samples"],
+     "`pragmodels lm score` scores log-probabilities, and the LM 'm' has semantics 'samples'"),
+    (["--base-url", "http://127.0.0.1:9/v1", "--server-model", "m", "--chat-template", "jinja"],
+     "--chat-template 'jinja': chat template source 'jinja'; expected one of"),
+    (["--lm", "smol", "--config", "{cfg}", "--model", "gemma3"],
+     "--model 'gemma3' contradicts lms['smol'].model = 'smollm2' in {cfg}"),
+    (["--lm", "smoll", "--config", "{cfg}"], "--lm 'smoll': not an entry of lms in {cfg} ('smol'); did you mean 'smol'?"),
+])
+def test_the_command_takes_the_lm_options_of_the_study_scripts(argv, problem, tmp_path, capsys):
+    """One set of LM options (add_lm_arguments), one-line errors naming the option and its value, exit 2."""
+    cfg = tmp_path / "c.json"
+    cfg.write_text(json.dumps({"lms": {"smol": {"backend": "llamacpp", "model": "smollm2"}}}))
+    src = _prompt_file(tmp_path)
+    argv = [a.format(cfg=cfg) for a in argv]
+    assert main(["lm", "score", str(src), "--out", str(tmp_path / "s.csv"), "--no-cache", *argv]) == 2
+    assert problem.format(cfg=cfg) in _error_line(capsys)
+
+
+@pytest.mark.lm
+def test_a_config_entry_is_scored_and_recorded_in_the_sidecar(smollm2, tmp_path, capsys):
+    """`--config FILE --lm NAME`: the entry's model, its prompt format, and the entry in the provenance."""
+    cfg = tmp_path / "c.json"
+    cfg.write_text(json.dumps({"lms": {"base": {"backend": "llamacpp", "model": "smollm2", "prompt_format": "plain"}}}))
+    src = _write(tmp_path / "p.jsonl", [json.dumps(PROMPTS[0])])
+    out = tmp_path / "s.csv"
+    assert main(["lm", "score", str(src), "--config", str(cfg), "--lm", "base", "--threads", "1", "--n-ctx", "512",
+                 "--out", str(out), "--no-cache", "--no-progress"]) == 0
+    side = json.loads((tmp_path / "s.csv.json").read_text())
+    assert side["lm_entry"] == {"lm": "base", "config": str(cfg), "entry": {"backend": "llamacpp", "model": "smollm2",
+                                                                            "semantics": "scores",
+                                                                            "prompt_format": "plain"}}
+    assert side["model"]["identity"] == smollm2.identity and side["prompt_format"]["name"] == "plain"
+    assert {r["prompt_format"] for r in _read(out)} == {"plain"}
+
+
+@pytest.mark.lm
+@pytest.mark.subprocess
+def test_a_server_without_log_probabilities_is_one_line_naming_the_setting(no_logprobs_url, tmp_path, capsys):
+    """Issue 35, item 8, on the command line: the setting to change, in the entry and as the option."""
+    src = _write(tmp_path / "p.jsonl", [json.dumps(PROMPTS[0])])
+    assert main(["lm", "score", str(src), "--base-url", no_logprobs_url, "--server-model", "smollm2",
+                 "--chat-template", "gguf:smollm2", "--out", str(tmp_path / "s.csv"), "--no-cache",
+                 "--no-progress"]) == 2
+    err = capsys.readouterr().err  # (above it: llama.cpp's note as it reads the GGUF's template)
+    lines = [x for x in err.splitlines() if x.startswith("pragmodels:")]
+    assert len(lines) == 1 and lines[0].startswith("pragmodels: error: ") and err.rstrip().endswith(lines[0])
+    line = lines[0]
+    assert "gives no log-probabilities" in line and '"semantics": "samples"' in line and "--semantics samples" in line
+    assert not (tmp_path / "s.csv").exists()
+
+
+def _toy_study(tmp_path, lms):
+    (tmp_path / "step.py").write_text(
+        "import json\nfrom pathlib import Path\n\nfrom pragmodels.lm.entry import LMEntry\n"
+        "from pragmodels.runs.schema import StudyConfig\n\n\n"
+        "class Config(StudyConfig):\n    lms: dict[str, LMEntry] = {}\n\n\n"
+        "def run(config, out_dir, mode, progress, record):\n    pass\n\n\n"
+        "def main(argv):\n    Path(__file__).with_name('argv.json').write_text(json.dumps(argv))\n    return 3\n")
+    cfg = tmp_path / "toy.json"
+    cfg.write_text(json.dumps({"name": "toy", "study": "step.py:run", "lm_step": "step.py:main", "seed": 1,
+                               "sampler": {m: {"num_warmup": 10, "num_samples": 10, "num_chains": 1} for m in ("full", "quick")},
+                               "lms": lms}))
+    return cfg
+
+
+def test_lm_elicit_runs_the_study_lm_step_with_the_rest_of_the_arguments(tmp_path, capsys):
+    cfg = _toy_study(tmp_path, {"mine": {"backend": "llamacpp", "model": "smollm2"}})
+    argv_file = tmp_path / "argv.json"
+    # a name of the config's lms: the step opens that entry (--config added)
+    assert main(["lm", "elicit", str(cfg), "--lm", "mine", "--limit", "1"]) == 3
+    assert json.loads(argv_file.read_text()) == ["--lm", "mine", "--limit", "1", "--config", str(cfg)]
+    # a new LM: its options as given
+    assert main(["lm", "elicit", str(cfg), "--lm", "gpt4o", "--base-url", "https://api.openai.com/v1",
+                 "--server-model", "gpt-4o", "--api-key-env", "OPENAI_API_KEY"]) == 3
+    assert json.loads(argv_file.read_text())[:2] == ["--lm", "gpt4o"] and "--config" not in argv_file.read_text()
+    # a misspelt entry
+    assert main(["lm", "elicit", str(cfg), "--lm", "mien"]) == 2
+    line = _error_line(capsys)
+    assert "--lm 'mien': not an entry of lms in" in line and "did you mean 'mine'?" in line
+    # a study without an LM step
+    no_step = tmp_path / "other.json"
+    no_step.write_text(json.dumps({"name": "toy", "study": "step.py:run", "seed": 1,
+                                   "sampler": {m: {"num_warmup": 10, "num_samples": 10, "num_chains": 1} for m in ("full", "quick")}}))
+    assert main(["lm", "elicit", str(no_step), "--lm", "mine"]) == 2
+    assert "`lm_step`: required key missing for `pragmodels lm elicit`" in _error_line(capsys)
+
+
+def test_lm_elicit_help_lists_the_studies_with_an_lm_step(capsys, monkeypatch):
+    monkeypatch.chdir(Path(__file__).resolve().parents[2])
+    with pytest.raises(SystemExit) as e:
+        main(["lm", "elicit", "--help"])
+    assert e.value.code == 0
+    assert "studies with an LM step: implicature, social_meaning, wavelength" in capsys.readouterr().out
