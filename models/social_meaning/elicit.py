@@ -8,8 +8,8 @@ ALT, KMA, COM (:func:`build_prompt`), 10 samples each at temperature 1.0, at mos
 resampling; the paper's parse rule (exactly one standalone digit 1-7). Answers go through
 :func:`pragmodels.lm.elicit.elicit` into ``<out>/progress.jsonl`` (resumable), then into
 ``<out>/results_<PROMPT>.json`` in the published record schema, which the study reads for an LM listed
-under ``lms`` in ``fits/social_meaning.json``. ``--limit K``: the first K queries of a fixed random
-order. In full: the docs page *Study 1* ("The questionnaire for a new LM").
+under ``lms`` in ``fits/social_meaning_lms.json``. ``--limit K``: the first K queries of a fixed order (blocks
+of 24 cells). ``--dry-run``: the estimate only. In full: the docs page *Study 1* ("The questionnaire for a new LM").
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from pragmodels.lm.elicit import Query, Sampling, elicit, estimate
 from pragmodels.lm.entry import LMEntry, add_lm_arguments, open_lm_from_arguments
 
 __all__ = ["ELICITED", "SAMPLING", "N_SAMPLES", "PARSE_RULE", "parse_likert", "build_prompt", "queries",
-           "elicit_lm", "write_results", "elicited_folder", "load_elicited", "RECORD_KEYS", "main"]
+           "elicit_lm", "estimate_line", "write_results", "elicited_folder", "load_elicited", "RECORD_KEYS", "main"]
 
 ROOT = Path(__file__).resolve().parents[2]
 #: where the study looks for an elicited LM's files by default: ``ELICITED / <name>``
@@ -102,10 +102,20 @@ def build_prompt(questionnaire: dict[str, Any], condition: str, scenario: str, c
 
 
 def _order(questionnaire: dict[str, Any]) -> list[tuple[str, str, str, str]]:
-    """The 144 (scenario, context, utterance, attribute) in the fixed random order ``--limit`` takes from."""
-    cells = [(s, c, u, a) for s in questionnaire["stimuli"] for c in questionnaire["contexts"]
-             for u in questionnaire["utterances"] for a in questionnaire["attributes"]]
-    return [cells[i] for i in np.random.default_rng(ORDER_SEED).permutation(len(cells))]
+    """The 144 (scenario, context, utterance, attribute) in the fixed random order ``--limit`` takes from:
+    six blocks of 24, each block every context x form x attribute once and every scenario four times
+    (a Latin square over blocks: each of the 24 meets every scenario once in the six blocks), so that
+    ``--limit 24 * k`` asks every condition mean of the paper's metrics k times."""
+    rng = np.random.default_rng(ORDER_SEED)
+    scenarios = [list(questionnaire["stimuli"])[i] for i in rng.permutation(len(questionnaire["stimuli"]))]
+    combos = [(c, u, a) for c in questionnaire["contexts"] for u in questionnaire["utterances"]
+              for a in questionnaire["attributes"]]
+    combos = [combos[i] for i in rng.permutation(len(combos))]
+    out = []
+    for block in range(len(scenarios)):
+        cells = [(scenarios[(k + block) % len(scenarios)], *combo) for k, combo in enumerate(combos)]
+        out += [cells[i] for i in rng.permutation(len(cells))]
+    return out
 
 
 def queries(questionnaire: dict[str, Any], conditions: Iterable[str] = PROMPTS, limit: int | None = None) -> list[Query]:
@@ -170,7 +180,7 @@ def write_results(records: Sequence[dict[str, Any]], model: str, out: str | Path
 
 def elicit_lm(lm: LanguageModel, name: str, out: str | Path, *, conditions: Iterable[str] = PROMPTS,
               limit: int | None = None, n_samples: int = N_SAMPLES, sampling: Sampling = SAMPLING, seed: int = SEED,
-              every: int = 10, log=print) -> list[Path]:
+              every: int = 10, log=print, bar: bool = False) -> list[Path]:
     """Ask ``lm`` the questionnaire (resuming ``<out>/progress.jsonl``) and write its results files.
 
     Parameters
@@ -195,6 +205,8 @@ def elicit_lm(lm: LanguageModel, name: str, out: str | Path, *, conditions: Iter
         A progress line every this many queries.
     log : callable
         Where lines go.
+    bar : bool
+        A progress bar over requests (on standard error; for a terminal), beside the lines.
 
     Returns
     -------
@@ -204,17 +216,79 @@ def elicit_lm(lm: LanguageModel, name: str, out: str | Path, *, conditions: Iter
     if name in LLMS:
         raise ValueError(f"--lm {name!r} is a published LLM's name ({', '.join(LLMS)}); name the new LM otherwise.")
     qs = queries(load_social_prompts(), list(conditions), limit)
-    est = estimate(qs, n_samples, sampling.max_tokens)
-    log(f"social meaning for {name}: {len(qs)} queries x {n_samples} samples = {est['requests']:,} requests; prompts "
-        f"{est['prompt_chars']:,} characters, about {est['prompt_tokens']:,} tokens (characters / 4); answers at most "
-        f"{est['answer_tokens_max']:,} tokens")
-    records = elicit(lm, qs, n_samples=n_samples, parse=parse_likert, parse_name=PARSE_RULE,
-                     progress=Path(out) / "progress.jsonl", sampling=sampling, seed=seed, every=every, log=log)
+    log(estimate_line(name, qs, n_samples, sampling))
+    progress = Path(out) / "progress.jsonl"
+    with _RequestBar(lm, len(qs) * n_samples, _done_records(progress, n_samples), enabled=bar) as counted:
+        records = elicit(counted, qs, n_samples=n_samples, parse=parse_likert, parse_name=PARSE_RULE,
+                         progress=progress, sampling=sampling, seed=seed, every=every, log=log)
     files = write_results(records, name, out)
     invalid = sum(not r["valid"] for r in records)
     log(f"wrote {', '.join(str(f) for f in files)}: {len(records)} records, {invalid} invalid "
         f"({invalid / max(len(records), 1):.1%})")
     return files
+
+
+def estimate_line(name: str, qs: Sequence[Query], n_samples: int, sampling: Sampling) -> str:
+    """What asking ``qs`` costs, in one line, before any request (:func:`pragmodels.lm.elicit.estimate`).
+
+    Parameters
+    ----------
+    name : str
+        The LM's name.
+    qs : sequence of Query
+        The queries.
+    n_samples : int
+        Samples per query.
+    sampling : Sampling
+        The settings (``max_tokens`` bounds the answers).
+
+    Returns
+    -------
+    str
+    """
+    est = estimate(qs, n_samples, sampling.max_tokens)
+    return (f"social meaning for {name}: {len(qs)} queries x {n_samples} samples = {est['requests']:,} requests; "
+            f"prompts {est['prompt_chars']:,} characters, about {est['prompt_tokens']:,} tokens (characters / 4); "
+            f"answers at most {est['answer_tokens_max']:,} tokens")
+
+
+def _done_records(progress: Path, n_samples: int) -> int:
+    """Records of whole queries already in a progress file (where a resumed bar starts; an estimate)."""
+    if not progress.is_file():
+        return 0
+    lines = sum(1 for line in progress.read_bytes().split(b"\n") if line.strip())
+    return lines - lines % n_samples
+
+
+class _RequestBar:
+    """``lm`` that moves a tqdm bar by one request per ``sample`` call (disabled: no bar)."""
+
+    def __init__(self, lm: LanguageModel, total: int, initial: int, *, enabled: bool):
+        self.lm, self.total, self.initial, self.enabled, self.bar = lm, total, initial, enabled, None
+
+    def __enter__(self) -> LanguageModel:
+        if not self.enabled:
+            return self.lm
+        from tqdm.auto import tqdm
+
+        self.bar = tqdm(total=self.total, initial=min(self.initial, self.total), desc="requests", unit="req")
+        return self  # type: ignore[return-value]  (a LanguageModel by its two methods)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+    @property
+    def identity(self) -> str:
+        """The wrapped model's identity."""
+        return getattr(self.lm, "identity", "")
+
+    def sample(self, prompt: str, n: int, **kw: Any) -> list[str]:
+        """The wrapped model's samples; the bar moves by one request."""
+        out = self.lm.sample(prompt, n, **kw)
+        if self.bar is not None:
+            self.bar.update(1)
+        return out
 
 
 def elicited_folder(name: str, entry: LMEntry) -> Path:
@@ -278,7 +352,8 @@ def _main(argv: list[str] | None = None) -> int:
     add_lm_arguments(ap)
     ap.add_argument("--out", type=Path, help="the folder of the progress and results files (default "
                                              "fits/social_meaning/elicited/<lm>)")
-    ap.add_argument("--limit", type=int, help="ask only the first K queries of each condition (a fixed random order)")
+    ap.add_argument("--limit", type=int, help="ask only the first K queries of each condition (a fixed random order "
+                                              "in blocks of 24: each block every context x form x attribute once)")
     ap.add_argument("--conditions", nargs="+", choices=PROMPTS, default=list(PROMPTS), help="the prompt conditions")
     ap.add_argument("--samples", type=int, default=N_SAMPLES, help="samples per query (default 10, the paper's)")
     ap.add_argument("--max-tokens", type=int, default=SAMPLING.max_tokens, help="most tokens per answer (default 100)")
@@ -286,15 +361,27 @@ def _main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=SEED)
     ap.add_argument("--every", type=int, default=10, help="a progress line every this many queries")
     ap.add_argument("--n-ctx", type=int, default=2048, help="context window of an in-process model (default 2048)")
+    ap.add_argument("--stop", nargs="+", default=[], metavar="TEXT",
+                    help="strings that end an answer (default none, the paper's; e.g. a newline for a base model)")
+    ap.add_argument("--answer-prefix", default="", metavar="TEXT",
+                    help="text each answer is made to start with (completions route; e.g. 'Answer:' for a base model)")
+    ap.add_argument("--dry-run", action="store_true", help="print the estimate of requests and tokens; send nothing")
     args = ap.parse_args(argv)
     if args.limit is not None and args.limit < 1:
         ap.error(f"--limit {args.limit}: expected a positive number of queries.")
     if args.lm in LLMS:
         ap.error(f"--lm {args.lm!r} is a published LLM's name ({', '.join(LLMS)}); name the new LM otherwise.")
+    unescape = lambda text: text.replace("\\n", "\n")  # noqa: E731 ('\\n' on a command line: a newline)
+    sampling = Sampling(temperature=args.temperature, max_tokens=args.max_tokens,
+                        stop=tuple(unescape(s) for s in args.stop), answer_prefix=unescape(args.answer_prefix))
+    if args.dry_run:
+        print(estimate_line(args.lm, queries(load_social_prompts(), args.conditions, args.limit), args.samples,
+                            sampling) + " (--dry-run: nothing sent)")
+        return 0
     lm = open_lm_from_arguments(ap, args, n_ctx=args.n_ctx)
     elicit_lm(lm, args.lm, args.out or ELICITED / args.lm, conditions=args.conditions, limit=args.limit,
-              n_samples=args.samples, sampling=Sampling(temperature=args.temperature, max_tokens=args.max_tokens),
-              seed=args.seed, every=args.every, log=lambda s: print(s, flush=True))
+              n_samples=args.samples, sampling=sampling, seed=args.seed, every=args.every,
+              log=lambda s: print(s, flush=True), bar=sys.stderr.isatty())
     return 0
 
 

@@ -129,3 +129,70 @@ def test_the_config_lists_new_lms_beside_the_published_three(mirror):
     with pytest.raises(ConfigError, match=r"`lms` = .*'gemini' is a published LLM's name"):
         validate_config(Config, {**base, "lms": {"gemini": {"model": "gemini"}}}, what="study config")
     assert validate_config(Config, base, what="study config").lms == {}
+
+
+class KwargsLM(FakeLM):
+    """FakeLM that keeps each call's settings, and stops (as a kill would) after ``stop_after`` calls."""
+
+    def __init__(self, stop_after: int | None = None):
+        super().__init__()
+        self.calls: list[dict] = []
+        self.stop_after = stop_after
+
+    def sample(self, prompt, n, **kw):
+        if self.stop_after is not None and len(self.calls) >= self.stop_after:
+            raise KeyboardInterrupt
+        self.calls.append(kw)
+        return super().sample(prompt, n, **kw)
+
+
+def test_a_limit_of_24_asks_every_condition_mean_once(questionnaire):
+    """--limit 24k: every context x form x attribute k times, each scenario 4k times (a random order did not)."""
+    for k in (1, 2):
+        cells = [(x.fields["scenario"], x.fields["context"], x.fields["utterance"], x.fields["attribute"])
+                 for x in sm.queries(questionnaire, ["MIN"], limit=24 * k)]
+        combos = {c[1:] for c in cells}
+        assert len(combos) == 24 and all(sum(c[1:] == m for c in cells) == k for m in combos)
+        assert {s: sum(c[0] == s for c in cells) for s in questionnaire["stimuli"]} == dict.fromkeys(
+            questionnaire["stimuli"], 4 * k)
+    assert len(set(map(tuple, (x.id for x in sm.queries(questionnaire, ["MIN"]))))) == 144
+
+
+def test_dry_run_prints_the_estimate_and_sends_nothing(monkeypatch, capsys, tmp_path):
+    def no_lm(*a, **k):
+        raise AssertionError("--dry-run opened the LM")
+
+    monkeypatch.setattr(sm, "open_lm_from_arguments", no_lm)
+    assert sm.main(["--lm", "mine", "--out", str(tmp_path), "--conditions", "MIN", "--samples", "2", "--dry-run"]) == 0
+    assert capsys.readouterr().out.strip() == (
+        "social meaning for mine: 144 queries x 2 samples = 288 requests; prompts 210,432 characters, about 52,608 "
+        "tokens (characters / 4); answers at most 28,800 tokens (--dry-run: nothing sent)")
+    assert not any(tmp_path.iterdir())
+
+
+def test_a_base_models_prompting_reaches_the_lm_and_the_manifest(monkeypatch, tmp_path):
+    """--answer-prefix and --stop ('\\n' typed as backslash-n) go to every sample call and into the manifest."""
+    lm = KwargsLM()
+    monkeypatch.setattr(sm, "open_lm_from_arguments", lambda parser, args, n_ctx: lm)
+    assert sm.main(["--lm", "base", "--out", str(tmp_path), "--limit", "1", "--samples", "2",
+                    "--answer-prefix", "\\n\\nAnswer: ", "--stop", "\\n"]) == 0
+    assert lm.calls[0]["answer_prefix"] == "\n\nAnswer: " and lm.calls[0]["stop"] == ["\n"] and len(lm.calls) == 8
+    settings = json.loads((tmp_path / "progress.jsonl.manifest.json").read_text())["settings"]
+    assert settings["answer_prefix"] == "\n\nAnswer: " and settings["stop"] == ["\n"]
+
+
+def test_a_progress_bar_over_requests_and_a_resumed_run_after_a_kill(questionnaire, tmp_path, capsys):
+    """A bar counts requests (on a terminal); killed in its fourth request, a rerun starts its bar at the queries
+    done, asks the rest, and writes what an uninterrupted run writes."""
+    lm = KwargsLM(stop_after=3)
+    with pytest.raises(KeyboardInterrupt):
+        sm.elicit_lm(lm, "fake", tmp_path / "a", limit=2, conditions=["MIN"], n_samples=2, log=lambda s: None, bar=True)
+    assert "requests:" in capsys.readouterr().err
+    lm2, lines = KwargsLM(), []
+    sm.elicit_lm(lm2, "fake", tmp_path / "a", limit=2, conditions=["MIN"], n_samples=2, log=lines.append, bar=True)
+    err = capsys.readouterr().err
+    assert "elicit: 2 of 2 queries done before" not in lines and len(lm2.calls) == 4 - 2  # one query of 2 was whole
+    assert "2/4" in err and "4/4" in err
+    sm.elicit_lm(KwargsLM(), "fake", tmp_path / "b", limit=2, conditions=["MIN"], n_samples=2, log=lambda s: None)
+    strip = lambda p: [{k: v for k, v in r.items() if k != "current_date"} for r in json.loads(p.read_text())]
+    assert strip(tmp_path / "a" / "results_MIN.json") == strip(tmp_path / "b" / "results_MIN.json")
