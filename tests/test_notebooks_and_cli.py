@@ -296,7 +296,10 @@ def test_implicature_study_quick(tmp_path):
     assert set(pd.read_csv(t / "loo.csv")["model"]) == {"rsa", "literal", "prior", "letter"}
     pp = pd.read_csv(t / "predictive_accuracy.csv")
     assert pp[["argmax_mean", "annotator_mean"]].stack().between(0, 1).all()
-    assert sorted(p.name for p in (out / "figures").iterdir()) == ["accuracy_smollm2.png", "loo_smollm2.png"]
+    assert sorted(p.name for p in (out / "figures").iterdir()) == ["accuracy_smollm2.png", "generated.png",
+                                                                   "loo_smollm2.png"]
+    gen = pd.read_csv(t / "generated_accuracy.csv")  # the paper's reading, for the LMs run through a server
+    assert {"smollm2_server", "gemma3_server"} <= set(gen["lm"]) and (gen[["valid", "truncated", "malformed"]] >= 0).all().all()
     quick = (out / "report.md").read_text()  # what the quick run checked, and nothing else
     assert "checks that the pipeline runs end to end, and nothing else" in quick and "**" not in quick
     assert "4 listener models fitted by NUTS" in quick and "`accuracy_smollm2.png`" in quick

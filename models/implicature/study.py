@@ -6,7 +6,9 @@ beforehand by ``python -m models.implicature.score`` and committed in
 ``fits/implicature/lm_outputs/``; this study never calls a language model. Per LM it scores the
 benchmark under each prompting condition (:func:`accuracy_tables`, :func:`interpretation_table`),
 fits the four listener models to the consensus letters (:func:`model_data`,
-:func:`predictive_accuracy`), and writes tables, a figure (:func:`figure_table`) and
+:func:`predictive_accuracy`), reads the generated answers (the paper's reading,
+:mod:`models.implicature.generate`; :func:`generated_accuracy`) where an LM has them, checks
+every ``lms`` entry against the LM its tables record first (:func:`check_identities`), and writes tables, a figure (:func:`figure_table`) and
 :func:`report_markdown`. The steps: ``docs/studies/implicature.md``.
 """
 
@@ -729,9 +731,11 @@ def _generated_section(gen: pd.DataFrame, info: dict[str, Any]) -> list[str]:
                    f"prompt tokens (characters / 4) and {m.get('answer_tokens'):,} answer tokens (the model's "
                    f"tokenizer); stop {m.get('stop')}; wall time of the last call {wall.get('total', float('nan')):.0f} "
                    "s on two shared cores, one thread, niced.")
-    out += ["", "Accuracy against the human consensus (mean over draws; 95% item bootstrap interval), the answers' "
-            "statuses, `valid_correct` (valid answers that pick the consensus) and the mean answer length in tokens:",
-            "", _md(gen), "", "**What this shows.** " + generated_findings(gen), "",
+    shown, _ = exact_where_flat(gen.reset_index(drop=True))
+    out += ["", "Accuracy against the human consensus (mean over draws; 95% item bootstrap interval, the exact "
+            "interval over the items where the bootstrap has no width), the answers' statuses, `valid_correct` "
+            "(valid answers that pick the consensus) and the mean answer length in tokens:",
+            "", _md(shown), "", "**What this shows.** " + generated_findings(gen), "",
             "![generated answers](figures/generated.png)", ""]
     return out
 
@@ -870,9 +874,11 @@ def report_markdown(run_dir: str | Path, mode: str) -> str:
             "Serve the model behind any OpenAI-compatible server (vLLM, llama.cpp's server) and run",
             "",
             "    python -m models.implicature.score --lm big --base-url http://gpu-host:8000/v1 --server-model NAME \\",
-            "        --passes interpretations score sample",
+            "        --passes interpretations score sample generate     # --dry-run: the estimate only",
             "",
             "then add `\"big\": {\"backend\": \"openai\", \"model\": \"NAME\", \"base_url\": ...}` under `lms` in "
             "`fits/implicature.json` and `pragmodels run fits/implicature.json`. Scoring needs a server that returns "
-            "prompt log-probabilities (`echo` with `logprobs`); sampling needs only completions.", ""]
+            "prompt log-probabilities (`echo` with `logprobs`); sampling and the generated answers need only "
+            "completions (an entry with only generated answers is reported, not fitted). The study checks each entry "
+            "against the LM its tables record before any fit.", ""]
     return "\n".join(out)

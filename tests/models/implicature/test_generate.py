@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pandas as pd
+import pytest
 
 from models.implicature import generate, lm_outputs, prompts, study
 from pragmodels.lm import PromptFormat
@@ -107,3 +108,32 @@ def test_generated_accuracy_counts_statuses_and_scores_invalid_answers_wrong():
     r = acc.iloc[0]
     assert (r["valid"], r["truncated"], r["malformed"], r["valid_correct"]) == (1, 1, 0, 1)
     assert r["mean"] == 0.5
+
+
+@pytest.mark.slow
+@pytest.mark.lm
+@pytest.mark.subprocess
+def test_one_reasoning_answer_from_a_real_server(tmp_path):
+    """SmolLM2 behind llama_cpp.server: one reasoning-first answer, its tokens counted by the server's
+    tokenizer, classified, and its table's manifest naming the server's model."""
+    from models.implicature import score
+    from pragmodels.datasets import load_drinq
+    from pragmodels.lm import smollm2_path
+    from tests.lm.conftest import start_server
+
+    items = load_drinq().iloc[lm_outputs.item_order(231)[:1]].reset_index(drop=True)
+    server = start_server("--n_ctx", "2048", "--model_alias", "smollm2")
+    url = next(server)
+    try:
+        rc = score.score_lm(["--lm", "s", "--base-url", url, "--server-model", "smollm2", "--chat-template",
+                             f"gguf:{smollm2_path()}", "--passes", "generate", "--conditions", "reasoning",
+                             "--generate-limit", "1", "--generate-draws", "1", "--progress-dir", str(tmp_path / "p"),
+                             "--out", str(tmp_path)])
+    finally:
+        server.close()
+    assert rc == 0
+    table, manifest = generate.load_generated(tmp_path / "s_generated.csv")
+    assert manifest["lm_identity"] == f"openai:{url}|smollm2" and manifest["caps"] == {"reasoning": 256}
+    r = table.iloc[0]
+    assert r["item_id"] == lm_outputs.item_ids(items)[0] and 0 < r["answer_tokens"] <= 256 + 1
+    assert r["status"] == "valid" or (r["status"] == "truncated") == (r["answer_tokens"] >= 256 - generate.CAP_SLACK)
