@@ -1,21 +1,12 @@
 """DRInQ as the paper reads it: a generated JSON answer per item, condition and draw, classified.
 
-Every condition asks for the paper's JSON answer (Appendix 8.4); the reasoning and all conditions
-write their reasoning before the answer, the explanation condition its explanation
-(:func:`models.implicature.prompts.prompt`, reading ``"generate"``). Answers are asked through
-the resumable elicitation engine (:func:`pragmodels.lm.elicit.elicit`; one progress file per
-condition, as each has its own token cap), never resampled (the paper does not say it resampled),
-and each answer is classified (:func:`classify`):
-
-- ``valid``: a JSON object whose ``selected_option`` names one of the five options;
-- ``truncated``: not valid, and the answer reached the token cap (the server's ``finish_reason``
-  ``"length"``; read here as the answer's own token count, by the model's tokenizer, within
-  :data:`CAP_SLACK` tokens of the cap, as the protocol returns texts only);
-- ``malformed``: neither (no parsable JSON, or no valid option in it).
-
-:func:`generated_table` makes the committed table (no answer text: the answers quote the items),
-:func:`write_generated` writes it with its manifest (the LM's identity, prompts, caps, seed,
-requests, tokens, wall time), :func:`load_generated` reads it back for the study.
+Every condition asks for the paper's JSON answer; reasoning and all write their reasoning first
+(:func:`models.implicature.prompts.prompt`, reading ``"generate"``). :func:`generate` asks through
+the resumable elicitation engine (:func:`pragmodels.lm.elicit.elicit`), never resampling, and
+:func:`classify` calls each answer valid, truncated (reached the cap) or malformed.
+:func:`generated_table` and :func:`write_generated` make the committed table (no answer text) and
+its manifest (the LM's identity); :func:`load_generated` reads them for the study. Design and
+caps: ``docs/studies/implicature.md``, "Generated answers (the paper's reading)".
 """
 
 from __future__ import annotations
