@@ -236,7 +236,7 @@ def generate(lm: LanguageModel, items: pd.DataFrame, *, conditions: Sequence[str
         t0 = time.monotonic()
         recs = elicit(lm, qs, n_samples=1, parse=parse_strict, parse_name=PARSE_NAME,
                       progress=Path(progress_dir) / f"{cond}.jsonl",
-                      sampling=Sampling(temperature=TEMPERATURE, max_tokens=cap, stop=stop), resample=0, seed=seed, every=25,
+                      sampling=Sampling(temperature=TEMPERATURE, max_tokens=cap, stop=stop), resample=0, seed=seed, every=5,
                       log=log)
         for r in recs:
             text = r["raw_response"]
