@@ -80,10 +80,13 @@ class Config(StudyConfig):
     executor: Literal["sequential", "process"] = Field("sequential", description="how the 14 fits run "
                                                                                  "(pragmodels.inference.fit_many)")
     lms: dict[str, LMEntry] = Field(
-        default_factory=dict, description="new LMs, by name, beside the published three: their answers to the "
-                                          "paper's questionnaire, elicited beforehand by python -m "
+        default_factory=dict, description="new LMs, by name, beside the published three (fitted and measured on "
+                                          "their own, never mixed in; fits/social_meaning_lms.json): their answers "
+                                          "to the paper's questionnaire, elicited beforehand by python -m "
                                           "models.social_meaning.elicit --lm NAME (outputs: the folder of its "
-                                          "results_<PROMPT>.json, default fits/social_meaning/elicited/<name>)")
+                                          "results_<PROMPT>.json and manifest, default "
+                                          "fits/social_meaning/elicited/<name>); each entry is checked against the "
+                                          "manifest's LM identity and its files' completeness before any fit")
 
     @pydantic.field_validator("lms")
     @classmethod
@@ -92,4 +95,7 @@ class Config(StudyConfig):
             if name in LLMS:
                 raise ValueError(f"{name!r} is a published LLM's name ({', '.join(LLMS)}): a new LM is read beside "
                                  "them, under a name of its own")
+            if name.startswith("human") or not name or any(c.isspace() for c in name):
+                raise ValueError(f"{name!r}: a new LM's name is one word that does not start with 'human' (its fits "
+                                 "are labelled '<name> <prompt>', beside the human fits)")
         return lms

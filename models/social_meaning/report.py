@@ -346,7 +346,7 @@ def quick_markdown(run_dir, manifest: dict) -> str:
     from pragmodels.runs.quick_report import quick_report
 
     tables = Path(run_dir) / "tables"
-    fits = [label for label in manifest["fits"] if label != "esr measurement"]
+    fits = [label for label in manifest["fits"] if not label.startswith("esr measurement")]
     steps = ["the human ratings (Solt et al. 2025, Exp. 1) and the LLM ratings (Mühlenbernd 2026) loaded, each file "
              "checked against its sha256",
              "Tables 2-4 recomputed from the raw data",

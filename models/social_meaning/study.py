@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 import pragmodels as pm
-from models.social_meaning import checks, claims, elicit, esr, paper, rsa
+from models.social_meaning import checks, claims, esr, new_lms, paper, rsa
 from models.social_meaning.config import (  # noqa: F401 - the config's schema, importable from here too
     FIT_LABELS,
     HUMAN_LABELS,
@@ -306,12 +306,14 @@ def sampler_words(sampler: dict) -> str:
 
 
 def fit_all(human, llm, seed: int, sampler: dict, progress: bool, motive_prior: str, conditions, stamp, log,
-            executor="sequential"):
+            executor="sequential", new=None):
     """The RSA model and the baseline fitted to the humans (compared by LOO), and the RSA model
     fitted to each LLM x prompt, all 14 through :func:`pragmodels.inference.fit_many` (``executor``:
     ``"sequential"``, ``"process"`` or a Dask ``Client``). Returns ``(trees, baseline,
-    loo_compare)``; ``trees["human"]`` first, then ``trees["<model> <prompt>"]``. A failed fit
-    does not stop the others; the study raises at the end, naming every failure."""
+    loo_compare)``; ``trees["human"]`` first, then ``trees["<model> <prompt>"]`` (the published
+    LLMs', then those of the new LMs in ``new``, :func:`models.social_meaning.new_lms.read_checked`:
+    fitted beside them, each with a seed of its own). A failed fit does not stop the others; the
+    study raises at the end, naming every failure."""
     rsa_label, motives_label, base_label = HUMAN_LABELS
     speaker = rsa.PRIORS_SPEAKER  # what no ratings identify, humans' or LLMs' (models/social_meaning/rsa.py)
     specs = [fit_spec("human_rsa", "rsa", human, True, seed, sampler, motive_prior, speaker, label=rsa_label),
@@ -330,6 +332,13 @@ def fit_all(human, llm, seed: int, sampler: dict, progress: bool, motive_prior: 
             specs.append(fit_spec(name, "rsa", v.frame, False, seed + 10 + 4 * i + j, sampler, motive_prior,
                                   speaker, label=f"{m} {p}"))
             labels[name], kinds[name], invalid[name] = f"{m} {p}", "rsa", v.n_invalid
+    groups = [] if new is None else list(new.groupby(["model", "prompt"], sort=False))
+    for k, ((m, p), g) in enumerate(groups):
+        v = metrics.valid_ratings(g)
+        name = f"lm_{k}_rsa"
+        specs.append(fit_spec(name, "rsa", v.frame, False, seed + 1000 + k, sampler, motive_prior, speaker,
+                              label=f"{m} {p}"))
+        labels[name], kinds[name], invalid[name] = f"{m} {p}", "rsa", v.n_invalid
     stamp(f"fitting {len(specs)} models with pragmodels.inference.fit_many ({executor if isinstance(executor, str) else 'dask'}; "
           f"{sampler_words(sampler)}; motive prior {motive_prior})")
     with warnings.catch_warnings():
@@ -420,6 +429,31 @@ def measurement(human: pd.DataFrame, llm: pd.DataFrame, table: pd.DataFrame, con
     return tree, esr_table, cds, claim_table
 
 
+def measurement_new(human: pd.DataFrame, new: pd.DataFrame, seed: int, sampler: dict, log):
+    """The ESR measurement model fitted to the humans and the new LMs alone (never beside the
+    published LLMs' conditions, whose estimates stay those of :func:`measurement`). An LM x
+    prompt whose effects are undefined (a cell without a valid rating) is left out, with a line
+    saying why. Returns ``(tree or None, esr, cds)``."""
+    sets = {}
+    for (m, p), g in new.groupby(["model", "prompt"], sort=False):
+        try:
+            esr.llm_statistics(g)
+        except ValueError as e:
+            log(f"{m} {p}: left out of the measurement model ({e})")
+            continue
+        sets[f"{m} {p}"] = g
+    if not sets:
+        return None, pd.DataFrame(columns=["model", "prompt", "kind", "attribute", "esr"]), pd.DataFrame(
+            columns=["model", "prompt", "cds_m", "cds_m_lo", "cds_m_hi", "cds_i", "cds_i_lo", "cds_i_hi", "cds",
+                     "cds_lo", "cds_hi"])
+    data, labels = esr.model_data(human, sets)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", FitWarning)
+        tree = esr.fit_measurement(data, labels, seed=seed + 7, **sampler)
+    tree.attrs["warnings"] = json.dumps([str(w.message) for w in caught if issubclass(w.category, FitWarning)])
+    return tree, esr.esr_summary(tree), esr.cds_summary(tree)
+
+
 def calibration_table(human, llm, conditions, seed: int, n_replicates: int, sampler: dict) -> pd.DataFrame:
     """The measurement model's calibration check and its negative control
     (:func:`models.social_meaning.esr.calibration`), refitted with the NUTS settings ``sampler``
@@ -489,25 +523,30 @@ CONTRAST_PANELS = {"cds_vs_min": "CDS minus CDS under MIN (same LLM)",
                    "cost_vs_human": f"{PARAMETER_LABELS['cost_precise']}:\nLLM minus humans"}
 
 
-def contrast_figure(esr_tree, trees: dict, seed: int = 0):
+def contrast_figure(esr_tree, trees: dict, seed: int = 0, lm_esr_tree=None):
     """One ArviZ forest of the study's contrasts, a row per LLM x prompt: CDS against the same
     LLM's MIN prompt (the measurement model's joint posterior, so the two CDS share their draws;
     the MIN rows are the reference, with no interval of their own) and the RSA parameters alpha and
     cost against the human fit (independent posteriors, paired by
     :func:`pragmodels.contrast_draws`). Dashed line: no difference. A row is marked unconverged
     (``†``, faded) when its LLM fit, the human fit or the measurement model is below the sampling
-    standards."""
+    standards. A new LM's CDS comes from its own measurement model (``lm_esr_tree``); a row
+    whose CDS or MIN CDS neither model holds has no CDS contrast."""
     import xarray as xr
 
     from pragmodels import plots
 
-    cds = esr_tree["posterior"]["cds"].stack(sample=("chain", "draw")).transpose("sample", "condition")
+    def stacked(tree):
+        return tree["posterior"]["cds"].stack(sample=("chain", "draw")).transpose("sample", "condition")
+
+    sources = [stacked(t) for t in (esr_tree, lm_esr_tree) if t is not None]
     rows = {}
     for label, tree in llm_trees(trees).items():
         m = label.split()[0]
-        d_cds = (cds.sel(condition=label) - cds.sel(condition=f"{m} MIN")).values
-        if label == f"{m} MIN":  # MIN against itself is 0 in every draw: no contrast to draw
-            d_cds = np.full(d_cds.shape, np.nan)
+        cds = next((c for c in sources if {label, f"{m} MIN"} <= set(c["condition"].values.tolist())), None)
+        d_cds = np.full(sources[0].sizes["sample"], np.nan)
+        if cds is not None and label != f"{m} MIN":  # MIN against itself is 0 in every draw: no contrast to draw
+            d_cds = (cds.sel(condition=label) - cds.sel(condition=f"{m} MIN")).values
         d_alpha = pm.contrast_draws(tree, trees["human"], "alpha", seed=seed).values
         d_cost = pm.contrast_draws(tree, trees["human"], "cost_precise", seed=seed).values
         n = min(len(d_cds), len(d_alpha))
@@ -630,9 +669,14 @@ def run(config: dict, out_dir: Path, mode: str, progress: bool, record: Run) -> 
     stamp("loading data (verified against the registry's sha256)")
     human, llm = datasets.load_social_human(), datasets.load_social_llm()
     folder.record_dataset("social_human", *(f"social_llm_{p}" for p in datasets.PROMPTS))
-    new_lms = elicit.load_elicited(cfg.lms, record=folder.record_file)  # config `lms`: beside the three, not mixed in
-    for name, g in new_lms.groupby("model", sort=False):
-        stamp(f"read the elicited ratings of {name}: {len(g)} records, {int((~g['valid']).sum())} invalid")
+    new, lm_info = None, {}
+    if cfg.lms:  # config `lms`: every entry checked against its files before any fit; beside the three, not mixed in
+        new, lm_info = new_lms.read_checked(cfg.lms, record=folder.record_file)
+        record.note("lms", {name: {"identity": i["identity"], "settings": i["settings"], "prompts": i["prompts"]}
+                            for name, i in lm_info.items()})
+        for name, g in new.groupby("model", sort=False):
+            stamp(f"read the elicited ratings of {name} (prompts {', '.join(lm_info[name]['prompts'])}): {len(g)} "
+                  f"records, {int((~g['valid']).sum())} invalid; identity {lm_info[name]['identity']}")
 
     stamp("reproducing Tables 2-4")
     table = reproduction_table(human, llm)
@@ -643,8 +687,11 @@ def run(config: dict, out_dir: Path, mode: str, progress: bool, record: Run) -> 
     observed_esr, fig1 = observed_comparisons(human, llm)
     observed_esr.to_csv(tables / "esr_observed.csv", index=False)
 
+    if new is not None:
+        new_lms.metrics_table(human, new).to_csv(tables / "lm_metrics.csv", index=False)
+        new_lms.answer_table(new, lm_info).to_csv(tables / "lm_answers.csv", index=False)
     trees, baseline, cmp = fit_all(human, llm, seed, sampler, progress, motive_prior, conditions, stamp, log,
-                                   executor=executor)
+                                   executor=executor, new=new)
     cmp.to_csv(tables / "loo_compare.csv")
     contrasts(trees).to_csv(tables / "contrasts.csv", index=False)
 
@@ -659,6 +706,18 @@ def run(config: dict, out_dir: Path, mode: str, progress: bool, record: Run) -> 
     cds_model.to_csv(tables / "cds_model.csv", index=False)
     claim_table.to_csv(tables / "claims.csv", index=False)
     folder.save_fit("esr measurement", esr_tree, "esr_measurement.nc")
+    lm_esr_tree = None
+    if new is not None:
+        stamp("ESR measurement model of the new LMs (fitted to the humans and them alone)")
+        lm_esr_tree, lm_esr, lm_cds = measurement_new(human, new, seed, measurement_sampler, log)
+        lm_esr.to_csv(tables / "esr_model_lms.csv", index=False)
+        lm_cds.to_csv(tables / "cds_model_lms.csv", index=False)
+        if lm_esr_tree is not None:
+            folder.save_fit("esr measurement (new LMs)", lm_esr_tree, "esr_measurement_lms.nc")
+            from pragmodels import plots
+
+            _save(plots.esr_intervals(lm_esr, title="New LMs: " + ESR_TITLES["model"]),
+                  figures / "esr_model_intervals_lms.png")
     if n_replicates:
         stamp(f"ESR calibration: {n_replicates} simulated data sets, and the negative control")
         calibration_table(human, llm, conditions, seed, n_replicates, config["calibration_sampler"]).to_csv(
@@ -673,8 +732,8 @@ def run(config: dict, out_dir: Path, mode: str, progress: bool, record: Run) -> 
     write_figures(figures, dict(fig1=fig1, esr_observed=observed_esr, esr_model=esr_model, loo_compare=cmp,
                                 human_ppc_effects=ppc_effects, human_ppc_cells=ppc_cells,
                                 human_model_predicted_means=predicted, ppc_condition_means=ppc))
-    if len(claim_table):
-        _save(contrast_figure(esr_tree, trees), figures / "contrasts.png", dpi=110)
+    if len(claim_table) or new is not None:
+        _save(contrast_figure(esr_tree, trees, lm_esr_tree=lm_esr_tree), figures / "contrasts.png", dpi=110)
 
     stamp("writing posteriors (netCDF)")
     folder.save_fit("human baseline", baseline, "human_baseline.nc")
@@ -691,7 +750,7 @@ def _load_trees(run_dir: Path, manifest: dict) -> tuple[dict, object]:
     fits = manifest["fits"]
     baseline = pm.load_netcdf(run_dir / fits["human baseline"]["file"])
     trees = {label: pm.load_netcdf(run_dir / f["file"]) for label, f in fits.items()
-             if label not in ("human baseline", "esr measurement")}
+             if label != "human baseline" and not label.startswith("esr measurement")}
     return trees, baseline
 
 
@@ -711,11 +770,16 @@ def write_report(run_dir: str | Path, *, trees: dict | None = None, baseline=Non
     params, chains = _posterior_summaries(run_dir, trees, baseline)
     esr_file = manifest["fits"].get("esr measurement", {}).get("file")
     if rebuilt and esr_file and (run_dir / esr_file).exists() and (tables / "contrasts.csv").exists():
-        _save(contrast_figure(pm.load_netcdf(run_dir / esr_file), trees), run_dir / "figures" / "contrasts.png", dpi=110)
+        lm_file = manifest["fits"].get("esr measurement (new LMs)", {}).get("file")
+        _save(contrast_figure(pm.load_netcdf(run_dir / esr_file), trees,
+                              lm_esr_tree=pm.load_netcdf(run_dir / lm_file) if lm_file else None),
+              run_dir / "figures" / "contrasts.png", dpi=110)
     if manifest["mode"] == "quick":
         report = quick_markdown(run_dir, manifest)
     else:
         report = analysis_markdown(run_dir, trees, baseline, params, chains)
+    if (tables / "lm_answers.csv").exists():  # a config with `lms`
+        report += new_lms.section(tables, manifest["mode"] == "quick", list(manifest["notes"].get("lms", {})))
     if rebuilt:
         report += (f"\n_Report re-rendered from the saved run by `rebuild_report` (pragmodels {pm.__version__}); "
                    "the fits themselves are unchanged._\n")

@@ -1,0 +1,299 @@
+"""New LMs in the social-meaning study, beside the published three and never mixed in.
+
+The config's ``lms`` names LMs whose answers to the paper's questionnaire were elicited beforehand
+(:mod:`models.social_meaning.elicit`). :func:`read_checked` checks each entry against its folder's
+manifest (the LM's identity, :meth:`pragmodels.lm.entry.LMEntry.identity_mismatch`) and each
+results file for completeness, before any fit, one line naming the entry and the file; then
+:func:`metrics_table` (Tables 2-4 rows), :func:`answer_table` (parse failures, the ratings' spread)
+and :func:`section` (the report's part on them). Notes: ``docs/studies/social_meaning.md``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from models.social_meaning.elicit import elicited_folder
+from pragmodels import datasets, metrics
+from pragmodels.lm.elicit import manifest_path
+from pragmodels.lm.entry import LMEntry
+
+__all__ = ["read_checked", "metrics_table", "answer_table", "complete_effects", "section"]
+
+#: the columns of the Tables 2-4 rows of a new LM (as ``tables/reproduction.csv``, no paper values)
+METRIC_COLUMNS = ["spearman", "ccc", "rmse", "rmse_individual", "cds_m", "cds_i", "cds", "das", "iss"]
+
+
+def _manifest(name: str, folder: Path) -> dict[str, Any]:
+    path = manifest_path(folder / "progress.jsonl")
+    if not path.is_file():
+        raise FileNotFoundError(f"`lms.{name}`: no manifest {path}; elicit the LM's answers first: python -m "
+                                f"models.social_meaning.elicit --lm {name} --out {folder} (and its LM options).")
+    try:
+        manifest = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ValueError(f"`lms.{name}`: {path} is not a readable manifest ({e}).") from None
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("settings"), dict):
+        raise ValueError(f"`lms.{name}`: {path} is not a manifest of pragmodels.lm.elicit.")
+    return manifest
+
+
+def read_checked(lms: Mapping[str, LMEntry], *, record: Callable[[str, Path], object] | None = None
+                 ) -> tuple[pd.DataFrame, dict[str, dict[str, Any]]]:
+    """Check every entry, then read the new LMs' ratings (one frame, beside the published).
+
+    Each entry's folder (:func:`~models.social_meaning.elicit.elicited_folder`) must hold the
+    manifest of the elicitation, made by the LM the entry names, and at least one
+    ``results_<PROMPT>.json``, each with all 144 queries and the manifest's samples per query.
+    Every entry is checked before any is read.
+
+    Parameters
+    ----------
+    lms : mapping of str to LMEntry
+        The config's ``lms``.
+    record : callable, optional
+        ``record(key, path)`` for each results file and manifest read (their sha256 go into ``run.json``).
+
+    Returns
+    -------
+    ratings : pandas.DataFrame
+        As :func:`pragmodels.datasets.load_social_llm` (``model``: the entry's name).
+    info : dict
+        Per LM: ``identity``, ``settings`` (the manifest's), ``prompts`` (those asked), ``folder``.
+
+    Raises
+    ------
+    FileNotFoundError
+        No manifest, or no results file.
+    ValueError
+        The manifest records another LM than the entry names; a results file is incomplete.
+    """
+    info = {}
+    for name, entry in lms.items():
+        folder = elicited_folder(name, entry)
+        manifest = _manifest(name, folder)
+        recorded = str(manifest.get("model", ""))
+        why = entry.identity_mismatch(recorded)
+        if why:
+            raise ValueError(f"`lms.{name}`: {manifest_path(folder / 'progress.jsonl')} records answers of "
+                             f"{recorded or 'an unrecorded LM'}, but {why}; elicit again or correct the entry.")
+        prompts = [p for p in datasets.PROMPTS if (folder / f"results_{p}.json").is_file()]
+        if not prompts:
+            raise FileNotFoundError(f"`lms.{name}`: no results_<PROMPT>.json in {folder}; elicit them with python -m "
+                                    f"models.social_meaning.elicit --lm {name} --out {folder}.")
+        info[name] = {"identity": recorded, "settings": manifest["settings"], "prompts": prompts, "folder": folder}
+    frames = []
+    for name, i in info.items():
+        n = int(i["settings"].get("n_samples", 0))
+        for p in i["prompts"]:
+            path = i["folder"] / f"results_{p}.json"
+            try:
+                frames.append(datasets.load_social_llm_elicited(i["folder"], name, [p], n_samples=n, complete=True))
+            except (ValueError, FileNotFoundError) as e:  # DataSchemaError is a ValueError
+                raise ValueError(f"`lms.{name}`: {path} is incomplete or not in the published schema "
+                                 f"({str(e).splitlines()[0]}); finish it with python -m models.social_meaning.elicit "
+                                 f"--lm {name} --conditions {p} (resumable).") from None
+            if record is not None:
+                record(f"elicited_{name}_{p}", path)
+        if record is not None:
+            record(f"elicited_{name}_manifest", manifest_path(i["folder"] / "progress.jsonl"))
+    return pd.concat(frames, ignore_index=True), info
+
+
+def complete_effects(g: pd.DataFrame) -> list[str]:
+    """The attributes whose four context x form cells hold a valid rating in ``g`` (their effects are defined)."""
+    v = metrics.valid_ratings(g).frame
+    cells = v.groupby("attribute")[["context", "form"]].apply(lambda d: len(d.drop_duplicates()))
+    return [a for a in datasets.ATTRIBUTES if cells.get(a, 0) == 4]
+
+
+def metrics_table(human: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:
+    """Tables 2-4 rows (:func:`pragmodels.metrics.calibration_metrics`) per new LM x prompt.
+
+    Where some of the 24 condition means has no valid rating, Spearman, CCC and the RMSEs are
+    computed over those that have one (``cells``), and CDS, DAS and ISS, which need every
+    effect, are NaN (``attributes``: how many of 6 have all four cells).
+
+    Parameters
+    ----------
+    human : pandas.DataFrame
+        The human ratings.
+    new : pandas.DataFrame
+        :func:`read_checked`'s ratings.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``model``, ``prompt``, :data:`METRIC_COLUMNS`, ``n_valid``, ``n_invalid``, ``cells``, ``attributes``.
+    """
+    rows = []
+    for (m, p), g in new.groupby(["model", "prompt"], sort=False):
+        keep = complete_effects(g)
+        row: dict[str, Any] = {"model": m, "prompt": p, **dict.fromkeys(METRIC_COLUMNS, np.nan),
+                               "n_valid": int(g["valid"].sum()), "n_invalid": int((~g["valid"]).sum())}
+        if len(keep) == len(datasets.ATTRIBUTES):
+            r = metrics.calibration_metrics(human, g)
+            row.update({k: r[k] for k in METRIC_COLUMNS})
+        else:
+            row.update(_cell_metrics(human, g))
+        rows.append({**row, "cells": int(metrics.cell_means(metrics.valid_ratings(g).frame).size),
+                     "attributes": len(keep)})
+    return pd.DataFrame(rows)
+
+
+def _cell_metrics(human: pd.DataFrame, g: pd.DataFrame) -> dict[str, float]:
+    """Spearman, CCC and the RMSEs over the condition means with a valid rating (NaN with fewer than 3)."""
+    hc = metrics.cell_means(metrics.valid_ratings(human).frame)
+    mc = metrics.cell_means(metrics.valid_ratings(g).frame)
+    hc = hc.loc[mc.index]
+    if len(mc) < 3:
+        return {}
+    h = metrics.valid_ratings(human).frame
+    indiv = h.join(mc.rename("model_mean"), on=list(mc.index.names)).dropna(subset=["model_mean"])
+    return {"spearman": float(stats.spearmanr(hc.values, mc.values).statistic),
+            "ccc": metrics.calibration.ccc_upstream(hc.values, mc.values),
+            "rmse": float(np.sqrt(np.mean((hc.values - mc.values) ** 2))),
+            "rmse_individual": float(np.sqrt(np.mean((indiv["rating"] - indiv["model_mean"]) ** 2)))}
+
+
+def answer_table(new: pd.DataFrame, info: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
+    """What each new LM answered, per prompt: requests, the share of parse failures (no single
+    digit 1-7), the valid ratings' mean and standard deviation and the share of the most common
+    rating (near 1: near-constant ratings), and the elicitation's settings.
+
+    Parameters
+    ----------
+    new : pandas.DataFrame
+        :func:`read_checked`'s ratings.
+    info : mapping
+        :func:`read_checked`'s info.
+
+    Returns
+    -------
+    pandas.DataFrame
+    """
+    rows = []
+    for (m, p), g in new.groupby(["model", "prompt"], sort=False):
+        r = g.loc[g["valid"], "rating"].astype(float)
+        s = info[m]["settings"]
+        rows.append({"model": m, "prompt": p, "identity": info[m]["identity"], "requests": len(g),
+                     "samples_per_query": s.get("n_samples"), "parse_failures": float((~g["valid"]).mean()),
+                     "mean": r.mean(), "sd": r.std(), "modal_share": float(r.value_counts(normalize=True).max())
+                     if len(r) else np.nan,
+                     **{f"share_{k}": float((r == k).mean()) if len(r) else np.nan for k in range(1, 8)},
+                     "temperature": s.get("temperature"), "max_tokens": s.get("max_tokens"),
+                     "stop": json.dumps(s.get("stop")), "answer_prefix": json.dumps(s.get("answer_prefix"))})
+    return pd.DataFrame(rows)
+
+
+def _fmt(x: float, lo: float | None = None, hi: float | None = None) -> str:
+    if x is None or not np.isfinite(x):
+        return "–"
+    return f"{x:.2f}" if lo is None else f"{x:.2f} [{lo:.2f}, {hi:.2f}]"
+
+
+def section(tables: Path, quick: bool, lm_names: list[str]) -> str:
+    """The report's section on the new LMs, from a run folder's tables: what they answered, their
+    Tables 2-4 rows beside the published LLMs', the measurement model's CDS, the RSA fits' alpha
+    and noise beside the humans', the contrasts, and what models this small can and cannot show.
+
+    Parameters
+    ----------
+    tables : pathlib.Path
+        The run's ``tables`` folder.
+    quick : bool
+        A quick run (its fits are short chains: their numbers are no estimates).
+    lm_names : list of str
+        The new LMs' names.
+
+    Returns
+    -------
+    str
+    """
+    read = lambda name: pd.read_csv(tables / name) if (tables / name).exists() else None  # noqa: E731
+    answers, lm_metrics, repro = read("lm_answers.csv"), read("lm_metrics.csv"), read("reproduction.csv")
+    cds, params, contrasts = read("cds_model_lms.csv"), read("parameters.csv"), read("contrasts.csv")
+    out = ["", "## New LMs, beside the published three", "",
+           "Their answers to the paper's questionnaire (`python -m models.social_meaning.elicit`), read from "
+           "`fits/social_meaning/elicited/<lm>/` after each `lms` entry was checked against the manifest's LM "
+           "identity and each results file for completeness. They are fitted and measured on their own, never "
+           "mixed into the published LLMs' data, tables or measurement model."]
+    if quick:
+        out += ["", "**Quick run**: the RSA fits and the measurement model below ran short chains (the config's "
+                "`quick` sampler); their numbers show that the pipeline runs for these LMs, they are not "
+                "estimates. The answer table and the Tables 2-4 rows are exact (no sampling)."]
+    if answers is not None:
+        out += ["", "| LM | prompt | requests | samples per query | parse failures | mean rating | sd | "
+                "share of the modal rating |", "|---|---|---|---|---|---|---|---|"]
+        out += [f"| {r.model} | {r.prompt} | {r.requests} | {r.samples_per_query} | {r.parse_failures:.0%} | "
+                f"{_fmt(r['mean'])} | {_fmt(r.sd)} | {_fmt(r.modal_share)} |" for _, r in answers.iterrows()]
+    if lm_metrics is not None:
+        prompts = list(dict.fromkeys(lm_metrics.prompt))
+        out += ["", "Tables 2-4 (the paper's metrics, `pragmodels.metrics.calibration_metrics`), the new LMs beside "
+                "the published LLMs under the same prompts (`cells`: the condition means of 24 with a valid rating; "
+                "where some has none, CDS, DAS and ISS are undefined):", "",
+                "| model | prompt | cells | Spearman | CCC | RMSE | CDS_M | CDS_I | CDS | DAS | ISS |",
+                "|---|---|---|---|---|---|---|---|---|---|---|"]
+        rows = [(r, int(r.cells)) for _, r in lm_metrics.iterrows()]
+        if repro is not None:
+            rows += [(r, 24) for _, r in repro[repro.prompt.isin(prompts)].iterrows()]
+        for r, n_att in rows:
+            out.append(f"| {r.model} | {r.prompt} | {n_att} | " + " | ".join(
+                _fmt(r[c]) for c in ("spearman", "ccc", "rmse", "cds_m", "cds_i", "cds", "das", "iss")) + " |")
+    if cds is not None and len(cds):
+        out += ["", "CDS of the measurement model (median and 94% interval; the human effects estimated too), "
+                "fitted to the humans and the new LMs alone:", "", "| LM | prompt | CDS_M | CDS_I | CDS |",
+                "|---|---|---|---|---|"]
+        out += [f"| {r.model} | {r.prompt} | {_fmt(r.cds_m, r.cds_m_lo, r.cds_m_hi)} | "
+                f"{_fmt(r.cds_i, r.cds_i_lo, r.cds_i_hi)} | {_fmt(r.cds, r.cds_lo, r.cds_hi)} |" for _, r in cds.iterrows()]
+    if params is not None:
+        keep = params[params.fit.str.split().str[0].isin(lm_names) | (params.fit == "human")
+                      | params.fit.isin([f"{m} {p}" for m in datasets.LLMS for p in datasets.PROMPTS])]
+        out += ["", "RSA fits (median and 94% interval; † below the sampling standards):", "",
+                "| fit | alpha | response noise | lapse |", "|---|---|---|---|"]
+        out += [f"| {r.fit}{'' if r.converged else ' †'} | {_fmt(r.alpha, r.alpha_lo, r.alpha_hi)} | "
+                f"{_fmt(r.noise, r.noise_lo, r.noise_hi)} | {_fmt(r.lapse, r.lapse_lo, r.lapse_hi)} |"
+                for _, r in keep.iterrows()]
+    if contrasts is not None:
+        c = contrasts[contrasts.fit.str.split().str[0].isin(lm_names)]
+        if len(c):
+            out += ["", "Contrasts with the human fit (LM minus humans, median and 94% interval; P(LM > humans)):", "",
+                    "| fit | parameter | difference | P(LM > humans) |", "|---|---|---|---|"]
+            out += [f"| {r.fit} | {r.parameter} | {_fmt(r.difference, r.lower, r.upper)} | {r.p_greater:.2f} |"
+                    for _, r in c[c.parameter.isin(["alpha", "noise"])].iterrows()]
+    out += ["", "### What a model this small can and cannot show", ""] + _limits(answers, lm_metrics, cds)
+    return "\n".join(out) + "\n"
+
+
+def _limits(answers: pd.DataFrame | None, lm_metrics: pd.DataFrame | None, cds: pd.DataFrame | None) -> list[str]:
+    """Plain sentences, from the numbers, on what these LMs' data can carry."""
+    lines = []
+    for _, r in (answers if answers is not None else pd.DataFrame()).iterrows():
+        words = [f"{r.parse_failures:.0%} of its {r.requests} answers to the {r.prompt} prompt hold no single digit "
+                 "1-7 (the paper's rule; no resampling)"]
+        if np.isfinite(r.modal_share) and r.modal_share >= 0.5:
+            words.append(f"{r.modal_share:.0%} of the valid ones are one and the same rating: near-constant ratings "
+                         "carry little about the conditions")
+        lines.append(f"- **{r.model}**: " + "; ".join(words) + ".")
+    if lm_metrics is not None and (lm_metrics.cells < 24).any():
+        short = lm_metrics[lm_metrics.cells < 24]
+        lines.append("- Where a condition mean has no valid rating, the effects through it, and with them the "
+                     "paper's CDS, DAS and ISS, are undefined: " + "; ".join(
+                         f"{r.model} {r.prompt} has {int(r.cells)} of the 24 condition means"
+                         for _, r in short.iterrows()) + ".")
+    if cds is not None and len(cds):
+        wide = cds[(cds.cds_hi - cds.cds_lo) > 1.0]
+        if len(wide):
+            lines.append("- The measurement model's CDS intervals are wider than 1 for " + ", ".join(
+                f"{r.model} {r.prompt}" for _, r in wide.iterrows()) + ": the effects of so few valid answers are "
+                "not pinned, so no ranking against the published LLMs follows.")
+    lines.append("- An RSA fit to such ratings says how a speaker-listener model would have to be set to produce "
+                 "them, not that the LM reasons about speakers: with answers this noisy, alpha is pinned mostly by "
+                 "its prior, and the response noise absorbs the rest.")
+    return lines

@@ -1,0 +1,119 @@
+"""models.social_meaning.new_lms: each `lms` entry checked against its elicited files (the LM's
+identity, completeness) before any fit, one line naming the entry and the file; the new LMs' Tables 2-4
+rows, answer table and report section (a scripted fake LM; no fit)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from models.social_meaning import elicit as sm, new_lms
+from pragmodels import datasets
+from pragmodels.lm.entry import LMEntry
+
+URL = "http://127.0.0.1:9/v1"
+
+
+class ScriptedLM:
+    """Answers a digit 1-7 or, one time in four, no digit, from the seed alone."""
+
+    identity = f"openai:{URL}|fake-model"
+
+    def sample(self, prompt, n, *, temperature=1.0, max_tokens=32, stop=(), seed=0, answer_prefix=""):
+        r = np.random.default_rng(seed)
+        return [str(r.integers(1, 8)) if r.random() < 0.75 else "I cannot say."]
+
+
+def entry(folder, model="fake-model") -> LMEntry:
+    return LMEntry.model_validate({"backend": "openai", "base_url": URL, "model": model, "outputs": str(folder)})
+
+
+@pytest.fixture(scope="module")
+def elicited(mirror, tmp_path_factory):
+    out = tmp_path_factory.mktemp("lm") / "fake"
+    sm.elicit_lm(ScriptedLM(), "fake", out, conditions=["MIN"], n_samples=2, log=lambda s: None)
+    return out
+
+
+def test_the_entry_is_checked_against_the_manifest_before_anything_is_read(elicited, tmp_path):
+    recorded = []
+    new, info = new_lms.read_checked({"fake": entry(elicited)}, record=lambda k, p: recorded.append(k))
+    assert len(new) == 288 and set(new.prompt) == {"MIN"} and info["fake"]["settings"]["n_samples"] == 2
+    assert info["fake"]["identity"] == ScriptedLM.identity and info["fake"]["prompts"] == ["MIN"]
+    assert recorded == ["elicited_fake_MIN", "elicited_fake_manifest"]
+    manifest = elicited / "progress.jsonl.manifest.json"
+    with pytest.raises(ValueError) as e:
+        new_lms.read_checked({"fake": entry(elicited, model="other-model")})
+    assert str(e.value) == (f"`lms.fake`: {manifest} records answers of {ScriptedLM.identity}, but the entry names "
+                            "server model 'other-model'; elicit again or correct the entry.")
+    with pytest.raises(FileNotFoundError, match=r"^`lms.none`: no manifest .*progress.jsonl.manifest.json; elicit"):
+        new_lms.read_checked({"fake": entry(elicited), "none": entry(tmp_path / "none")})
+
+
+def test_an_incomplete_results_file_is_named(mirror, tmp_path):
+    out = tmp_path / "part"
+    sm.elicit_lm(ScriptedLM(), "part", out, conditions=["KMA"], limit=24, n_samples=2, log=lambda s: None)
+    with pytest.raises(ValueError, match=rf"^`lms.part`: {out / 'results_KMA.json'} is incomplete .*--conditions KMA "
+                                         r"\(resumable\).$"):
+        new_lms.read_checked({"part": entry(out)})
+
+
+def test_tables_2_4_rows_of_a_new_lm_and_its_answers(elicited):
+    new, info = new_lms.read_checked({"fake": entry(elicited)})
+    human = datasets.load_social_human()
+    row = new_lms.metrics_table(human, new).iloc[0]
+    assert row.attributes == 6 and row.cells == 24 and row.n_valid + row.n_invalid == 288 and np.isfinite(row.spearman)
+    answers = new_lms.answer_table(new, info).iloc[0]
+    assert answers.requests == 288 and answers.parse_failures == pytest.approx((~new.valid).mean())
+    assert sum(answers[f"share_{k}"] for k in range(1, 8)) == pytest.approx(1.0)
+    # a condition mean without a valid rating: CDS, DAS, ISS undefined; the rank and agreement metrics over 23
+    a = datasets.ATTRIBUTES[0]
+    hole = new.copy()
+    hole.loc[(hole.attribute == a) & (hole.context == "high") & (hole.form == "precise"), "valid"] = False
+    short = new_lms.metrics_table(human, hole).iloc[0]
+    assert (short.attributes, short.cells) == (5, 23) and np.isnan(short.cds) and np.isfinite(short.spearman)
+    assert short.spearman != row.spearman and new_lms.complete_effects(hole) == list(datasets.ATTRIBUTES[1:])
+
+
+def test_the_report_section_says_what_the_answers_can_carry(elicited, tmp_path):
+    new, info = new_lms.read_checked({"fake": entry(elicited)})
+    answers = new_lms.answer_table(new, info)
+    answers.loc[0, "modal_share"] = 0.9  # near-constant ratings are said to be so
+    answers.to_csv(tmp_path / "lm_answers.csv", index=False)
+    new_lms.metrics_table(datasets.load_social_human(), new).to_csv(tmp_path / "lm_metrics.csv", index=False)
+    text = new_lms.section(tmp_path, quick=True, lm_names=["fake"])
+    assert "## New LMs, beside the published three" in text and "**Quick run**" in text
+    assert f"| fake | MIN | 288 | 2 | {answers.parse_failures[0]:.0%} |" in text
+    assert "90% of the valid ones are one and the same rating" in text
+    assert json.loads(answers.answer_prefix[0]) == "" and isinstance(pd.read_csv(tmp_path / "lm_metrics.csv"),
+                                                                      pd.DataFrame)
+
+
+def test_the_study_checks_every_entry_before_any_fit(elicited, tmp_path):
+    """The LM config's study stops at an entry whose files record another LM, before the first fit."""
+    from pragmodels.runs.study import run_study
+
+    config = json.loads((sm.ROOT / "fits" / "social_meaning_lms.json").read_text())
+    config.pop("$schema")
+    config["study"] = f"{sm.ROOT / 'models' / 'social_meaning' / 'study.py'}:run"
+    config["lms"] = {"fake": {"backend": "openai", "base_url": URL, "model": "other-model", "outputs": str(elicited)}}
+    path = tmp_path / "lms.json"
+    path.write_text(json.dumps(config))
+    with pytest.raises(ValueError, match=r"^`lms.fake`: .* records answers of openai:.*\|fake-model, but the entry "
+                                         "names server model 'other-model'"):
+        run_study(path, mode="quick", out=tmp_path / "run", progress=False)
+    assert not (tmp_path / "run" / "posteriors").exists()
+
+
+def test_a_new_lms_name_cannot_pass_for_a_human_fit(mirror):
+    from models.social_meaning.config import Config
+    from pragmodels.errors import ConfigError
+    from pragmodels.runs.schema import validate_config
+
+    base = json.loads((sm.ROOT / "fits" / "social_meaning_lms.json").read_text())
+    with pytest.raises(ConfigError, match="'human-like': a new LM's name is one word that does not start with 'human'"):
+        validate_config(Config, {**base, "lms": {"human-like": {"model": "smollm2"}}}, what="study config")
+    assert set(validate_config(Config, base, what="study config").lms) == {"smollm2", "gemma3"}
