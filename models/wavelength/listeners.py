@@ -438,6 +438,97 @@ for _m, _n in ((uniform_model, "wavelength_uniform"), (literal_model, "wavelengt
     _m.name = _n
 
 #: the listener models, by name
+def sampled_rows(counts: ArrayLike, utt_mask: ArrayLike | None = None) -> np.ndarray:
+    """The flat indices (``item * n_utterance + utterance``) of the unmasked rows of ``counts``: the
+    rows :func:`sampled_lm_rsa_model` samples (data ``rows``).
+
+    Shapes: ``counts [item, utterance, state]``, ``utt_mask [item, utterance]`` -> ``[row]``.
+
+    Raises
+    ------
+    ValueError
+        Wrong shapes, or an unmasked row with no parsed answer (named).
+    """
+    c = np.asarray(counts)
+    if c.ndim != 3 or c.shape[-1] != N_STATE:
+        raise ValueError(f"counts must have shape [item, utterance, {N_STATE}]; got {c.shape}.")
+    mask = np.ones(c.shape[:2], bool) if utt_mask is None else np.asarray(utt_mask, bool)
+    if mask.shape != c.shape[:2]:
+        raise ValueError(f"utt_mask must have shape [item, utterance] = {c.shape[:2]}; got {mask.shape}.")
+    empty = np.argwhere(mask & (c.sum(-1) == 0))
+    if empty.size:
+        i, u = (int(k) for k in empty[0])
+        raise ValueError(f"counts[{i}, {u}] has no parsed answer but utt_mask[{i}, {u}] is True; mask the "
+                         "utterance out (or drop the item where it is the real clue).")
+    return np.flatnonzero(mask.ravel()).astype(np.int32)
+
+
+def _scatter(log_theta: jax.Array, rows: ArrayLike, shape: tuple[int, ...]) -> jax.Array:
+    """``log theta [row, state]`` placed at ``rows`` of a zero ``[item, utterance, state]`` array."""
+    flat = jnp.zeros((shape[0] * shape[1], shape[2]), log_theta.dtype)
+    return flat.at[jnp.asarray(rows)].set(log_theta).reshape(shape)
+
+
+def sampled_literal_model(counts: ArrayLike, item: ArrayLike, guess: ArrayLike | None = None,
+                          rows: ArrayLike | None = None, utt_mask: ArrayLike | None = None,
+                          log_prior: ArrayLike | None = None) -> jax.Array:
+    """(a) with the LM's L0 known through samples of the real clue (the paper's sampled and
+    chain-of-thought listeners): ``theta [item, state] ~ Dirichlet(1 + counts[:, 0])``
+    (:func:`pragmodels.likelihoods.samples.sampled_semantics`), beta, width, lapse, rounding.
+
+    Shapes: ``counts [item, utterance, state]`` (row 0 read), ``item [trial]``, ``guess [trial]`` -> ``[trial]``.
+    """
+    from pragmodels.likelihoods.samples import sampled_semantics
+
+    c = jnp.asarray(counts)[:, 0]
+    check_index("wavelength", "item", item, int(c.shape[0]))
+    x = sampled_semantics("theta", c, dim="item")
+    beta = param("beta", PRIORS["beta"])
+    resp = _response_params()
+    return _observe(lm_literal_listener(x[:, None], beta, log_prior)[:, 0], item, guess, resp)
+
+
+def sampled_lm_rsa_model(counts: ArrayLike, item: ArrayLike, guess: ArrayLike | None = None,
+                         rows: ArrayLike | None = None, utt_mask: ArrayLike | None = None,
+                         log_prior: ArrayLike | None = None) -> jax.Array:
+    """(b) LM-RSA on an L0 known through samples of every utterance: ``theta [row, state] ~
+    Dirichlet(1 + counts)`` for the unmasked rows (``rows``: :func:`sampled_rows`), alpha, beta,
+    width, lapse, rounding.
+
+    Shapes: ``counts [item, utterance, state]``, ``rows [row]``, ``utt_mask [item, utterance]``,
+    ``item [trial]``, ``guess [trial]`` -> ``[trial]``.
+    """
+    from pragmodels.likelihoods.samples import sampled_semantics
+
+    c = jnp.asarray(counts)
+    check_index("wavelength", "item", item, int(c.shape[0]))
+    if rows is None:
+        raise ValueError("sampled_lm_rsa_model: rows is required (models.wavelength.listeners.sampled_rows).")
+    flat = c.reshape(-1, c.shape[-1])[jnp.asarray(rows)]
+    x = _scatter(sampled_semantics("theta", flat, dim="row"), rows, c.shape)
+    alpha = param("alpha", PRIORS["alpha"])
+    beta = param("beta", PRIORS["beta"])
+    return _lm_rsa_observe(x, alpha, beta, item, guess, utt_mask, None, log_prior, True)
+
+
+def sampled_listener_for(name: str, params: Mapping[str, ArrayLike], data: Mapping[str, Any]) -> jax.Array:
+    """:func:`listener_for` of the sampled models at one draw (``params["theta"]``: ``[item, state]``
+    for ``sampled_literal``, ``[row, state]`` for ``sampled_lm_rsa``).
+
+    Shapes: ``data["counts"] [item, utterance, state]`` -> ``[item, state]``.
+    """
+    log_theta = jnp.log(jnp.clip(jnp.asarray(params["theta"]), jnp.finfo(jnp.float32).tiny))
+    if name == "sampled_literal":
+        return lm_literal_listener(log_theta[:, None], params["beta"], data.get("log_prior"))[:, 0]
+    if name == "sampled_lm_rsa":
+        shape = tuple(np.shape(data["counts"]))
+        x = _scatter(log_theta, data["rows"], shape)
+        m = _mask(data.get("utt_mask"), shape[:2])
+        return rsa_clue_listener(lm_literal_semantics(x, params["beta"], m), params["alpha"], m, None,
+                                 data.get("log_prior"))
+    raise ValueError(f"sampled_listener_for: unknown model {name!r}; expected 'sampled_literal' or 'sampled_lm_rsa'.")
+
+
 MODELS: dict[str, Callable[..., Any]] = {
     "uniform": uniform_model,
     "literal": literal_model,

@@ -21,12 +21,12 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from models.wavelength import prompts
+from models.wavelength import prompts, sampled
 from pragmodels.io.netcdf import save_netcdf
 from pragmodels.lm import LanguageModel, tagged
 
 __all__ = ["generate_alternatives", "utterance_sets", "production_samples", "score_study", "load_scores",
-           "normalise_clue", "N_UTTERANCE", "PASSES"]
+           "normalise_clue", "scores_file", "N_UTTERANCE", "PASSES"]
 
 
 #: a sampled clue ends at its closing tag or at a line break
@@ -67,8 +67,24 @@ def _clean(text: str | None) -> str | None:
     return text
 
 
+def _speak(lm: LanguageModel, prompt: str, n: int, *, seed: int, max_tokens: int, variant: str,
+           answer_prefix: str = "") -> list[tuple[str, str | None]]:
+    """``n`` sampled clues as (text, clue or None): the project's (answer begun with ``<answer>``, stop at
+    the tag or a line break, :func:`_clean`) or the paper's (stop at the tag, upstream's parse
+    :func:`~models.wavelength.sampled.parse_clue`, then :func:`_clean`; begun with ``answer_prefix``,
+    upstream: none)."""
+    if variant == "project":
+        texts = lm.sample(prompt, n, temperature=1.0, max_tokens=max_tokens, stop=list(STOP), seed=seed,
+                          answer_prefix="<answer>")
+        return [(t, _clean(tagged(t))) for t in texts]
+    kw = {"answer_prefix": answer_prefix} if answer_prefix else {}
+    texts = lm.sample(prompt, n, temperature=1.0, max_tokens=max_tokens, stop=["</answer>"], seed=seed, **kw)
+    return [(t, _clean(sampled.parse_clue(t))) for t in texts]
+
+
 def generate_alternatives(lm: LanguageModel, items: pd.DataFrame, *, seed: int, max_tokens: int = 16,
-                          progress: bool = False) -> pd.DataFrame:
+                          progress: bool = False, variant: str = "project", answer_prefix: str = "",
+                          states: Sequence[int] = prompts.STATES) -> pd.DataFrame:
     """One sampled clue per (item, state) from the LM speaker.
 
     Parameters
@@ -83,6 +99,12 @@ def generate_alternatives(lm: LanguageModel, items: pd.DataFrame, *, seed: int, 
         Most tokens per clue.
     progress : bool
         Show a progress bar.
+    variant : {"project", "paper"}
+        The speaker's wording and parse (:func:`_speak`).
+    answer_prefix : str
+        With ``"paper"``: the answer's start (:func:`_speak`).
+    states : sequence of int
+        The targets an alternative is sampled for (default: all 21, as the paper).
 
     Returns
     -------
@@ -91,10 +113,11 @@ def generate_alternatives(lm: LanguageModel, items: pd.DataFrame, *, seed: int, 
     """
     rows = []
     for it in _progress(items.itertuples(), len(items), "alternatives", progress):
-        for s in prompts.STATES:
-            text, = lm.sample(prompts.speaker_prompt(it.left, it.right, s), 1, temperature=1.0, max_tokens=max_tokens,
-                              stop=list(STOP), seed=seed + 1000 * int(it.item) + s, answer_prefix="<answer>")
-            rows.append({"item": int(it.item), "state": s, "text": text, "clue": _clean(tagged(text))})
+        for s in states:
+            (text, clue), = _speak(lm, prompts.speaker_prompt(it.left, it.right, s, variant), 1,
+                                   seed=seed + 1000 * int(it.item) + s, max_tokens=max_tokens, variant=variant,
+                                   answer_prefix=answer_prefix)
+            rows.append({"item": int(it.item), "state": s, "text": text, "clue": clue})
     return pd.DataFrame(rows)
 
 
@@ -140,7 +163,7 @@ class Production:
 
 
 def production_samples(lm: LanguageModel, items: pd.DataFrame, *, n: int = 32, seed: int, max_tokens: int = 16,
-                       progress: bool = False) -> Production:
+                       progress: bool = False, variant: str = "project", answer_prefix: str = "") -> Production:
     """``n`` clues sampled for each item's own target (the Inverse-RSA speaker's S0).
 
     Parameters
@@ -157,6 +180,10 @@ def production_samples(lm: LanguageModel, items: pd.DataFrame, *, n: int = 32, s
         Most tokens per clue.
     progress : bool
         Show a progress bar.
+    variant : {"project", "paper"}
+        The speaker's wording and parse (:func:`_speak`).
+    answer_prefix : str
+        With ``"paper"``: the answer's start (:func:`_speak`).
 
     Returns
     -------
@@ -167,14 +194,13 @@ def production_samples(lm: LanguageModel, items: pd.DataFrame, *, n: int = 32, s
     failed: dict[int, int] = {}
     rows = []
     for it in _progress(list(items.itertuples()), len(items), "production", progress):
-        texts = lm.sample(prompts.speaker_prompt(it.left, it.right, int(it.target)), n, temperature=1.0,
-                          max_tokens=max_tokens, stop=list(STOP), seed=seed + 100_000 + 1000 * int(it.item),
-                          answer_prefix="<answer>")
+        said = _speak(lm, prompts.speaker_prompt(it.left, it.right, int(it.target), variant), n,
+                      seed=seed + 100_000 + 1000 * int(it.item), max_tokens=max_tokens, variant=variant,
+                      answer_prefix=answer_prefix)
         order: dict[str, int] = {}
         spelled: dict[str, str] = {}
         bad = 0
-        for t in texts:
-            c = _clean(tagged(t))
+        for t, c in said:
             rows.append({"item": int(it.item), "text": t, "clue": c})
             if c is None:
                 bad += 1
@@ -222,23 +248,46 @@ def _empty(items: np.ndarray, n_production: int, attrs: dict[str, Any]) -> xr.Da
     )
 
 
-def _attrs(lm: LanguageModel, name: str, seed: int, n_production: int) -> dict[str, Any]:
-    return {"lm_name": name, "lm_identity": lm.identity, "prompt_format": lm.prompt_format.key(),
-            "prompt_version": prompts.PROMPT_VERSION, "seed": int(seed), "n_production": int(n_production),
-            "pragmodels_version": importlib.metadata.version("pragmodels")}
+def _attrs(lm: LanguageModel, name: str, seed: int, n_production: int, variant: str = "project",
+           answer_prefix: str = "", alt_states: Sequence[int] = prompts.STATES) -> dict[str, Any]:
+    out = {"lm_name": name, "lm_identity": lm.identity, "prompt_format": lm.prompt_format.key(),
+           "prompt_variant": variant, "prompt_version": prompts.prompt_version(variant), "seed": int(seed),
+           "n_production": int(n_production), "pragmodels_version": importlib.metadata.version("pragmodels")}
+    if variant != "project":  # (the project's files keep their attributes)
+        out |= {"answer_prefix": answer_prefix, "alt_states": " ".join(str(int(s)) for s in alt_states)}
+    return out
 
 
 def _compatible(old: xr.Dataset, attrs: dict[str, Any]) -> bool:
+    if old.attrs.get("prompt_variant", "project") != attrs["prompt_variant"]:  # files before variants: the project's
+        return False
     return all(old.attrs.get(k) == attrs[k] for k in ("lm_identity", "prompt_format", "prompt_version", "seed",
-                                                       "n_production"))
+                                                       "n_production", "answer_prefix", "alt_states") if k in attrs)
+
+
+def scores_file(name: str, variant: str = "project") -> str:
+    """The scores file's name for an LM and a prompt variant: ``<name>.nc`` (project), ``<name>.paper.nc``.
+
+    Parameters
+    ----------
+    name : str
+        The LM's label.
+    variant : {"project", "paper"}
+
+    Returns
+    -------
+    str
+    """
+    return f"{name}.nc" if variant == "project" else f"{name}.{variant}.nc"
 
 
 def score_study(lm: LanguageModel, items: pd.DataFrame, *, name: str, seed: int, folder: str | Path,
                 n_production: int = 32, passes: Sequence[str] = PASSES, production_items: Sequence[int] | None = None,
-                save_every: int = 5, progress: bool = False, log: Any = None) -> Path:
+                save_every: int = 5, progress: bool = False, log: Any = None, variant: str = "project",
+                answer_prefix: str = "", alt_states: Sequence[int] = prompts.STATES) -> Path:
     """Run the steps of docs/studies/wavelength.md ("Scoring with a language model") for one LM, item by item, saving as it goes.
 
-    The file ``<folder>/<name>.nc`` records which items each pass has finished
+    The file ``<folder>/<name>.nc`` (``<name>.paper.nc`` for the paper's prompts) records which items each pass has finished
     (``done_listener``, ``done_speaker``, ``done_production``); a run that was stopped picks up
     where it left off, and finished items are never scored again (the LM's own clues are kept in
     ``<name>_clues.csv`` beside it, so a later pass scores the same alternatives). A file made by
@@ -268,6 +317,12 @@ def score_study(lm: LanguageModel, items: pd.DataFrame, *, name: str, seed: int,
         Show progress bars.
     log : callable, optional
         ``log(str)`` for a line per pass.
+    variant : {"project", "paper"}
+        The prompts' wording (:mod:`models.wavelength.prompts`), recorded as ``prompt_variant``.
+    answer_prefix : str
+        With ``"paper"``: what the speaker's answer is begun with (upstream: nothing).
+    alt_states : sequence of int
+        With ``"paper"``: the targets alternatives are sampled for (default all 21).
 
     Returns
     -------
@@ -282,10 +337,12 @@ def score_study(lm: LanguageModel, items: pd.DataFrame, *, name: str, seed: int,
     for p in passes:
         if p not in PASSES:
             raise ValueError(f"passes: {p!r} is not one of {PASSES}.")
+    prompts.check_variant(variant)
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    path, clue_path = folder / f"{name}.nc", folder / f"{name}_clues.csv"
-    attrs = _attrs(lm, name, seed, n_production)
+    path = folder / scores_file(name, variant)
+    clue_path = path.with_name(path.name.removesuffix(".nc") + "_clues.csv")
+    attrs = _attrs(lm, name, seed, n_production, variant, answer_prefix, alt_states)
     ids = items["item"].to_numpy()
     if path.exists():
         from pragmodels.io.netcdf import load_netcdf
@@ -323,7 +380,8 @@ def score_study(lm: LanguageModel, items: pd.DataFrame, *, name: str, seed: int,
         for n_done, i in enumerate(_progress(todo, len(todo), f"{name} {pas}", progress)):
             it = by_id[i]
             if pas == "listener":
-                alts = generate_alternatives(lm, items[items["item"] == i], seed=seed)
+                alts = generate_alternatives(lm, items[items["item"] == i], seed=seed, variant=variant,
+                                             answer_prefix=answer_prefix, states=alt_states)
                 utts = utterance_sets(items[items["item"] == i], alts)[i]
                 clues = clues[~((clues["item"] == i) & (clues["kind"] == "alternative"))]
                 clues = pd.concat([clues, pd.DataFrame(
@@ -331,7 +389,7 @@ def score_study(lm: LanguageModel, items: pd.DataFrame, *, name: str, seed: int,
                      for u, c in enumerate(utts) if u > 0])], ignore_index=True)
                 row = np.full((N_UTTERANCE, len(prompts.STATES)), np.nan)
                 for u, c in enumerate(utts):
-                    row[u] = lm.score(prompts.listener_prompt(it.left, it.right, c), conts)
+                    row[u] = lm.score(prompts.listener_prompt(it.left, it.right, c, variant), conts)
                 mask = np.zeros(N_UTTERANCE, np.int8)
                 mask[:len(utts)] = 1
                 ntok = np.zeros(N_UTTERANCE, np.int64)
@@ -348,16 +406,18 @@ def score_study(lm: LanguageModel, items: pd.DataFrame, *, name: str, seed: int,
                 row = np.full((N_UTTERANCE, len(prompts.STATES)), np.nan)
                 cc = [prompts.clue_answer(c) for c in utts]
                 for k, st in enumerate(prompts.STATES):
-                    row[:len(utts), k] = lm.score(prompts.speaker_prompt(it.left, it.right, st), cc, length_normalize=True)
+                    row[:len(utts), k] = lm.score(prompts.speaker_prompt(it.left, it.right, st, variant), cc,
+                                                  length_normalize=True)
                 ds["log_s0"].loc[{"item": i}] = row
             else:
-                prod = production_samples(lm, items[items["item"] == i], n=n_production, seed=seed)
+                prod = production_samples(lm, items[items["item"] == i], n=n_production, seed=seed, variant=variant,
+                                          answer_prefix=answer_prefix)
                 pc, pn = prod.clues[i], prod.counts[i]
                 row = np.full((n_production, len(prompts.STATES)), np.nan)
                 cnt = np.zeros(n_production, np.int64)
                 ntok = np.zeros(n_production, np.int64)
                 for a, (c, k) in enumerate(zip(pc, pn)):
-                    row[a] = lm.score(prompts.listener_prompt(it.left, it.right, c), conts)
+                    row[a] = lm.score(prompts.listener_prompt(it.left, it.right, c, variant), conts)
                     cnt[a] = k
                     ntok[a] = _tokens(lm, c)
                 ds["prod_log_lm"].loc[{"item": i}] = row
@@ -397,15 +457,18 @@ def load_scores(path: str | Path, items: Sequence[int] | None = None,
     Raises
     ------
     ValueError
-        The file's ``prompt_version`` differs from :data:`~models.wavelength.prompts.PROMPT_VERSION`, or a
+        The file's ``prompt_version`` differs from its variant's
+        (:func:`~models.wavelength.prompts.prompt_version`; no ``prompt_variant``: the project's), or a
         wanted item has not been scored by every pass in ``need``.
     """
     from pragmodels.io.netcdf import load_netcdf
 
     ds = load_netcdf(path).to_dataset()
-    if ds.attrs.get("prompt_version") != prompts.PROMPT_VERSION:
-        raise ValueError(f"{path}: scored with prompt version {ds.attrs.get('prompt_version')!r}, but the prompts "
-                         f"are now {prompts.PROMPT_VERSION!r}; score again (the cache keeps what is unchanged).")
+    variant = str(ds.attrs.get("prompt_variant", "project"))
+    now = prompts.prompt_version(variant)
+    if ds.attrs.get("prompt_version") != now:
+        raise ValueError(f"{path}: scored with prompt version {ds.attrs.get('prompt_version')!r}, but the "
+                         f"{variant!r} prompts are now {now!r}; score again (the cache keeps what is unchanged).")
     done = np.ones(ds.sizes["item"], bool)
     for p in need:
         done &= ds[f"done_{p}"].to_numpy().astype(bool)

@@ -1,17 +1,31 @@
-"""Prompts for the Wavelength game (Qiu et al. 2025), in this project's own words.
+"""Prompts for the Wavelength game (Qiu et al. 2025), in two named variants.
 
-:func:`listener_prompt` (L0: where on the scale does a clue point?, scored with the 21
-continuations :func:`answers`) and :func:`speaker_prompt` (S0: a clue for a target value).
-The prompts are frozen: :data:`PROMPT_VERSION` is the sha256 of their texts, and every LM score
-the study keeps is keyed by it. Their design: ``docs/studies/wavelength.md``, "Prompts".
+``"project"``: this project's own words (the templates here); ``"paper"``: the paper's own
+instructions, read as data from the offline mirror (:func:`pragmodels.datasets.load_wavelength_prompts`;
+never copied into the repository). :func:`listener_prompt` (L0: where on the scale does a clue
+point?, scored with the 21 continuations :func:`answers`), :func:`sample_listener_prompt` (L0
+asked to write its guess, directly or after "Let's think step by step.") and :func:`speaker_prompt`
+(S0: a clue for a target value, directly or step by step). The prompts are frozen:
+:func:`prompt_version` is the sha256 of a variant's texts (:data:`PROMPT_VERSION` the project's),
+and every LM score the study keeps is keyed by it. Their design: ``docs/studies/wavelength.md``,
+"Prompts".
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 
-__all__ = ["STATES", "LISTENER_TEMPLATE", "SPEAKER_TEMPLATE", "PROMPT_VERSION", "listener_prompt",
-           "speaker_prompt", "answer", "answers", "clue_answer"]
+from pragmodels.validation import check_one_of
+
+__all__ = ["STATES", "LISTENER_TEMPLATE", "SPEAKER_TEMPLATE", "PROMPT_VERSION", "VARIANTS", "COT_SUFFIX", "check_variant",
+           "listener_prompt", "sample_listener_prompt", "speaker_prompt", "prompt_version", "paper_prompts",
+           "answer", "answers", "clue_answer"]
+
+#: the prompt variants: this project's wording, and the paper's (upstream's) own
+VARIANTS: tuple[str, ...] = ("project", "paper")
+#: what the paper's chain-of-thought listener and speaker append to their instruction
+COT_SUFFIX = "\n\nLet's think step by step."
 
 #: the 21 states (target values) 0, 5, ..., 100
 STATES: tuple[int, ...] = tuple(range(0, 101, 5))
@@ -67,8 +81,58 @@ Target: {target}."""
 PROMPT_VERSION: str = hashlib.sha256((LISTENER_TEMPLATE + "\x00" + SPEAKER_TEMPLATE).encode()).hexdigest()[:16]
 
 
-def listener_prompt(left: str, right: str, clue: str) -> str:
-    """The literal listener's prompt for one clue on one scale.
+@functools.cache
+def paper_prompts() -> dict[str, str]:
+    """The paper's instructions and notes (:func:`pragmodels.datasets.load_wavelength_prompts`), read once.
+
+    Returns
+    -------
+    dict of str
+    """
+    from pragmodels.datasets import load_wavelength_prompts
+
+    return load_wavelength_prompts()
+
+
+def check_variant(variant: str) -> str:
+    """``variant`` if it is one of :data:`VARIANTS`, else a one-line ``ValueError``.
+
+    Parameters
+    ----------
+    variant : str
+
+    Returns
+    -------
+    str
+    """
+    check_one_of("variant", variant, VARIANTS)
+    return variant
+
+
+_variant = check_variant
+
+
+def prompt_version(variant: str = "project") -> str:
+    """The sha256 (16 hex digits) of a variant's templates; ``"project"`` gives :data:`PROMPT_VERSION`.
+
+    Parameters
+    ----------
+    variant : {"project", "paper"}
+
+    Returns
+    -------
+    str
+    """
+    if _variant(variant) == "project":
+        return PROMPT_VERSION
+    p = paper_prompts()
+    text = "\x00".join(p[k] for k in ("listener_logprob_instruction", "listener_sample_instruction",
+                                       "speaker_instruction")) + "\x00" + COT_SUFFIX
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def listener_prompt(left: str, right: str, clue: str, variant: str = "project") -> str:
+    """The literal listener's prompt for one clue on one scale (answered by the 21 :func:`answers`).
 
     Parameters
     ----------
@@ -76,15 +140,44 @@ def listener_prompt(left: str, right: str, clue: str) -> str:
         The scale's two ends (0 and 100).
     clue : str
         The clue.
+    variant : {"project", "paper"}
+        The wording (``"paper"``: upstream's log-prob listener instruction, increments of 5).
 
     Returns
     -------
     str
     """
-    return LISTENER_TEMPLATE.format(values=_VALUES, left=left, right=right, clue=clue)
+    if _variant(variant) == "project":
+        return LISTENER_TEMPLATE.format(values=_VALUES, left=left, right=right, clue=clue)
+    return paper_prompts()["listener_logprob_instruction"].format(left=left, right=right, clue=clue, scale=5,
+                                                                  possible_values=_VALUES)
 
 
-def speaker_prompt(left: str, right: str, target: int) -> str:
+def sample_listener_prompt(left: str, right: str, clue: str, variant: str = "project", cot: bool = False) -> str:
+    """The listener's prompt when its guess is sampled (written, then parsed), directly or step by step.
+
+    Parameters
+    ----------
+    left, right, clue : str
+        The scale's ends and the clue.
+    variant : {"project", "paper"}
+        ``"paper"``: upstream's sampled-listener instruction (any integer 0-100); ``"project"``:
+        :func:`listener_prompt`'s (one of the 21 values).
+    cot : bool
+        Append :data:`COT_SUFFIX` (the paper's chain-of-thought listener).
+
+    Returns
+    -------
+    str
+    """
+    if _variant(variant) == "project":
+        text = listener_prompt(left, right, clue)
+    else:
+        text = paper_prompts()["listener_sample_instruction"].format(left=left, right=right, clue=clue)
+    return text + (COT_SUFFIX if cot else "")
+
+
+def speaker_prompt(left: str, right: str, target: int, variant: str = "project", cot: bool = False) -> str:
     """The literal speaker's prompt for one target on one scale.
 
     Parameters
@@ -93,12 +186,20 @@ def speaker_prompt(left: str, right: str, target: int) -> str:
         The scale's two ends.
     target : int
         The target value (0-100).
+    variant : {"project", "paper"}
+        The wording (``"paper"``: upstream's speaker instruction).
+    cot : bool
+        Append :data:`COT_SUFFIX` (the paper's chain-of-thought speaker).
 
     Returns
     -------
     str
     """
-    return SPEAKER_TEMPLATE.format(left=left, right=right, target=int(target))
+    if _variant(variant) == "project":
+        text = SPEAKER_TEMPLATE.format(left=left, right=right, target=int(target))
+    else:
+        text = paper_prompts()["speaker_instruction"].format(left=left, right=right, target=int(target))
+    return text + (COT_SUFFIX if cot else "")
 
 
 def answer(value: int) -> str:

@@ -1,0 +1,256 @@
+"""The Wavelength paper's listeners and speakers for any LM, in one command: elicit, fit, report.
+
+    python -m models.wavelength.paper --lm smollm2 --items 4 [--dry-run]
+    python -m models.wavelength.paper --lm qwen --base-url http://gpu-host:8000/v1 --server-model Qwen/Qwen3-32B
+    python -m models.wavelength.paper --report-only            # rebuild the report from the committed outputs
+
+Per LM, on the first ``--items`` items of the study's fixed random order
+(:func:`models.wavelength.score.item_order`), with the paper's prompts (``--variant paper``,
+:mod:`models.wavelength.prompts`):
+
+1. alternatives (one clue sampled per target in ``--alt-states``) and the log-prob listener L0
+   (the 21 answers scored, softmaxed) of every utterance (:func:`models.wavelength.lm_scores.score_study`);
+2. the sampled listener L0 (``--n-sample`` guesses for the real clue, ``--n-sample-alt`` for each
+   alternative, resampled up to ``--resample`` times while they do not parse), and the
+   chain-of-thought listener (``--n-cot`` for the real clue) (:mod:`models.wavelength.sampled`);
+3. production: ``--n-production`` direct clues sampled for each item's target and scored by L0
+   (the Inverse-RSA speaker's S0), and ``--n-speaker-cot`` chain-of-thought clues, scored alike;
+4. the fits and the report (:mod:`models.wavelength.paper_report`).
+
+Before any request it prints what the run asks at most (requests, prompt and answer tokens);
+``--dry-run`` prints only that. Everything is resumable: a rerun continues where a killed one
+stopped (the score file records finished items, each elicitation its JSONL progress file), and
+the LM's answers go through the score cache. Outputs: ``fits/wavelength/paper/<lm>/``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from models.wavelength import lm_scores, prompts, sampled
+from models.wavelength.score import SEED, item_order
+from pragmodels.datasets import load_wavelength
+
+OUT = Path(__file__).resolve().parents[2] / "fits" / "wavelength" / "paper"
+#: the four-character rule of thumb of :func:`pragmodels.lm.elicit.estimate`
+_CHARS_PER_TOKEN = 4
+
+
+def _arguments(argv: list[str] | None) -> tuple[argparse.ArgumentParser, argparse.Namespace]:
+    from pragmodels.lm.entry import add_lm_arguments
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    add_lm_arguments(ap)
+    ap.add_argument("--variant", default="paper", choices=list(prompts.VARIANTS), help="the prompts' wording")
+    ap.add_argument("--items", type=int, default=4, help="items of the fixed order (100: all)")
+    ap.add_argument("--alt-states", type=int, nargs="+", default=[10, 50, 90],
+                    help="targets an alternative clue is sampled for (the paper: all 21)")
+    ap.add_argument("--answer-prefix", default="", help="begin every sampled answer with this text (upstream: "
+                    "nothing; '<answer>' helps models too small to keep the format); recorded")
+    ap.add_argument("--n-sample", type=int, default=sampled.N_SAMPLES, help="sampled-listener guesses, real clue")
+    ap.add_argument("--n-sample-alt", type=int, default=8, help="sampled-listener guesses per alternative")
+    ap.add_argument("--resample", type=int, default=sampled.RESAMPLE, help="extra tries per guess that does not "
+                    "parse (the paper: 9, i.e. 10 x 32 trials)")
+    ap.add_argument("--sample-tokens", type=int, default=16, help="most tokens of a direct answer (upstream 2048)")
+    ap.add_argument("--n-cot", type=int, default=8, help="chain-of-thought guesses for the real clue (paper: 32)")
+    ap.add_argument("--cot-tokens", type=int, default=128, help="most tokens of a chain-of-thought answer")
+    ap.add_argument("--n-production", type=int, default=4, help="direct clues sampled per target (paper: 32)")
+    ap.add_argument("--n-speaker-cot", type=int, default=2, help="chain-of-thought clues per target")
+    ap.add_argument("--speaker-tokens", type=int, default=24, help="most tokens of a direct clue")
+    ap.add_argument("--dry-run", action="store_true", help="print the estimate and stop (no request)")
+    ap.add_argument("--report-only", action="store_true", help="fit and report from the outputs there (no LM)")
+    ap.add_argument("--out", type=Path, default=OUT, help="the outputs' folder")
+    args = ap.parse_args(argv)
+    if args.items < 1 or args.items > 100:
+        ap.error(f"--items {args.items}: expected 1 to 100 items.")
+    for s in args.alt_states:
+        if s not in prompts.STATES:
+            ap.error(f"--alt-states {s}: expected states of {prompts.STATES[0]}, {prompts.STATES[1]}, ..., 100.")
+    return ap, args
+
+
+def _items(n: int) -> pd.DataFrame:
+    items = load_wavelength()
+    return items.set_index("item").loc[item_order(len(items))[:n]].reset_index()
+
+
+def _tokens(text: str) -> int:
+    return round(len(text) / _CHARS_PER_TOKEN)
+
+
+def estimate_run(items: pd.DataFrame, args: argparse.Namespace) -> pd.DataFrame:
+    """What the run asks at most before resampling, by step: requests, prompt and answer tokens
+    (prompt tokens estimated as characters / 4; alternatives not yet sampled counted as the real clue).
+
+    Parameters
+    ----------
+    items : pandas.DataFrame
+    args : argparse.Namespace
+        The command's settings.
+
+    Returns
+    -------
+    pandas.DataFrame
+    """
+    v, n_alt = args.variant, len(args.alt_states)
+    spk = [prompts.speaker_prompt(r.left, r.right, int(r.target), v) for r in items.itertuples()]
+    lis = [prompts.listener_prompt(r.left, r.right, r.clue, v) for r in items.itertuples()]
+    smp = [prompts.sample_listener_prompt(r.left, r.right, r.clue, v) for r in items.itertuples()]
+    cot = [prompts.sample_listener_prompt(r.left, r.right, r.clue, v, cot=True) for r in items.itertuples()]
+    cont = sum(_tokens(c) for c in prompts.answers())
+    rows = [
+        ("alternatives (sampled clues)", n_alt * len(items), n_alt * sum(map(_tokens, spk)),
+         n_alt * len(items) * args.speaker_tokens),
+        ("log-prob listener (scored prompts x 21 answers)", (1 + n_alt) * len(items) * 21,
+         (1 + n_alt) * sum(map(_tokens, lis)) * 21 + (1 + n_alt) * len(items) * cont, 0),
+        ("sampled listener", len(items) * (args.n_sample + n_alt * args.n_sample_alt),
+         (args.n_sample + n_alt * args.n_sample_alt) * sum(map(_tokens, smp)),
+         len(items) * (args.n_sample + n_alt * args.n_sample_alt) * args.sample_tokens),
+        ("chain-of-thought listener", len(items) * args.n_cot, args.n_cot * sum(map(_tokens, cot)),
+         len(items) * args.n_cot * args.cot_tokens),
+        ("production: direct clues", len(items), sum(map(_tokens, spk)),
+         len(items) * args.n_production * args.speaker_tokens),
+        ("production: chain-of-thought clues", len(items) * args.n_speaker_cot,
+         args.n_speaker_cot * sum(map(_tokens, spk)), len(items) * args.n_speaker_cot * args.cot_tokens),
+        ("production: clues scored by L0 (x 21 answers)", len(items) * (args.n_production + args.n_speaker_cot) * 21,
+         (args.n_production + args.n_speaker_cot) * sum(map(_tokens, lis)) * 21, 0),
+    ]
+    df = pd.DataFrame(rows, columns=["step", "requests", "prompt_tokens", "answer_tokens_max"])
+    df.loc[len(df)] = ["total", df["requests"].sum(), df["prompt_tokens"].sum(), df["answer_tokens_max"].sum()]
+    return df
+
+
+def _say(text: str) -> None:
+    print(text, flush=True)
+
+
+def elicit_lm(lm: Any, items: pd.DataFrame, args: argparse.Namespace, folder: Path) -> dict[str, Any]:
+    """Steps 1-3 for one LM into ``folder`` (resumable); the wall time and requests of each.
+
+    Parameters
+    ----------
+    lm : LanguageModel
+    items : pandas.DataFrame
+    args : argparse.Namespace
+    folder : Path
+
+    Returns
+    -------
+    dict
+        ``{step: {"wall_s", "requests", ...}}``.
+    """
+    v, pre, steps = args.variant, args.answer_prefix, {}
+    t0 = time.monotonic()
+    path = lm_scores.score_study(lm, items, name=args.lm, seed=SEED, folder=folder, n_production=args.n_production,
+                                 passes=["listener", "production"], save_every=1, variant=v, answer_prefix=pre,
+                                 alt_states=args.alt_states, log=_say)
+    steps["log-prob listener, alternatives, production"] = {"wall_s": time.monotonic() - t0}
+    ds = lm_scores.load_scores(path, need=["listener"])
+    clues = pd.read_csv(path.with_name(path.name.removesuffix(".nc") + "_clues.csv"), keep_default_na=False)
+    utts = {int(r.item): [str(r.clue)] + list(clues[(clues["item"] == r.item) & (clues["kind"] == "alternative")]
+                                              .sort_values("index")["clue"].astype(str)) for r in items.itertuples()}
+    real = sampled.listener_queries(items, utts, variant=v, cot=False, real_only=True)
+    alt = [q for q in sampled.listener_queries(items, utts, variant=v, cot=False) if not q.id.endswith("/0")]
+    cot = sampled.listener_queries(items, utts, variant=v, cot=True, real_only=True)
+    spk = sampled.speaker_queries(items, variant=v, cot=True)
+    asks = [("listener_sample", real, "listener_sample", args.n_sample, args.sample_tokens, args.resample),
+            ("listener_sample_alt", alt, "listener_sample", args.n_sample_alt, args.sample_tokens, args.resample),
+            ("listener_cot", cot, "listener_cot", args.n_cot, args.cot_tokens, args.resample),
+            ("speaker_cot", spk, "speaker_cot", args.n_speaker_cot, args.cot_tokens, 0)]
+    for name, qs, kind, n, tok, rs in asks:
+        if not qs or n == 0:
+            continue
+        t0 = time.monotonic()
+        _say(f"{args.lm}: {name}, {len(qs)} prompts x {n} samples")
+        recs = sampled.ask(lm, qs, kind=kind, n_samples=n, max_tokens=tok, progress=folder / f"{name}.jsonl",
+                           seed=SEED, resample=rs, answer_prefix=pre, log=_say)
+        steps[name] = {"wall_s": time.monotonic() - t0, "requests": int(sum(r["attempts"] for r in recs)),
+                       "samples": len(recs), "parsed": int(sum(r["valid"] for r in recs))}
+    t0 = time.monotonic()
+    _judge_cot_clues(lm, items, folder, v)
+    steps["chain-of-thought clues scored"] = {"wall_s": time.monotonic() - t0}
+    del ds
+    return steps
+
+
+def _judge_cot_clues(lm: Any, items: pd.DataFrame, folder: Path, variant: str) -> None:
+    """Each parsed chain-of-thought clue scored by the log-prob L0 (``speaker_cot_scores.csv``, resumable)."""
+    src = folder / "speaker_cot.jsonl"
+    if not src.exists():
+        return
+    out = folder / "speaker_cot_scores.csv"
+    done = pd.read_csv(out, keep_default_na=False) if out.exists() else pd.DataFrame()
+    by = {int(r.item): r for r in items.itertuples()}
+    rows = done.to_dict("records")
+    have = {(int(r["item"]), int(r["sample_id"])) for r in rows}
+    for line in src.read_text().splitlines():
+        r = json.loads(line)
+        key = (int(r["item"]), int(r["sample_id"]))
+        if key in have or int(r["item"]) not in by:
+            continue
+        clue = lm_scores._clean(r["value"]) if r["valid"] else None
+        row: dict[str, Any] = {"item": key[0], "sample_id": key[1], "clue": clue or ""}
+        if clue:
+            it = by[key[0]]
+            row |= dict(zip([f"s{s}" for s in prompts.STATES],
+                            np.round(lm.score(prompts.listener_prompt(it.left, it.right, clue, variant),
+                                              prompts.answers()), 6)))
+        rows.append(row)
+        pd.DataFrame(rows).to_csv(out.with_suffix(".csv.tmp"), index=False)
+        out.with_suffix(".csv.tmp").replace(out)
+
+
+def paper_lm(argv: list[str] | None = None) -> int:
+    ap, args = _arguments(argv)
+    if args.report_only:
+        from models.wavelength import paper_report
+
+        paper_report.build(args.out)
+        return 0
+    items = _items(args.items)
+    est = estimate_run(items, args)
+    _say(f"{args.lm}: {len(items)} items, prompts {args.variant!r} (version {prompts.prompt_version(args.variant)}); "
+         "at most, before resampling:\n" + est.to_string(index=False))
+    if args.dry_run:
+        return 0
+    from pragmodels.lm.entry import open_lm_from_arguments
+
+    folder = args.out / args.lm
+    folder.mkdir(parents=True, exist_ok=True)
+    lm = open_lm_from_arguments(ap, args, n_ctx=2048)
+    t0 = time.monotonic()
+    steps = elicit_lm(lm, items, args, folder)
+    settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()
+                if k not in ("api_key_env", "dry_run", "report_only")}
+    run = {"lm": args.lm, "lm_identity": lm.identity, "prompt_variant": args.variant,
+           "prompt_version": prompts.prompt_version(args.variant), "items": [int(i) for i in items["item"]],
+           "settings": settings, "estimate": est.to_dict("records"), "steps": steps,
+           "wall_s": time.monotonic() - t0}
+    from pragmodels.io.atomic import atomic_write
+
+    old = json.loads((folder / "run.json").read_text()) if (folder / "run.json").exists() else {}
+    run["runs"] = old.get("runs", []) + [{"wall_s": run["wall_s"], "steps": steps,
+                                          "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}]
+    atomic_write(folder / "run.json", lambda tmp: Path(tmp).write_text(json.dumps(run, indent=1) + "\n"))
+    from models.wavelength import paper_report
+
+    paper_report.build(args.out)
+    return 0
+
+
+def _cli() -> int:
+    """``paper_lm`` with one-line errors (``--debug`` anywhere in the arguments keeps the traceback)."""
+    from pragmodels.errors import one_line_cli
+
+    return one_line_cli(paper_lm, "models.wavelength.paper")
+
+
+if __name__ == "__main__":
+    raise SystemExit(_cli())

@@ -1,0 +1,95 @@
+"""The paper's route in one command (models.wavelength.paper) with a scripted stand-in model."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+import numpy as np
+import pytest
+
+from models.wavelength import paper
+from pragmodels.lm import PromptFormat
+
+
+class FakeLM:
+    """Listener guesses near 30 (or no tag, every fifth answer), chain-of-thought guesses with a tagged answer,
+    clues from a small pool; scores that prefer low values."""
+
+    identity = "fake:paper"
+    prompt_format = PromptFormat.plain()
+
+    def __init__(self) -> None:
+        self.requests = 0
+
+    def score(self, prompt: str, continuations: Sequence[str], *, length_normalize: bool = False) -> np.ndarray:
+        self.requests += len(continuations)
+        return -np.arange(len(continuations), dtype=float) / 5.0 - (hash(prompt) % 7) / 10.0
+
+    def sample(self, prompt, n, *, temperature=1.0, max_tokens=32, stop=(), seed=0, answer_prefix=""):
+        out = []
+        for k in range(n):
+            r = (self.requests + k) % 5
+            if "Target value" in prompt:
+                text = ["snow</answer>", "ice", "no clue here", "sauna</answer>", "frost"][r]
+                if "step by step" in prompt:
+                    text = "First, cold. <answer>" + text
+            elif "step by step" in prompt:
+                text = f"Thinking. <answer>{20 + 5 * r}</answer> and so on"
+            else:
+                text = "I guess" if r == 4 else f"{25 + 3 * r}"
+            out.append(answer_prefix + text)
+        self.requests += n
+        return out
+
+    def tokenize(self, text: str) -> list[int]:
+        return list(range(len(text.split())))
+
+
+ARGS = ["--lm", "fake", "--items", "2", "--alt-states", "10", "90", "--answer-prefix", "<answer>", "--n-sample", "4",
+        "--n-sample-alt", "2", "--resample", "2", "--n-cot", "3", "--n-production", "4", "--n-speaker-cot", "2"]
+
+
+def test_dry_run_prints_the_estimate_and_asks_nothing(tmp_path, capsys, monkeypatch, mirror):
+    import pragmodels.lm.entry as entry
+
+    monkeypatch.setattr(entry, "open_lm_from_arguments", lambda *a, **k: pytest.fail("an LM was opened"))
+    assert paper.paper_lm([*ARGS, "--dry-run", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "sampled listener" in out and "total" in out and "answer_tokens_max" in out
+    # 2 items: 2 x (4 + 2 alternatives x 2) sampled guesses
+    assert any(line.split()[-3] == "16" for line in out.splitlines() if line.strip().startswith("sampled listener"))
+    assert not any(tmp_path.iterdir())
+
+
+def test_bad_settings_are_one_line_errors(mirror, capsys):
+    with pytest.raises(SystemExit):
+        paper.paper_lm(["--lm", "fake", "--alt-states", "12", "--dry-run"])
+    assert "--alt-states 12: expected states of 0, 5, ..., 100" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+@pytest.mark.nuts
+def test_one_command_elicits_resumes_fits_and_reports(tmp_path, monkeypatch, mirror):
+    import pragmodels.lm.entry as entry
+
+    lm = FakeLM()
+    monkeypatch.setattr(entry, "open_lm_from_arguments", lambda *a, **k: lm)
+    monkeypatch.setattr("models.wavelength.paper_report.SAMPLER",
+                        {"num_warmup": 100, "num_samples": 100, "num_chains": 1})
+    assert paper.paper_lm([*ARGS, "--out", str(tmp_path)]) == 0
+    folder = tmp_path / "fake"
+    run = json.loads((folder / "run.json").read_text())
+    assert run["settings"]["answer_prefix"] == "<answer>" and run["prompt_variant"] == "paper"
+    parse = {r: g for r, g in __import__("pandas").read_csv(tmp_path / "tables" / "parse_fake.csv").groupby("route")}
+    assert parse["listener_sample"]["samples"].item() == 2 * 4
+    assert parse["listener_sample"]["parse_failures"].item() > 0  # every fifth answer has no number
+    metrics = __import__("pandas").read_csv(tmp_path / "tables" / "metrics_fake.csv")
+    for name in ("L0 sampled (fixed)", "L0 chain-of-thought (fixed)", "sampled LM-RSA (fitted)",
+                 "chain-of-thought L0 (fitted)", "log-prob LM-RSA (fitted)"):
+        assert name in set(metrics["listener"]), name
+    assert (tmp_path / "figures" / "listeners_fake.png").exists()
+    assert "sampled LM-RSA" in (tmp_path / "report.md").read_text()
+    before = lm.requests
+    assert paper.paper_lm([*ARGS, "--out", str(tmp_path)]) == 0
+    assert lm.requests == before  # resumed: nothing asked again
