@@ -541,12 +541,12 @@ def lm_entry_from_arguments(args: argparse.Namespace) -> tuple[LMEntry, dict[str
     given = _given_keys(a, backend == "openai")
     if raw is None and "model" not in given:
         given["model"] = _default_model(a, backend, standalone)
-    if standalone and backend == "openai" and "api_key_env" not in given and os.environ.get("OPENAI_API_KEY") \
-            and not (raw or {}).get("api_key_env"):
+    if standalone and raw is None and backend == "openai" and "api_key_env" not in given \
+            and os.environ.get("OPENAI_API_KEY"):  # (an entry of a config sends the key it names, or none)
         given["api_key_env"] = ("$OPENAI_API_KEY (set)", "OPENAI_API_KEY")
     data = dict(raw or {})
     if raw is not None:
-        entry = _validated(raw, given, f"lms[{name!r}] in {path}")
+        entry = _validated(raw, {}, f"lms[{name!r}] in {path}")
         for key, (shown, value) in given.items():
             current = getattr(entry, key)
             if (key in entry.model_fields_set or key in ("backend", "semantics")) and current != value:
@@ -742,7 +742,9 @@ def open_lm_from_arguments(parser: argparse.ArgumentParser, args: argparse.Names
     llama.cpp (with ``n_ctx`` and ``--threads``) or, with ``--backend hf``, transformers (with
     ``n_ctx``, ``--dtype``, ``--device``, ``--device-map``, ``--batch-size``); or the entry
     ``lms[NAME]`` of ``--config``. Anything wrong is ``parser.error``, one line naming the option
-    and the value. An entry with semantics ``"samples"`` gives a :class:`SamplesOnlyLM`.
+    and the value. An entry with semantics ``"samples"`` gives a :class:`SamplesOnlyLM`. The model
+    returned carries ``lm_entry``, the provenance of :func:`lm_entry_from_arguments` (the entry,
+    its name and config), for the step's manifests.
 
     Parameters
     ----------
@@ -760,9 +762,10 @@ def open_lm_from_arguments(parser: argparse.ArgumentParser, args: argparse.Names
     from pragmodels.lm.cache import CachedLM
 
     try:
-        lm, _, _ = lm_from_arguments(args, n_ctx=n_ctx)
+        lm, _, origin = lm_from_arguments(args, n_ctx=n_ctx)
     except (ValueError, PragmodelsError, OSError) as e:
         parser.error(" ".join(str(e).split()))
-    if isinstance(lm, SamplesOnlyLM):
-        return SamplesOnlyLM(CachedLM(lm.model))  # refused before the cache is asked
-    return CachedLM(lm)
+    # (refused before the cache is asked)
+    out = SamplesOnlyLM(CachedLM(lm.model)) if isinstance(lm, SamplesOnlyLM) else CachedLM(lm)
+    setattr(out, "lm_entry", origin)  # noqa: B010  # for the step's manifests (no key: the variable's name)
+    return out

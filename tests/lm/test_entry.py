@@ -357,6 +357,7 @@ def test_an_entry_with_semantics_samples_is_never_scored(monkeypatch):
     parser, args = _parse(["--lm", "big", "--base-url", "http://127.0.0.1:9/v1", "--server-model", "m",
                            "--semantics", "samples"])
     cached = open_lm_from_arguments(parser, args, n_ctx=512)  # behind the cache, refused before the cache is asked
+    assert cached.lm_entry["entry"]["semantics"] == "samples"  # for the step's manifests
     with pytest.raises(LMError, match=r"\(--semantics scores\)"):
         cached.score("2 + 2 =", ["4"])
     assert cached.model.model.requests_sent == 0
@@ -366,3 +367,21 @@ def test_prompt_format_is_a_key_of_an_in_process_entry():
     assert LMEntry(model="base.gguf", prompt_format="plain").prompt_format == "plain"
     with pytest.raises(ValidationError, match="a server's format is chat_template"):
         LMEntry(backend="openai", base_url="http://h/v1", model="m", prompt_format="plain")
+
+
+def test_the_score_command_defaults_never_change_a_config_entry(tmp_path, monkeypatch):
+    """`pragmodels lm score` sends $OPENAI_API_KEY when no option names a key; a config's entry sends the key it
+    names, or none."""
+    import argparse
+
+    from pragmodels.lm.entry import add_lm_arguments, lm_entry_from_arguments
+
+    parser = argparse.ArgumentParser(prog="score")
+    add_lm_arguments(parser, standalone=True)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-x")
+    server = ["--base-url", "http://127.0.0.1:9/v1", "--server-model", "m"]
+    assert lm_entry_from_arguments(parser.parse_args(server))[0].api_key_env == "OPENAI_API_KEY"
+    cfg = _config(tmp_path, {"srv": {"backend": "openai", "base_url": "http://127.0.0.1:9/v1", "model": "m"}})
+    entry, origin = lm_entry_from_arguments(parser.parse_args(["--config", str(cfg), "--lm", "srv"]))
+    assert entry.api_key_env is None and "api_key_env" not in origin["entry"]
+    assert lm_entry_from_arguments(parser.parse_args(["--model", "gemma3"]))[0].model == "gemma3"  # no --lm needed
