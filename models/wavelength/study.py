@@ -534,7 +534,7 @@ def report_markdown(run_dir: str | Path, mode: str) -> str:
         out += ["## Production: the LM's own clues against Inverse-RSA clues (Section 5.1)", "",
                 "32 clues sampled from the LM speaker for each item's target; direct = the LM's clue (a sample of "
                 "its distribution, or its most frequent clue); Inverse-RSA = S1(u | t) ∝ S0(u | t) L0(t | u) at "
-                "alpha = 1 (a sample, or its argmax as in the paper). Judged by the LM's own literal listener "
+                "alpha = 1 (a sample, as the paper's Section 5.1 does, or its argmax, a variant). Judged by the LM's own literal listener "
                 "(circular: Inverse-RSA picks clues that raise exactly that listener's L0(t | u), so its gain "
                 "there is built in) and by the LM-RSA listener fitted to the humans (posterior-mean alpha and "
                 "beta; the clue heard against the item's LM alternatives). p_target: the judge's probability of "
@@ -544,13 +544,14 @@ def report_markdown(run_dir: str | Path, mode: str) -> str:
                 "", _md(pr), ""]
         for lm in pr["lm"].unique():
             g = pr[(pr["lm"] == lm) & pr["judge"].str.startswith("human-fitted")]
-            r = g[g["speaker"] == "Inverse-RSA (argmax, the paper's)"]
+            r = g[g["speaker"] == "Inverse-RSA (S1 sample)"]  # the paper's: a sampled clue against a sampled one
             if len(r):
                 r = r.iloc[0]
                 better = "lowers" if r["d_abs_error"] < 0 else "raises"
                 sure = (r["d_abs_error_hi"] < 0) or (r["d_abs_error_lo"] > 0)
-                out += [f"- {lm}: under the human-fitted listener, the paper's Inverse-RSA choice {better} the error "
-                        f"of the mean by {abs(r['d_abs_error']):.1f} scale units against the LM's most frequent clue "
+                out += [f"- {lm}: under the human-fitted listener, a clue sampled from Inverse-RSA {better} the error "
+                        f"of the mean by {abs(r['d_abs_error']):.1f} scale units against a clue sampled from the LM "
+                        "speaker (expected over both) "
                         f"(95% interval {r['d_abs_error_lo']:.1f} to {r['d_abs_error_hi']:.1f}; "
                         f"{'excludes' if sure else 'includes'} 0), over {int(r['items'])} items; that judge's "
                         f"resolution is {r['judge_resolution']:.1f} scale units.", ""]

@@ -78,3 +78,22 @@ def test_scores_of_other_prompts_are_refused(tmp_path, monkeypatch):
     monkeypatch.setattr(prompts, "PROMPT_VERSION", "0" * 16)
     with pytest.raises(ValueError, match="prompt version"):
         lm_scores.load_scores(path)
+
+
+def test_the_paper_variant_is_scored_apart_and_recorded(tmp_path, mirror):
+    lm = FakeLM()
+    path = lm_scores.score_study(lm, ITEMS.iloc[:1], name="fake", seed=0, folder=tmp_path, n_production=4,
+                                 variant="paper", answer_prefix="<answer>", alt_states=[10, 90])
+    assert path.name == "fake.paper.nc" and (tmp_path / "fake.paper_clues.csv").exists()
+    ds = lm_scores.load_scores(path, need=lm_scores.PASSES)
+    assert ds.attrs["prompt_variant"] == "paper" and ds.attrs["prompt_version"] == prompts.prompt_version("paper")
+    assert ds.attrs["alt_states"] == "10 90" and ds.attrs["answer_prefix"] == "<answer>"
+    assert int(ds["alt_failed"].sum()) + int(ds["utt_mask"].sum()) - 1 <= 2  # two alternatives asked at most
+    # the project's file beside it is another file, and a rerun with other alternatives is refused
+    lm_scores.score_study(lm, ITEMS.iloc[:1], name="fake", seed=0, folder=tmp_path, passes=["listener"])
+    assert (tmp_path / "fake.nc").exists()
+    with pytest.raises(ValueError, match="other settings"):
+        lm_scores.score_study(lm, ITEMS.iloc[:1], name="fake", seed=0, folder=tmp_path, n_production=4,
+                              variant="paper", answer_prefix="<answer>", alt_states=[50])
+    with pytest.raises(ValueError, match="variant must be one of"):
+        lm_scores.score_study(lm, ITEMS.iloc[:1], name="fake", seed=0, folder=tmp_path, variant="papers")
