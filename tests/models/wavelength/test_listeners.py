@@ -437,3 +437,37 @@ def test_alpha_profile_is_the_models_log_likelihood_summed_per_item():
                                                                       {**params, "alpha": a}.items()})).get_trace(**data)
         ll = np.asarray(tr["guess"]["fn"].log_prob(tr["guess"]["value"]), float)
         np.testing.assert_allclose(prof[g], np.bincount(data["item"], weights=ll), rtol=1e-5)
+
+
+def test_sampled_models_read_counts_as_a_dirichlet_latent_and_agree_with_the_scored_listener():
+    """The sampled-semantics LM-RSA at theta = the frequencies is the scored LM-RSA on their logs
+    (float32 agents: 2e-6); its latent has one row per unmasked utterance, Dirichlet(1 + counts)."""
+    from numpyro import handlers
+
+    rng = np.random.default_rng(3)
+    counts = rng.integers(0, 4, (3, 4, N_STATE))
+    mask = np.array([[1, 1, 1, 0], [1, 1, 0, 0], [1, 1, 1, 1]], bool)
+    counts[~mask] = 0
+    counts[mask & (counts.sum(-1) == 0)] = 1
+    rows = listeners.sampled_rows(counts, mask)
+    assert rows.tolist() == [0, 1, 2, 4, 5, 8, 9, 10, 11]
+    data = {"counts": counts, "rows": rows, "utt_mask": mask, "item": np.array([0, 1, 2]),
+            "guess": np.array([10, 50, 90])}
+    tr = handlers.trace(handlers.seed(listeners.sampled_lm_rsa_model, 0)).get_trace(**data)
+    d = tr["theta"]["fn"]
+    assert tr["theta"]["value"].shape == (9, N_STATE)
+    np.testing.assert_allclose(np.asarray(d.concentration), counts.reshape(-1, N_STATE)[rows] + 1.0)
+    freq = counts.reshape(-1, N_STATE)[rows] / counts.reshape(-1, N_STATE)[rows].sum(-1, keepdims=True)
+    freq = np.clip(freq, 1e-12, None)
+    got = listeners.sampled_listener_for("sampled_lm_rsa", {"theta": freq, "alpha": 1.3, "beta": 0.8}, data)
+    log_lm = np.zeros(counts.shape)
+    log_lm.reshape(-1, N_STATE)[rows] = np.log(freq)
+    want = listeners.listener_for("lm_rsa", {"alpha": 1.3, "beta": 0.8}, {"log_lm": jnp.asarray(log_lm),
+                                                                           "utt_mask": jnp.asarray(mask)})
+    np.testing.assert_allclose(np.exp(got), np.exp(want), atol=ATOL)
+    bad = counts.copy()
+    bad[1, 1] = 0
+    with pytest.raises(ValueError, match=r"counts\[1, 1\] has no parsed answer but utt_mask\[1, 1\] is True"):
+        listeners.sampled_rows(bad, mask)
+    lit = handlers.trace(handlers.seed(listeners.sampled_literal_model, 0)).get_trace(**data)
+    assert lit["theta"]["value"].shape == (3, N_STATE)
