@@ -9,6 +9,8 @@ because memo parses module-level source and its domains must be globals.
 Forward cases (L1 table, ``[utterance, state]``):
 
 - ``pragmodels``: ``jax.jit(pm.pragmatic_listener)``, log-semantics passed as an argument.
+- ``boolean``: the same with ``boolean=True`` (the closed form of a 0/1 lexicon,
+  :mod:`pragmodels.boolean_rsa`).
 - ``floor``: the plainest jax.numpy log-space listener (``listener_table.floor_listener``).
 - ``memo_const``: memo as the earlier table ran it: the lexicon a module constant read by a
   jitted ``lex(u, s)``, the memo called directly (memo jits its own body, not the recursion).
@@ -121,8 +123,10 @@ def max_abs_diff(p, ref):
 
 depth = DEPTH
 ours = jax.jit(lambda s, a: pm.pragmatic_listener(s, a, depth=depth))
+ours_bool = jax.jit(lambda s, a: pm.pragmatic_listener(s, a, depth=depth, boolean=True))
 floor = jax.jit(lambda s, a: floor_listener(s, a, depth))
-cases = {"pragmodels": lambda: ours(LOG_SEM, ALPHA), "floor": lambda: floor(LOG_SEM, ALPHA)}
+cases = {"pragmodels": lambda: ours(LOG_SEM, ALPHA), "boolean": lambda: ours_bool(LOG_SEM, ALPHA),
+         "floor": lambda: floor(LOG_SEM, ALPHA)}
 if WITH_MEMO:
     memo_jit = jax.jit(lambda table, a: L(table, a, 0.0, depth))
     cases.update(memo_const=lambda: Lc(ALPHA, DEPTH), memo_arg=lambda: L(LEX, ALPHA, 0.0, DEPTH),
@@ -132,6 +136,7 @@ rec = {"n": N, "depth": DEPTH, "reps": REPS, "load_avg_1min": os.getloadavg()[0]
        **{f"{k}_ms": v for k, v in ms.items()}, **{f"{k}_first_s": v for k, v in first.items()}}
 ref = np.exp(np.asarray(cases["pragmodels"]()))
 rec["max_abs_diff_floor"] = max_abs_diff(np.exp(np.asarray(cases["floor"]())), ref)
+rec["max_abs_diff_boolean"] = max_abs_diff(np.exp(np.asarray(cases["boolean"]())), ref)
 for name in ("memo_const", "memo_arg", "memo_jit"):
     if name in cases:
         rec[f"max_abs_diff_{name}"] = max_abs_diff(cases[name](), ref)
@@ -146,16 +151,19 @@ if WITH_GRAD:
         return -jnp.sum(log_l1[u_idx, s_idx])
 
     g_ours = jax.jit(jax.grad(lambda a, s: nll_log(pm.pragmatic_listener(s, a, depth=depth))))
+    g_bool = jax.jit(jax.grad(lambda a, s: nll_log(pm.pragmatic_listener(s, a, depth=depth, boolean=True))))
     g_floor = jax.jit(jax.grad(lambda a, s: nll_log(floor_listener_safe(s, a, depth))))
     g_floor_raw = jax.jit(jax.grad(lambda a, s: nll_log(floor_listener(s, a, depth))))
     alpha = jnp.float32(ALPHA)
-    gcases = {"grad_pragmodels": lambda: g_ours(alpha, LOG_SEM), "grad_floor": lambda: g_floor(alpha, LOG_SEM)}
+    gcases = {"grad_pragmodels": lambda: g_ours(alpha, LOG_SEM), "grad_boolean": lambda: g_bool(alpha, LOG_SEM),
+              "grad_floor": lambda: g_floor(alpha, LOG_SEM)}
     if WITH_MEMO:
         g_memo = jax.jit(jax.grad(lambda a, table, eps: -jnp.sum(jnp.log(L(table, a, eps, depth)[u_idx, s_idx]))))
         gcases["grad_memo_eps"] = lambda: g_memo(alpha, LEX, jnp.float32(MEMO_EPS))
     gms, gfirst = bench(gcases, REPS)
     rec.update({f"{k}_ms": v for k, v in gms.items()}, **{f"{k}_first_s": v for k, v in gfirst.items()})
-    rec.update(grad_value=float(gcases["grad_pragmodels"]()), grad_floor_value=float(gcases["grad_floor"]()),
+    rec.update(grad_value=float(gcases["grad_pragmodels"]()), grad_boolean_value=float(gcases["grad_boolean"]()),
+               grad_floor_value=float(gcases["grad_floor"]()),
                grad_floor_unguarded_value=float(g_floor_raw(alpha, LOG_SEM)))
     with jax.enable_x64(True), np.errstate(divide="ignore"):  # reference: pragmodels in float64
         g64 = jax.jit(jax.grad(lambda a, s: nll_log(pm.pragmatic_listener(s, a, depth=depth))))

@@ -2,6 +2,9 @@
 
 Usage: python -m benchmarks.listener_table [--quick] [--no-memo] [--sizes 200 1000 3000]
 
+pragmodels runs twice: as a general listener, and with ``boolean=True`` (the closed form of a 0/1
+lexicon, :mod:`pragmodels.boolean_rsa`; target: faster than the floor at every size).
+
 For random Boolean lexicons (density 0.5) at 200, 1000 and 3000 squared (depth 1) and depths 2-8
 at 200x200, prints milliseconds per call after warm-up (median of repeats, calls of the cases
 interleaved round-robin, each ended by block_until_ready), with ratios pragmodels/floor and
@@ -94,11 +97,13 @@ def main():
             rows.append(dict(n=n, depth=depth, note=note))
             print(f"{n:>5}x{n:<5} depth {depth}: failed ({note})", flush=True)
             continue
-        bad = [k for k in ("floor", "memo_const", "memo_arg", "memo_jit")
+        bad = [k for k in ("floor", "boolean", "memo_const", "memo_arg", "memo_jit")
                if rec.get(f"max_abs_diff_{k}", 0.0) > TOL]
         note = f"disagrees with pragmodels: {', '.join(bad)}" if bad else ""
         row = dict(n=n, depth=depth, reps=reps, **{k: v for k, v in rec.items() if k not in ("n", "depth", "reps")},
                    pragmodels_over_floor=ratio(rec, "pragmodels", "floor"),
+                   boolean_over_floor=ratio(rec, "boolean", "floor"),
+                   grad_boolean_over_floor=ratio(rec, "grad_boolean", "grad_floor"),
                    memo_const_over_pragmodels=ratio(rec, "memo_const", "pragmodels"),
                    memo_arg_over_pragmodels=ratio(rec, "memo_arg", "pragmodels"),
                    memo_jit_over_pragmodels=ratio(rec, "memo_jit", "pragmodels"),
@@ -106,7 +111,8 @@ def main():
                    grad_memo_over_pragmodels=ratio(rec, "grad_memo_eps", "grad_pragmodels"), note=note)
         rows.append(row)
         line = (f"{n:>5}x{n:<5} depth {depth}: pragmodels {rec['pragmodels_ms']:9.2f} ms | floor "
-                f"{rec['floor_ms']:9.2f} ms ({row['pragmodels_over_floor']:.2f}x)")
+                f"{rec['floor_ms']:9.2f} ms ({row['pragmodels_over_floor']:.2f}x) | boolean=True "
+                f"{rec['boolean_ms']:9.2f} ms ({row['boolean_over_floor']:.2f}x)")
         if "memo_jit_ms" in rec:
             line += (f" | memo jit {rec['memo_jit_ms']:9.2f} ms ({row['memo_jit_over_pragmodels']:.2f}x), "
                      f"const {rec['memo_const_ms']:9.2f} ms ({row['memo_const_over_pragmodels']:.2f}x); "
@@ -114,7 +120,8 @@ def main():
         print(line, flush=True)
         if "grad_pragmodels_ms" in rec:
             line = (f"{'':13}grad: pragmodels {rec['grad_pragmodels_ms']:9.2f} ms | floor "
-                    f"{rec['grad_floor_ms']:9.2f} ms ({row['grad_pragmodels_over_floor']:.2f}x) | "
+                    f"{rec['grad_floor_ms']:9.2f} ms ({row['grad_pragmodels_over_floor']:.2f}x) | boolean=True "
+                    f"{rec['grad_boolean_ms']:9.2f} ms ({row['grad_boolean_over_floor']:.2f}x) | "
                     f"value {rec['grad_value']:.6g} (float64 {rec['grad_f64_value']:.6g}), floor "
                     f"{rec['grad_floor_value']:.6g}, "
                     f"unguarded floor {rec['grad_floor_unguarded_value']}")
@@ -138,7 +145,8 @@ DETAIL = ("Milliseconds per call after two warm-up calls: median of the repeats 
 
 FORWARD_COLUMNS = {
     "n": "n", "depth": "depth", "pragmodels_ms": "pragmodels ms", "floor_ms": "floor ms",
-    "pragmodels_over_floor": "pragmodels / floor", "memo_jit_ms": "memo jit ms",
+    "pragmodels_over_floor": "pragmodels / floor", "boolean_ms": "boolean=True ms",
+    "boolean_over_floor": "boolean=True / floor", "memo_jit_ms": "memo jit ms",
     "memo_jit_over_pragmodels": "memo jit / pragmodels", "memo_arg_ms": "memo arg ms",
     "memo_arg_over_pragmodels": "memo arg / pragmodels", "memo_const_ms": "memo const ms",
     "memo_const_over_pragmodels": "memo const / pragmodels",
@@ -147,7 +155,9 @@ FORWARD_COLUMNS = {
 
 GRAD_COLUMNS = {
     "n": "n", "grad_pragmodels_ms": "pragmodels ms", "grad_floor_ms": "floor ms",
-    "grad_pragmodels_over_floor": "pragmodels / floor", "grad_memo_eps_ms": "memo jit + eps ms",
+    "grad_pragmodels_over_floor": "pragmodels / floor", "grad_boolean_ms": "boolean=True ms",
+    "grad_boolean_over_floor": "boolean=True / floor", "grad_boolean_value": "dNLL/dalpha boolean=True",
+    "grad_memo_eps_ms": "memo jit + eps ms",
     "grad_memo_over_pragmodels": "memo / pragmodels", "grad_value": "dNLL/dalpha pragmodels",
     "grad_floor_value": "floor", "grad_memo_eps_value": "memo + eps", "grad_f64_value": "pragmodels float64",
     "grad_memo_no_eps_value": "memo, eps = 0",

@@ -31,6 +31,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.typing import ArrayLike, DTypeLike
 
+from pragmodels.boolean_rsa import boolean_recursion, listener_table, safe_range, speaker_table
 from pragmodels.logmath import log_mix_uniform, log_normalize, log_sum_exp, masked_scale
 from pragmodels.validation import check_numeric, check_precision, check_shape, check_values, concrete
 
@@ -246,6 +247,7 @@ def pragmatic_speaker(
     prior_at: PriorAt = "all",
     qud: ArrayLike | None = None,
     cost_scaling: CostScaling = "inside",
+    boolean: bool = False,
 ) -> jax.Array:
     """Pragmatic speaker ``S_depth(u | s)``.
 
@@ -256,7 +258,9 @@ def pragmatic_speaker(
     true state's QUD cell (Kao et al. 2014). ``alpha -> 0`` gives a uniform choice among the
     utterances true of the state; large ``alpha`` approaches the argmax. ``cost_scaling``:
     ``"inside"`` (default) ``exp(alpha (U − cost))`` or ``"outside"`` ``exp(alpha U − cost)``
-    at every level (docs: *Declaring models*, "The RSA agents").
+    at every level (docs: *Declaring models*, "The RSA agents"). ``boolean=True`` declares a 0/1
+    lexicon (``log_semantics`` only 0 and ``-inf``, e.g. from :func:`pragmodels.boolean_semantics`)
+    and computes the same speaker in closed form (:mod:`pragmodels.boolean_rsa`; without ``qud``).
     """
     _check_depth(depth, 1)
     _check_prior_at(prior_at)
@@ -264,6 +268,8 @@ def pragmatic_speaker(
     log_semantics = _as_array("pragmatic_speaker", "log_semantics", log_semantics)
     _check_table("pragmatic_speaker", "log_semantics", log_semantics, ("utterance", "state"))
     _check_params("pragmatic_speaker", log_semantics.shape[0], log_semantics.shape[1], alpha, cost, log_prior, qud)
+    if _closed_form("pragmatic_speaker", log_semantics, boolean, qud):
+        return _boolean_agent(log_semantics, alpha, cost, log_prior, depth, prior_at, cost_scaling, listener=False)
     return _recurse(log_semantics, alpha, cost, log_prior, depth, prior_at, qud, cost_scaling).T
 
 
@@ -277,11 +283,14 @@ def pragmatic_listener(
     prior_at: PriorAt = "all",
     qud: ArrayLike | None = None,
     cost_scaling: CostScaling = "inside",
+    boolean: bool = False,
 ) -> jax.Array:
     """Pragmatic listener ``L_depth(s | u) ∝ S_depth(u | s) P(s)``; ``depth=0`` is ``L0``.
 
     Shapes: as :func:`pragmatic_speaker`, returning ``[utterance, state]``. ``cost_scaling``
-    as :func:`pragmatic_speaker`.
+    and ``boolean`` as :func:`pragmatic_speaker` (``boolean=True``: a 0/1 lexicon, the same
+    listener in closed form, ``2 depth + 2`` matrix-vector products instead of ``2 depth + 1``
+    log-sum-exps over the table; ``benchmarks/listener_table.py``).
     """
     _check_depth(depth, 0)
     _check_prior_at(prior_at)
@@ -291,8 +300,57 @@ def pragmatic_listener(
     _check_params("pragmatic_listener", log_semantics.shape[0], log_semantics.shape[1], alpha, cost, log_prior, qud)
     if depth == 0:
         return literal_listener(log_semantics, log_prior)
+    if _closed_form("pragmatic_listener", log_semantics, boolean, qud):
+        return _boolean_agent(log_semantics, alpha, cost, log_prior, depth, prior_at, cost_scaling, listener=True)
     speaker = _recurse(log_semantics, alpha, cost, log_prior, depth, prior_at, qud, cost_scaling)
     return _listener_us(speaker, log_prior)
+
+
+def _closed_form(fn: str, log_semantics: jax.Array, boolean: bool, qud: ArrayLike | None) -> bool:
+    """Whether to take the closed form: ``boolean=True`` and no QUD (a QUD's projection breaks
+    the factorisation); a concrete ``log_semantics`` must then hold only 0 and ``-inf``."""
+    if not isinstance(boolean, bool):
+        raise ValueError(f"{fn}: boolean must be True or False; got {boolean!r}.")
+    if not boolean:
+        return False
+    if qud is not None:
+        raise ValueError(f"{fn}: boolean=True has no closed form with a qud (its projection mixes states); "
+                         "pass boolean=False.")
+    arr = concrete(log_semantics)
+    if arr is not None:
+        bad = (arr != 0) & (arr != -np.inf)
+        if bad.any():
+            i = tuple(int(k) for k in np.argwhere(bad)[0])
+            raise ValueError(f"{fn}: boolean=True needs a 0/1 lexicon, log_semantics of 0 (true) and -inf (false) "
+                             f"only (e.g. pm.boolean_semantics); log_semantics{list(i)} = {arr[i].item()!r}.")
+    return True
+
+
+def _boolean_agent(log_semantics: jax.Array, alpha: ArrayLike, cost: ArrayLike | None, log_prior: ArrayLike | None,
+                   depth: int, prior_at: PriorAt, cost_scaling: CostScaling, *, listener: bool) -> jax.Array:
+    """The listener (``[utterance, state]``) or speaker (``[state, utterance]``) of a 0/1 lexicon in
+    closed form (:mod:`pragmodels.boolean_rsa`), or by the log-space recursion where a vector's
+    range could underflow in the dtype (``lax.cond``: under ``vmap`` both are computed)."""
+
+    def log_space() -> jax.Array:
+        speaker = _recurse(log_semantics, alpha, cost, log_prior, depth, prior_at, None, cost_scaling)
+        return _listener_us(speaker, log_prior) if listener else speaker.T
+
+    out = jax.eval_shape(log_space)
+    n_utt, n_state = log_semantics.shape
+    mask = (log_semantics > -jnp.inf).astype(out.dtype)
+    zeros_s = jnp.zeros(n_state, out.dtype)
+    log_outer = zeros_s if log_prior is None else jnp.asarray(log_prior, out.dtype)
+    log_inner = log_outer if prior_at == "all" else zeros_s
+    cost_v = jnp.zeros(n_utt, out.dtype) if cost is None else jnp.asarray(cost, out.dtype)
+    log_w, log_z, spread = boolean_recursion(mask, jnp.asarray(alpha, out.dtype), cost_v, log_inner, depth,
+                                             cost_scaling == "outside")
+
+    def closed() -> jax.Array:
+        table = listener_table(mask, log_z, log_outer) if listener else speaker_table(mask, log_w, log_z, log_inner).T
+        return table.astype(out.dtype)
+
+    return jax.lax.cond(spread <= safe_range(out.dtype), closed, log_space)
 
 
 def _batch_inputs(fn: str, log_semantics: ArrayLike, alpha: ArrayLike, cost: ArrayLike | None,

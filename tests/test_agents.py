@@ -249,3 +249,72 @@ def test_softmax_speaker_and_bayes_listener_match_naive_loop():
     l0 = pm.literal_listener(to_log(truth))
     composed = pm.agents.bayes_listener(pm.agents.softmax_speaker(l0, 2.0))
     np.testing.assert_allclose(np.asarray(composed), np.asarray(pm.pragmatic_listener(to_log(truth), 2.0)), atol=1e-6)
+
+
+# --- boolean=True: the closed form on a 0/1 lexicon (pragmodels.boolean_rsa) ---------------------------------------
+
+
+@pytest.mark.parametrize("depth", [1, 2, 3, 5])
+@pytest.mark.parametrize("prior_at", ["all", "top"])
+def test_boolean_closed_form_matches_naive_loop(depth, prior_at):
+    """Listener and speaker, with costs, a non-uniform prior with one zero, empty rows and columns."""
+    rng = np.random.default_rng(200 + depth)
+    for _ in range(3):
+        n_u, n_s = rng.integers(3, 8, 2)
+        truth = random_lexicon(rng, n_u, n_s)
+        alpha, cost, prior = rng.uniform(0, 4), rng.uniform(0, 2, n_u), rng.dirichlet(np.ones(n_s))
+        prior[1] = 0.0
+        with np.errstate(divide="ignore"):
+            log_prior = jnp.log(prior)
+        for role, agent in (("listener", pm.pragmatic_listener), ("speaker", pm.pragmatic_speaker)):
+            got = agent(to_log(truth), alpha, cost, log_prior, depth, prior_at=prior_at, boolean=True)
+            undefined_rows_ok(got, naive_rsa.rsa(truth, alpha, cost, prior, depth, prior_at, role=role))
+
+
+@pytest.mark.parametrize("cost_scaling", ["inside", "outside"])
+def test_boolean_closed_form_equals_log_space_recursion_and_its_gradient(cost_scaling):
+    """Same values (float64, 1e-10) and the same d/d alpha and d/d cost under jit, both cost scalings."""
+    rng = np.random.default_rng(3)
+    truth = random_lexicon(rng, 7, 9)
+    prior_np = rng.dirichlet(np.ones(9))
+
+    def nll(alpha, cost, boolean):
+        log_sem = jnp.asarray(np.where(truth > 0, 0.0, -np.inf))
+        table = pm.pragmatic_listener(log_sem, alpha, cost, jnp.log(prior_np), 2, cost_scaling=cost_scaling,
+                                      boolean=boolean)
+        return -jnp.sum(jnp.where(truth > 0, table, 0.0))
+
+    with jax.enable_x64(True):
+        args = (jnp.float64(1.7), jnp.asarray(rng.uniform(0, 1, 7)))
+        for f in (nll, jax.grad(nll, argnums=(0, 1))):
+            a, b = jax.jit(f, static_argnums=2)(*args, False), jax.jit(f, static_argnums=2)(*args, True)
+            for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)):
+                np.testing.assert_allclose(np.asarray(y), np.asarray(x), rtol=1e-10, atol=1e-10)
+
+
+def test_boolean_closed_form_falls_back_where_float32_would_underflow():
+    """At alpha = 60, with one utterance true of one state and one of all 40, the speaker weights span
+    60 log 40 = 221 nats, beyond float32's safe range: the log-space path answers (equal to
+    boolean=False), where the closed form alone would have lost states to underflow."""
+    rng = np.random.default_rng(5)
+    truth = random_lexicon(rng, 30, 40, empty=False)
+    truth[0], truth[1] = 0.0, 1.0
+    truth[0, 3] = 1.0
+    log_sem = to_log(truth)
+    from pragmodels.boolean_rsa import boolean_recursion, safe_range
+
+    mask = (log_sem > -jnp.inf).astype(jnp.float32)
+    _, _, spread = boolean_recursion(mask, jnp.float32(60.0), jnp.zeros(30), jnp.zeros(40), 1, False)
+    assert float(spread) > safe_range(jnp.float32)  # the case does exercise the fallback
+    ref = pm.pragmatic_listener(log_sem, 60.0)
+    got = jax.jit(lambda a: pm.pragmatic_listener(log_sem, a, boolean=True))(60.0)
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(ref))
+
+
+def test_boolean_closed_form_refuses_what_it_cannot_compute():
+    with pytest.raises(ValueError, match=r"0/1 lexicon.*log_semantics\[0, 1\] = -0.5"):
+        pm.pragmatic_listener(jnp.array([[0.0, -0.5], [-jnp.inf, 0.0]]), 1.0, boolean=True)
+    with pytest.raises(ValueError, match="no closed form with a qud"):
+        pm.pragmatic_speaker(jnp.zeros((2, 2)), 1.0, qud=jnp.array([0, 1]), boolean=True)
+    with pytest.raises(ValueError, match="boolean must be True or False; got 1"):
+        pm.pragmatic_listener(jnp.zeros((2, 2)), 1.0, boolean=1)
