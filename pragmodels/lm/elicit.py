@@ -369,7 +369,7 @@ def elicit(lm: LanguageModel, queries: Sequence[Query], *, n_samples: int, parse
     if not callable(parse) or not isinstance(parse_name, str) or not parse_name:
         raise ElicitationError(f"parse = {parse!r}, parse_name = {parse_name!r}; expected a function and its name.")
     path = Path(progress)
-    manifest = {"format": _FORMAT, "model": _identity(lm),
+    manifest = {"format": _FORMAT, "model": _identity(lm), "lm_entry": getattr(lm, "lm_entry", None),
                 "settings": {"n_samples": n_samples, **sampling.as_dict(), "resample": resample, "seed": seed,
                              "parse": parse_name},
                 "pragmodels_version": __version__, "created": time.strftime("%Y-%m-%d %H:%M:%S")}

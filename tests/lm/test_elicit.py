@@ -75,6 +75,16 @@ def test_records_hold_the_fields_the_raw_answer_and_the_parsed_value(tmp_path):
     manifest = json.loads(manifest_path(tmp_path / "p.jsonl").read_text())
     assert manifest["model"] == "fake-lm" and manifest["settings"]["parse"] == "digit"
     assert manifest["settings"]["temperature"] == 1.0 and manifest["settings"]["n_samples"] == 3
+    assert manifest["lm_entry"] is None  # an LM not opened from an entry
+
+
+def test_the_manifest_records_the_entry_the_lm_was_opened_from(tmp_path):
+    """open_lm_from_arguments gives the model its entry (name, config, keys; never a key's value)."""
+    lm = FakeLM()
+    lm.lm_entry = {"name": "smol", "config": "fits/x.json", "entry": {"backend": "openai", "model": "m",
+                                                                      "api_key_env": "OPENAI_API_KEY"}}
+    run(lm, tmp_path / "p.jsonl", queries=QUERIES[:1], n_samples=1)
+    assert json.loads(manifest_path(tmp_path / "p.jsonl").read_text())["lm_entry"] == lm.lm_entry
 
 
 def test_the_resample_bound(tmp_path):
