@@ -690,7 +690,8 @@ def _findings(acc: pd.DataFrame, interp: pd.DataFrame) -> str:
                  "pipeline is elsewhere: the LM's scores equal a from-scratch evaluation of the model in the tests "
                  "(`tests/lm/test_llamacpp.py`), and the sampled reading's parser is tested on well-formed and broken answers; the raw "
                  "sampled texts stay in the score cache (not committed: they quote the items). No larger model was "
-                 "run here (Gemma-3-270M neither); the same code runs one behind a server (below).")
+                 "run here; Gemma-3-270M (and SmolLM2 again, through a server) gave only the generated answers "
+                 "(\"Generated JSON answers\", below); the same code runs a large model behind a server.")
     return " ".join(parts)
 
 
