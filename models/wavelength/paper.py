@@ -52,12 +52,15 @@ def _arguments(argv: list[str] | None) -> tuple[argparse.ArgumentParser, argpars
     ap.add_argument("--items", type=int, default=4, help="items of the fixed order (100: all)")
     ap.add_argument("--alt-states", type=int, nargs="+", default=[10, 50, 90],
                     help="targets an alternative clue is sampled for (the paper: all 21)")
-    ap.add_argument("--answer-prefix", default="", help="begin every sampled answer with this text (upstream: "
-                    "nothing; '<answer>' helps models too small to keep the format); recorded")
+    ap.add_argument("--answer-prefix", default="", help="begin every direct sampled answer with this text (upstream: "
+                    "nothing; '<answer>' helps models too small to keep the format; never the chain-of-thought "
+                    "answers, which it would cut short); recorded")
     ap.add_argument("--n-sample", type=int, default=sampled.N_SAMPLES, help="sampled-listener guesses, real clue")
     ap.add_argument("--n-sample-alt", type=int, default=8, help="sampled-listener guesses per alternative")
     ap.add_argument("--resample", type=int, default=sampled.RESAMPLE, help="extra tries per guess that does not "
                     "parse (the paper: 9, i.e. 10 x 32 trials)")
+    ap.add_argument("--resample-cot", type=int, default=None, help="extra tries per chain-of-thought guess that "
+                    "does not parse (default: --resample)")
     ap.add_argument("--sample-tokens", type=int, default=16, help="most tokens of a direct answer (upstream 2048)")
     ap.add_argument("--n-cot", type=int, default=8, help="chain-of-thought guesses for the real clue (paper: 32)")
     ap.add_argument("--cot-tokens", type=int, default=128, help="most tokens of a chain-of-thought answer")
@@ -160,9 +163,10 @@ def elicit_lm(lm: Any, items: pd.DataFrame, args: argparse.Namespace, folder: Pa
     alt = [q for q in sampled.listener_queries(items, utts, variant=v, cot=False) if not q.id.endswith("/0")]
     cot = sampled.listener_queries(items, utts, variant=v, cot=True, real_only=True)
     spk = sampled.speaker_queries(items, variant=v, cot=True)
+    rs_cot = args.resample if args.resample_cot is None else args.resample_cot
     asks = [("listener_sample", real, "listener_sample", args.n_sample, args.sample_tokens, args.resample),
             ("listener_sample_alt", alt, "listener_sample", args.n_sample_alt, args.sample_tokens, args.resample),
-            ("listener_cot", cot, "listener_cot", args.n_cot, args.cot_tokens, args.resample),
+            ("listener_cot", cot, "listener_cot", args.n_cot, args.cot_tokens, rs_cot),
             ("speaker_cot", spk, "speaker_cot", args.n_speaker_cot, args.cot_tokens, 0)]
     for name, qs, kind, n, tok, rs in asks:
         if not qs or n == 0:
@@ -170,7 +174,7 @@ def elicit_lm(lm: Any, items: pd.DataFrame, args: argparse.Namespace, folder: Pa
         t0 = time.monotonic()
         _say(f"{args.lm}: {name}, {len(qs)} prompts x {n} samples")
         recs = sampled.ask(lm, qs, kind=kind, n_samples=n, max_tokens=tok, progress=folder / f"{name}.jsonl",
-                           seed=SEED, resample=rs, answer_prefix=pre, log=_say)
+                           seed=SEED, resample=rs, answer_prefix="" if kind.endswith("_cot") else pre, log=_say)
         steps[name] = {"wall_s": time.monotonic() - t0, "requests": int(sum(r["attempts"] for r in recs)),
                        "samples": len(recs), "parsed": int(sum(r["valid"] for r in recs))}
     t0 = time.monotonic()

@@ -332,11 +332,12 @@ def _section(lm: str, run: dict[str, Any], ds: Any, metrics: pd.DataFrame, loo: 
            f"{st['alt_states']} (the paper: all 21); sampled listener {st['n_sample']} guesses for the real clue and "
            f"{st['n_sample_alt']} per alternative, up to {st['resample']} extra tries per guess that does not parse, "
            f"at most {st['sample_tokens']} tokens; chain-of-thought listener {st['n_cot']} guesses of at most "
-           f"{st['cot_tokens']} tokens (the paper: 32, up to 2048); production {st['n_production']} direct clues "
+           f"{st['cot_tokens']} tokens (the paper: 32, up to 2048), up to "
+           f"{st['resample'] if st.get('resample_cot') is None else st['resample_cot']} extra tries each; production {st['n_production']} direct clues "
            f"(at most {st['speaker_tokens']} tokens) and {st['n_speaker_cot']} chain-of-thought clues per target; "
-           f"answers begun with {st['answer_prefix']!r}" + (" (upstream: nothing; the one departure from the "
-                                                             "paper's procedure)" if st["answer_prefix"] else
-                                                             " (as upstream)") + "; temperature 1.",
+           f"direct answers begun with {st['answer_prefix']!r}" + (
+               " (upstream: nothing; the one departure from the paper's procedure; chain-of-thought answers are "
+               "never begun)" if st["answer_prefix"] else " (as upstream)") + "; temperature 1.",
            f"- Cost: {wall / 60:.1f} min wall over {len(run.get('runs', [run]))} run(s); {req} sampled requests "
            f"(attempts) in the routes below, besides the log-prob scoring (21 answers per prompt) and the "
            f"alternatives and production samples. Per step (s): "

@@ -81,6 +81,8 @@ def test_one_command_elicits_resumes_fits_and_reports(tmp_path, monkeypatch, mir
     folder = tmp_path / "fake"
     run = json.loads((folder / "run.json").read_text())
     assert run["settings"]["answer_prefix"] == "<answer>" and run["prompt_variant"] == "paper"
+    cot = json.loads((folder / "listener_cot.jsonl.manifest.json").read_text())["settings"]
+    assert cot["answer_prefix"] == "" and cot["stop"] == []  # a chain of thought is never begun with the answer
     parse = {r: g for r, g in __import__("pandas").read_csv(tmp_path / "tables" / "parse_fake.csv").groupby("route")}
     assert parse["listener_sample"]["samples"].item() == 2 * 4
     assert parse["listener_sample"]["parse_failures"].item() > 0  # every fifth answer has no number
