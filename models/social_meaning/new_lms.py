@@ -192,6 +192,27 @@ def answer_table(new: pd.DataFrame, info: Mapping[str, Mapping[str, Any]]) -> pd
     return pd.DataFrame(rows)
 
 
+def _fit_limits(params: pd.DataFrame | None, lm_names: list[str] | None) -> list[str]:
+    """Sentences on the RSA fits of the new LMs against the human fit: the response noise, alpha's interval."""
+    if params is None or "human" not in set(params.fit):
+        return []
+    h = params[params.fit == "human"].iloc[0]
+    lines = []
+    for _, r in params[params.fit.str.split().str[0].isin(lm_names or [])].iterrows():
+        words = [f"response noise {r.noise:.2f} rating points against the humans' {h.noise:.2f}"]
+        if r.noise > 2 * h.noise:
+            words[0] += ": most of its ratings' spread is noise that no condition explains"
+        if r.lapse > max(0.1, 3 * h.lapse):
+            words.append(f"lapse rate {r.lapse:.2f} against the humans' {h.lapse:.2f}: the model reads that share of "
+                         "its ratings as uniform guesses")
+        if (r.alpha_hi - r.alpha_lo) > (h.alpha_hi - h.alpha_lo):
+            words.append(f"alpha's 94% interval [{r.alpha_lo:.2f}, {r.alpha_hi:.2f}] is wider than the humans' "
+                         f"[{h.alpha_lo:.2f}, {h.alpha_hi:.2f}]: its ratings pin the speaker's rationality less")
+        lines.append(f"- RSA fit **{r.fit}**{'' if r.converged else ' (below the sampling standards)'}: "
+                     + "; ".join(words) + ".")
+    return lines
+
+
 def _fmt(x: float, lo: float | None = None, hi: float | None = None) -> str:
     if x is None or not np.isfinite(x):
         return "–"
@@ -267,11 +288,13 @@ def section(tables: Path, quick: bool, lm_names: list[str]) -> str:
                     "| fit | parameter | difference | P(LM > humans) |", "|---|---|---|---|"]
             out += [f"| {r.fit} | {r.parameter} | {_fmt(r.difference, r.lower, r.upper)} | {r.p_greater:.2f} |"
                     for _, r in c[c.parameter.isin(["alpha", "noise"])].iterrows()]
-    out += ["", "### What a model this small can and cannot show", ""] + _limits(answers, lm_metrics, cds)
+    out += ["", "### What a model this small can and cannot show", ""] + _limits(answers, lm_metrics, cds, params,
+                                                                                 lm_names)
     return "\n".join(out) + "\n"
 
 
-def _limits(answers: pd.DataFrame | None, lm_metrics: pd.DataFrame | None, cds: pd.DataFrame | None) -> list[str]:
+def _limits(answers: pd.DataFrame | None, lm_metrics: pd.DataFrame | None, cds: pd.DataFrame | None,
+            params: pd.DataFrame | None = None, lm_names: list[str] | None = None) -> list[str]:
     """Plain sentences, from the numbers, on what these LMs' data can carry."""
     lines = []
     for _, r in (answers if answers is not None else pd.DataFrame()).iterrows():
@@ -291,9 +314,7 @@ def _limits(answers: pd.DataFrame | None, lm_metrics: pd.DataFrame | None, cds: 
         wide = cds[(cds.cds_hi - cds.cds_lo) > 1.0]
         if len(wide):
             lines.append("- The measurement model's CDS intervals are wider than 1 for " + ", ".join(
-                f"{r.model} {r.prompt}" for _, r in wide.iterrows()) + ": the effects of so few valid answers are "
-                "not pinned, so no ranking against the published LLMs follows.")
-    lines.append("- An RSA fit to such ratings says how a speaker-listener model would have to be set to produce "
-                 "them, not that the LM reasons about speakers: with answers this noisy, alpha is pinned mostly by "
-                 "its prior, and the response noise absorbs the rest.")
+                f"{r.model} {r.prompt}" for _, r in wide.iterrows()) + ": so few valid answers do not pin the "
+                "effects, and the calibration of these LMs stays open.")
+    lines += _fit_limits(params, lm_names)
     return lines

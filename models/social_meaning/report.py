@@ -355,6 +355,10 @@ def quick_markdown(run_dir, manifest: dict) -> str:
              "the ESR measurement model" + (" and its calibration check by simulation"
                                             if (tables / "esr_calibration.csv").exists() else ""),
              f"figures and this report; {manifest['wall_time_s']:.0f} s in all (pragmodels {pm.__version__})"]
+    lms = manifest.get("notes", {}).get("lms")
+    if lms:  # a config with new LMs (fits/social_meaning_lms.json)
+        steps.insert(1, f"the new LMs' answers ({', '.join(lms)}) checked against their manifests' LM identity and "
+                        "for completeness, then read, each file's sha256 recorded")
     return quick_report(TITLE, run_dir, steps, full_report="fits/social_meaning/full/report.md")
 
 

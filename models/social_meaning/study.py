@@ -716,7 +716,7 @@ def run(config: dict, out_dir: Path, mode: str, progress: bool, record: Run) -> 
             folder.save_fit("esr measurement (new LMs)", lm_esr_tree, "esr_measurement_lms.nc")
             from pragmodels import plots
 
-            _save(plots.esr_intervals(lm_esr, title="New LMs: " + ESR_TITLES["model"]),
+            _save(plots.esr_intervals(lm_esr, title="The new LMs' m" + ESR_TITLES["model"][1:]),
                   figures / "esr_model_intervals_lms.png")
     if n_replicates:
         stamp(f"ESR calibration: {n_replicates} simulated data sets, and the negative control")

@@ -84,7 +84,14 @@ def test_the_report_section_says_what_the_answers_can_carry(elicited, tmp_path):
     answers.loc[0, "modal_share"] = 0.9  # near-constant ratings are said to be so
     answers.to_csv(tmp_path / "lm_answers.csv", index=False)
     new_lms.metrics_table(datasets.load_social_human(), new).to_csv(tmp_path / "lm_metrics.csv", index=False)
+    cols = {f"{v}{end}": x for v in ("alpha", "noise", "lapse") for end, x in (("", 1.0), ("_lo", 0.5), ("_hi", 2.0))}
+    pd.DataFrame([{"fit": "human", **cols, "converged": True},
+                  {"fit": "fake MIN", **cols, "noise": 1.5, "alpha_hi": 9.0, "converged": False}]).to_csv(
+        tmp_path / "parameters.csv", index=False)
     text = new_lms.section(tmp_path, quick=True, lm_names=["fake"])
+    assert ("- RSA fit **fake MIN** (below the sampling standards): response noise 1.50 rating points against the "
+            "humans' 1.00; alpha's 94% interval [0.50, 9.00] is wider than the humans' [0.50, 2.00]") in text
+    assert "| fake MIN † | 1.00 [0.50, 9.00] | 1.50 [0.50, 2.00] |" in text
     assert "## New LMs, beside the published three" in text and "**Quick run**" in text
     assert f"| fake | MIN | 288 | 2 | {answers.parse_failures[0]:.0%} |" in text
     assert "90% of the valid ones are one and the same rating" in text
