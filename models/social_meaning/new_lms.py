@@ -65,7 +65,8 @@ def read_checked(lms: Mapping[str, LMEntry], *, record: Callable[[str, Path], ob
     ratings : pandas.DataFrame
         As :func:`pragmodels.datasets.load_social_llm` (``model``: the entry's name).
     info : dict
-        Per LM: ``identity``, ``settings`` (the manifest's), ``prompts`` (those asked), ``folder``.
+        Per LM: ``identity``, ``settings`` (the manifest's), ``prompts`` (those asked), ``folder``,
+        ``cells`` (per prompt: 144, or a subset's 24k).
 
     Raises
     ------
@@ -90,20 +91,37 @@ def read_checked(lms: Mapping[str, LMEntry], *, record: Callable[[str, Path], ob
         info[name] = {"identity": recorded, "settings": manifest["settings"], "prompts": prompts, "folder": folder}
     frames = []
     for name, i in info.items():
-        n = int(i["settings"].get("n_samples", 0))
+        n, i["cells"] = int(i["settings"].get("n_samples", 0)), {}
         for p in i["prompts"]:
             path = i["folder"] / f"results_{p}.json"
             try:
-                frames.append(datasets.load_social_llm_elicited(i["folder"], name, [p], n_samples=n, complete=True))
+                frame = datasets.load_social_llm_elicited(i["folder"], name, [p], n_samples=n, complete=False)
+                i["cells"][p] = _check_cells(frame, p)
             except (ValueError, FileNotFoundError) as e:  # DataSchemaError is a ValueError
                 raise ValueError(f"`lms.{name}`: {path} is incomplete or not in the published schema "
                                  f"({str(e).splitlines()[0]}); finish it with python -m models.social_meaning.elicit "
                                  f"--lm {name} --conditions {p} (resumable).") from None
+            frames.append(frame)
             if record is not None:
                 record(f"elicited_{name}_{p}", path)
         if record is not None:
             record(f"elicited_{name}_manifest", manifest_path(i["folder"] / "progress.jsonl"))
     return pd.concat(frames, ignore_index=True), info
+
+
+def _check_cells(frame: pd.DataFrame, prompt: str) -> int:
+    """The number of cells a results file holds: all 144, or the first 24k of the fixed order of
+    ``--limit`` (whole blocks, each every condition mean once); anything else is a ValueError."""
+    from models.social_meaning.elicit import queries
+
+    held = set(frame[["scenario", "context", "form", "attribute"]].itertuples(index=False, name=None))
+    k = len(held)
+    expected = {(q.fields["scenario"], q.fields["context"], q.fields["utterance"], q.fields["attribute"])
+                for q in queries(datasets.load_social_prompts(), [prompt], limit=k)}
+    if k % 24 or held != expected:
+        raise ValueError(f"{k} of 144 cells, not the first {24 * (k // 24 + 1)} of the fixed order of --limit "
+                         "(whole blocks of 24)")
+    return k
 
 
 def complete_effects(g: pd.DataFrame) -> list[str]:
@@ -182,7 +200,8 @@ def answer_table(new: pd.DataFrame, info: Mapping[str, Mapping[str, Any]]) -> pd
     for (m, p), g in new.groupby(["model", "prompt"], sort=False):
         r = g.loc[g["valid"], "rating"].astype(float)
         s = info[m]["settings"]
-        rows.append({"model": m, "prompt": p, "identity": info[m]["identity"], "requests": len(g),
+        rows.append({"model": m, "prompt": p, "identity": info[m]["identity"], "cells": info[m].get("cells", {}).get(p),
+                     "requests": len(g),
                      "samples_per_query": s.get("n_samples"), "parse_failures": float((~g["valid"]).mean()),
                      "mean": r.mean(), "sd": r.std(), "modal_share": float(r.value_counts(normalize=True).max())
                      if len(r) else np.nan,
@@ -250,9 +269,9 @@ def section(tables: Path, quick: bool, lm_names: list[str]) -> str:
                 "`quick` sampler); their numbers show that the pipeline runs for these LMs, they are not "
                 "estimates. The answer table and the Tables 2-4 rows are exact (no sampling)."]
     if answers is not None:
-        out += ["", "| LM | prompt | requests | samples per query | parse failures | mean rating | sd | "
-                "share of the modal rating |", "|---|---|---|---|---|---|---|---|"]
-        out += [f"| {r.model} | {r.prompt} | {r.requests} | {r.samples_per_query} | {r.parse_failures:.0%} | "
+        out += ["", "| LM | prompt | cells of 144 | requests | samples per cell | parse failures | mean rating | sd | "
+                "share of the modal rating |", "|---|---|---|---|---|---|---|---|---|"]
+        out += [f"| {r.model} | {r.prompt} | {r.cells} | {r.requests} | {r.samples_per_query} | {r.parse_failures:.0%} | "
                 f"{_fmt(r['mean'])} | {_fmt(r.sd)} | {_fmt(r.modal_share)} |" for _, r in answers.iterrows()]
     if lm_metrics is not None:
         prompts = list(dict.fromkeys(lm_metrics.prompt))

@@ -672,7 +672,7 @@ def run(config: dict, out_dir: Path, mode: str, progress: bool, record: Run) -> 
     new, lm_info = None, {}
     if cfg.lms:  # config `lms`: every entry checked against its files before any fit; beside the three, not mixed in
         new, lm_info = new_lms.read_checked(cfg.lms, record=folder.record_file)
-        record.note("lms", {name: {"identity": i["identity"], "settings": i["settings"], "prompts": i["prompts"]}
+        record.note("lms", {name: {"identity": i["identity"], "settings": i["settings"], "cells": i["cells"]}
                             for name, i in lm_info.items()})
         for name, g in new.groupby("model", sort=False):
             stamp(f"read the elicited ratings of {name} (prompts {', '.join(lm_info[name]['prompts'])}): {len(g)} "

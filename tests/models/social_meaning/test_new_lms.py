@@ -53,12 +53,16 @@ def test_the_entry_is_checked_against_the_manifest_before_anything_is_read(elici
         new_lms.read_checked({"fake": entry(elicited), "none": entry(tmp_path / "none")})
 
 
-def test_an_incomplete_results_file_is_named(mirror, tmp_path):
+def test_an_incomplete_results_file_is_named_and_a_subset_of_whole_blocks_is_read(mirror, tmp_path):
     out = tmp_path / "part"
-    sm.elicit_lm(ScriptedLM(), "part", out, conditions=["KMA"], limit=24, n_samples=2, log=lambda s: None)
-    with pytest.raises(ValueError, match=rf"^`lms.part`: {out / 'results_KMA.json'} is incomplete .*--conditions KMA "
-                                         r"\(resumable\).$"):
+    sm.elicit_lm(ScriptedLM(), "part", out, conditions=["KMA"], limit=5, n_samples=2, log=lambda s: None)
+    with pytest.raises(ValueError, match=rf"^`lms.part`: {out / 'results_KMA.json'} is incomplete or not in the "
+                                         r"published schema \(5 of 144 cells, not the first 24 of the fixed order of "
+                                         r"--limit .*--conditions KMA \(resumable\).$"):
         new_lms.read_checked({"part": entry(out)})
+    sm.elicit_lm(ScriptedLM(), "part", out, conditions=["KMA"], limit=48, n_samples=2, log=lambda s: None)
+    new, info = new_lms.read_checked({"part": entry(out)})
+    assert info["part"]["cells"] == {"KMA": 48} and len(new) == 96
 
 
 def test_tables_2_4_rows_of_a_new_lm_and_its_answers(elicited):
@@ -93,7 +97,7 @@ def test_the_report_section_says_what_the_answers_can_carry(elicited, tmp_path):
             "humans' 1.00; alpha's 94% interval [0.50, 9.00] is wider than the humans' [0.50, 2.00]") in text
     assert "| fake MIN † | 1.00 [0.50, 9.00] | 1.50 [0.50, 2.00] |" in text
     assert "## New LMs, beside the published three" in text and "**Quick run**" in text
-    assert f"| fake | MIN | 288 | 2 | {answers.parse_failures[0]:.0%} |" in text
+    assert f"| fake | MIN | 144 | 288 | 2 | {answers.parse_failures[0]:.0%} |" in text
     assert "90% of the valid ones are one and the same rating" in text
     assert json.loads(answers.answer_prefix[0]) == "" and isinstance(pd.read_csv(tmp_path / "lm_metrics.csv"),
                                                                       pd.DataFrame)
