@@ -588,7 +588,7 @@ def _generated_figure(gen: pd.DataFrame, figures: Path) -> None:
             bx.text(xi, 1.01, lm.split("_")[0][:7], rotation=90, ha="center", va="bottom", fontsize=7)
     ax.axhline(0.2, color="grey", ls="--", lw=1, label="chance (1 of 5)")
     ax.set_xticks(range(len(conds)), conds, rotation=30, ha="right")
-    ax.set_ylim(0, 1)
+    ax.set_ylim(-0.03, 1)
     ax.set_ylabel("accuracy against the consensus\n(truncated and malformed answers wrong)")
     ax.set_title("accuracy per condition (95% item bootstrap;\nexact where it has no width)", fontsize=10)
     ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=3, frameon=False)
@@ -626,7 +626,8 @@ def generated_findings(gen: pd.DataFrame) -> str:
         shares = ", ".join(f"{int(r[st].sum())} {st} ({r[st].sum() / n:.0%})" for st in generate.STATUSES)
         above = r[r["lo"] > 0.2]["condition"].tolist()
         below = r[r["hi"] < 0.2]["condition"].tolist()
-        text = (f"{lm}: of {n} answers, {shares}; accuracy {r['mean'].min():.0%}-{r['mean'].max():.0%} across "
+        lo_m, hi_m = f"{r['mean'].min():.0%}", f"{r['mean'].max():.0%}"
+        text = (f"{lm}: of {n} answers, {shares}; accuracy {lo_m if lo_m == hi_m else lo_m + '-' + hi_m} across "
                 "conditions, " + (f"above chance (interval above 20%) in {', '.join(above)}" if above else
                                   "no condition's interval above chance (20%)")
                 + (f", below chance in {', '.join(below)}" if below else "") + ".")
@@ -730,8 +731,9 @@ def _generated_section(gen: pd.DataFrame, info: dict[str, Any]) -> list[str]:
         out.append(f"- **{lm}**: `{m.get('lm_identity')}`; {m.get('items')}, {m.get('n_draws')} draw(s) of the "
                    f"in-context examples; {m.get('requests')} requests, about {m.get('prompt_tokens_estimated'):,} "
                    f"prompt tokens (characters / 4) and {m.get('answer_tokens'):,} answer tokens (the model's "
-                   f"tokenizer); stop {m.get('stop')}; wall time of the last call {wall.get('total', float('nan')):.0f} "
-                   "s on two shared cores, one thread, niced.")
+                   f"tokenizer); stop {m.get('stop')}; {wall.get('total', float('nan')):.0f} s of wall time in the call "
+                   "that wrote the table (a resumed run counts only what it asked; totals on the study page), on two "
+                   "shared cores, one thread, niced.")
     shown, _ = exact_where_flat(gen.reset_index(drop=True))
     out += ["", "Accuracy against the human consensus (mean over draws; 95% item bootstrap interval, the exact "
             "interval over the items where the bootstrap has no width), the answers' statuses, `valid_correct` "
