@@ -773,6 +773,9 @@ def quick_markdown(run_dir: str | Path) -> str:
         own = [f.split("/", 1)[1] for f in fits if f.startswith(f"{lm}/")]
         steps.append(f"{lm}: its committed LM outputs read; accuracy by condition with a bootstrap over items; "
                      f"{len(own)} listener models fitted by NUTS to {info['n_modelled']} items: {', '.join(own)}")
+    for lm in s.get("generated", {}):
+        steps.append(f"{lm}: its generated answers read (the paper's reading): accuracy per condition with a "
+                     "bootstrap over items, valid, truncated and malformed answers counted (`generated.png`)")
     steps += ["the listener models' PSIS-LOO comparison and posterior predictive accuracy", "figures and this report"]
     return quick_report(TITLE, run_dir, steps, full_report="fits/implicature/full/report.md")
 
