@@ -34,6 +34,10 @@ def naive_speaker_logp(alpha, cost):
     return w - np.logaddexp.reduce(w, axis=-1, keepdims=True)
 
 
+# too short for the ESS floor; one compiled program (per data size) for the tests that fit with it
+SHORT = dict(num_warmup=10, num_samples=12, num_chains=2, chain_method="vectorized", progress_bar=False)
+
+
 @pytest.fixture(scope="module")
 def speaker_data():
     rng = np.random.default_rng(2024)
@@ -139,16 +143,15 @@ def test_netcdf_roundtrip_and_atomic_overwrite(fitted, tmp_path):
 @pytest.mark.nuts
 def test_bad_fit_warns_and_strict_fit_writes_nothing(speaker_data, tmp_path):
     model = speaker_model(priors={"lapse": 0.0})
-    with pytest.warns(FitWarning, match="ESS"):
-        pm.fit(3, model, speaker_data, num_warmup=10, num_samples=12, num_chains=2, progress_bar=False)
+    with pytest.warns(FitWarning, match="ESS"):  # SHORT: the program test_refit_with_another_data_size... reuses
+        pm.fit(3, model, speaker_data, **SHORT)
     with pytest.warns(FitWarning, match="hit max_tree_depth=1"):
         pm.fit(3, model, speaker_data, num_warmup=50, num_samples=50, num_chains=2, max_tree_depth=1,
                progress_bar=False)
     out = tmp_path / "good.nc"
     out.write_bytes(b"earlier good result")
     with pytest.raises(FitDiagnosticsError, match="ESS"):
-        pm.fit(3, model, speaker_data, num_warmup=10, num_samples=12, num_chains=2,
-               progress_bar=False, strict=True, out=out)
+        pm.fit(3, model, speaker_data, strict=True, out=out, **SHORT)
     assert out.read_bytes() == b"earlier good result"
 
 
@@ -186,12 +189,11 @@ def test_refit_with_another_data_size_in_one_process(speaker_data):
     social-meaning main job fitted 1,440 ratings, then 1,342, and numpyro failed inside vmap)."""
     model = speaker_model(priors={"lapse": 0.0})
     small = {k: (v[:200] if k in ("state", "choice") else v) for k, v in speaker_data.items()}
-    kw = dict(num_warmup=20, num_samples=20, num_chains=2, chain_method="vectorized", progress_bar=False)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FitWarning)
-        a = pm.fit(1, model, speaker_data, **kw)
-        b = pm.fit(1, model, small, **kw)
-        c = pm.fit(1, model, speaker_data, **kw)
+        a = pm.fit(1, model, speaker_data, **SHORT)
+        b = pm.fit(1, model, small, **SHORT)
+        c = pm.fit(1, model, speaker_data, **SHORT)
     assert a["observed_data"]["choice"].size == 240 and b["observed_data"]["choice"].size == 200
     # the same shapes reuse the cached kernel and, with the same seed, give the same draws
     np.testing.assert_array_equal(a["posterior"]["alpha"].values, c["posterior"]["alpha"].values)

@@ -126,6 +126,10 @@ def test_fits_of_two_sizes_share_one_program_and_hold_no_padding():
     draws = {k: second.posterior[k].values for k in ("alpha", "lapse")}
     direct = nuts.pointwise_log_likelihood(model, draws, data)["choice"]
     np.testing.assert_allclose(second.log_likelihood["choice"].values, direct, rtol=1e-5, atol=1e-6)
-    unpadded = pm.fit(1, model, data, pad_trials=False, **kw)
+    # a size that would be padded now (the model has seen two), at the first fit's shapes: its programs are
+    # reused (a third NUTS compile of 57 trials cost ~a third of this test)
+    unpadded = pm.fit(1, model, listener_data(50, seed=3), pad_trials=False, **kw)
+    assert worth_padding(model, listener_data(50, seed=3))
     assert json.loads(unpadded.attrs["padding"]) == {"reason": "pad_trials=False"}
+    assert unpadded.observed_data["choice"].shape == (50,)
     forget_sizes()
