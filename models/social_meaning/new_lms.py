@@ -222,7 +222,7 @@ def _fit_limits(params: pd.DataFrame | None, lm_names: list[str] | None) -> list
         if r.noise > 2 * h.noise:
             words[0] += ": most of its ratings' spread is noise that no condition explains"
         if r.lapse > max(0.1, 3 * h.lapse):
-            words.append(f"lapse rate {r.lapse:.2f} against the humans' {h.lapse:.2f}: the model reads that share of "
+            words.append(f"lapse rate {r.lapse:.2f} against the humans' {h.lapse:.2f}: the RSA fit reads that share of "
                          "its ratings as uniform guesses")
         if (r.alpha_hi - r.alpha_lo) > (h.alpha_hi - h.alpha_lo):
             words.append(f"alpha's 94% interval [{r.alpha_lo:.2f}, {r.alpha_hi:.2f}] is wider than the humans' "
@@ -308,17 +308,21 @@ def section(tables: Path, quick: bool, lm_names: list[str]) -> str:
             out += [f"| {r.fit} | {r.parameter} | {_fmt(r.difference, r.lower, r.upper)} | {r.p_greater:.2f} |"
                     for _, r in c[c.parameter.isin(["alpha", "noise"])].iterrows()]
     out += ["", "### What a model this small can and cannot show", ""] + _limits(answers, lm_metrics, cds, params,
-                                                                                 lm_names)
+                                                                                 lm_names, repro, tables)
     return "\n".join(out) + "\n"
 
 
 def _limits(answers: pd.DataFrame | None, lm_metrics: pd.DataFrame | None, cds: pd.DataFrame | None,
-            params: pd.DataFrame | None = None, lm_names: list[str] | None = None) -> list[str]:
+            params: pd.DataFrame | None = None, lm_names: list[str] | None = None,
+            repro: pd.DataFrame | None = None, tables: Path | None = None) -> list[str]:
     """Plain sentences, from the numbers, on what these LMs' data can carry."""
     lines = []
     for _, r in (answers if answers is not None else pd.DataFrame()).iterrows():
         words = [f"{r.parse_failures:.0%} of its {r.requests} answers to the {r.prompt} prompt hold no single digit "
                  "1-7 (the paper's rule; no resampling)"]
+        ends = r.share_1 + r.share_7
+        if np.isfinite(ends) and ends >= 0.6:
+            words.append(f"{ends:.0%} of the valid ones are 1 or 7, the two numbers the prompt's scale names")
         if np.isfinite(r.modal_share) and r.modal_share >= 0.5:
             words.append(f"{r.modal_share:.0%} of the valid ones are one and the same rating: near-constant ratings "
                          "carry little about the conditions")
@@ -329,11 +333,40 @@ def _limits(answers: pd.DataFrame | None, lm_metrics: pd.DataFrame | None, cds: 
                      "paper's CDS, DAS and ISS, are undefined: " + "; ".join(
                          f"{r.model} {r.prompt} has {int(r.cells)} of the 24 condition means"
                          for _, r in short.iterrows()) + ".")
-    if cds is not None and len(cds):
-        wide = cds[(cds.cds_hi - cds.cds_lo) > 1.0]
-        if len(wide):
-            lines.append("- The measurement model's CDS intervals are wider than 1 for " + ", ".join(
-                f"{r.model} {r.prompt}" for _, r in wide.iterrows()) + ": so few valid answers do not pin the "
-                "effects, and the calibration of these LMs stays open.")
+    if lm_metrics is not None and repro is not None:
+        pub = repro[repro.prompt.isin(set(lm_metrics.prompt))]
+        for _, r in lm_metrics.iterrows():
+            ref = pub[pub.prompt == r.prompt]
+            if len(ref) and np.isfinite(r.spearman):
+                lines.append(f"- **{r.model} {r.prompt}**'s condition means do not follow the humans' as the published "
+                             f"LLMs' do: Spearman {r.spearman:.2f} (the published LLMs: {ref.spearman.min():.2f} to "
+                             f"{ref.spearman.max():.2f}), RMSE {r.rmse:.2f} rating points ({ref.rmse.min():.2f} to "
+                             f"{ref.rmse.max():.2f}).")
+    if answers is not None:
+        measured = set() if cds is None else {f"{r.model} {r.prompt}" for _, r in cds.iterrows()}
+        left = [f"{r.model} {r.prompt}" for _, r in answers.iterrows() if f"{r.model} {r.prompt}" not in measured]
+        if left:
+            lines.append(f"- Left out of the measurement model, an effect being undefined: {', '.join(left)}.")
+    for _, r in (cds if cds is not None else pd.DataFrame()).iterrows():
+        lines.append(f"- The measurement model puts **{r.model} {r.prompt}**'s CDS at {r.cds:.2f} [{r.cds_lo:.2f}, "
+                     f"{r.cds_hi:.2f}] (0: effects as large as the humans'; 1: as far off as no effect at all)"
+                     + (": its interval lies above 1, its effects are further from the humans' than no effect would be"
+                        "." if r.cds_lo > 1 else
+                        "."))
+    lines += _flips(tables)
     lines += _fit_limits(params, lm_names)
+    return lines
+
+
+def _flips(tables: Path | None) -> list[str]:
+    """A sentence per new LM x prompt with effects whose sign flips with posterior probability above 0.95."""
+    if tables is None or not (tables / "esr_model_lms.csv").exists():
+        return []
+    esr = pd.read_csv(tables / "esr_model_lms.csv")
+    lines = []
+    for (m, p), g in esr.groupby(["model", "prompt"], sort=False):
+        flip = g[g.p_sign_flip > 0.95]
+        if len(flip):
+            lines.append(f"- **{m} {p}** turns {len(flip)} of the {len(g)} human effects the other way (P(sign flip) "
+                         "> 0.95): " + ", ".join(f"{r.kind} {r.attribute}" for _, r in flip.iterrows()) + ".")
     return lines
