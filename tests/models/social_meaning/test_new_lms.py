@@ -86,6 +86,7 @@ def test_the_report_section_says_what_the_answers_can_carry(elicited, tmp_path):
     new, info = new_lms.read_checked({"fake": entry(elicited)})
     answers = new_lms.answer_table(new, info)
     answers.loc[0, "modal_share"] = 0.9  # near-constant ratings are said to be so
+    answers.loc[0, ["share_1", "share_7"]] = [0.5, 0.3]  # and ratings at the scale's named ends
     answers.to_csv(tmp_path / "lm_answers.csv", index=False)
     new_lms.metrics_table(datasets.load_social_human(), new).to_csv(tmp_path / "lm_metrics.csv", index=False)
     cols = {f"{v}{end}": x for v in ("alpha", "noise", "lapse") for end, x in (("", 1.0), ("_lo", 0.5), ("_hi", 2.0))}
@@ -99,6 +100,7 @@ def test_the_report_section_says_what_the_answers_can_carry(elicited, tmp_path):
     assert "## New LMs, beside the published three" in text and "**Quick run**" in text
     assert f"| fake | MIN | 144 | 288 | 2 | {answers.parse_failures[0]:.0%} |" in text
     assert "90% of the valid ones are one and the same rating" in text
+    assert "80% of the valid ones are 1 or 7, the two numbers the prompt's scale names" in text
     assert json.loads(answers.answer_prefix[0]) == "" and isinstance(pd.read_csv(tmp_path / "lm_metrics.csv"),
                                                                       pd.DataFrame)
 
