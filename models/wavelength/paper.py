@@ -2,7 +2,7 @@
 
     python -m models.wavelength.paper --lm smollm2 --items 4 [--dry-run]
     python -m models.wavelength.paper --lm qwen --base-url http://gpu-host:8000/v1 --server-model Qwen/Qwen3-32B
-    python -m models.wavelength.paper --report-only            # rebuild the report from the committed outputs
+    python -m models.wavelength.paper --lm smollm2 --report-only   # refit it and rebuild the report (no LM)
 
 Per LM, on the first ``--items`` items of the study's fixed random order
 (:func:`models.wavelength.score.item_order`), with the paper's prompts (``--variant paper``,
@@ -213,10 +213,10 @@ def _judge_cot_clues(lm: Any, items: pd.DataFrame, folder: Path, variant: str) -
 
 def paper_lm(argv: list[str] | None = None) -> int:
     ap, args = _arguments(argv)
-    if args.report_only:
+    if args.report_only:  # refit this LM (or all, where it has no folder); the others' sections as they are
         from models.wavelength import paper_report
 
-        paper_report.build(args.out)
+        paper_report.build(args.out, only=args.lm if (args.out / args.lm / "run.json").exists() else None)
         return 0
     items = _items(args.items)
     est = estimate_run(items, args)
@@ -231,8 +231,8 @@ def paper_lm(argv: list[str] | None = None) -> int:
     lm = open_lm_from_arguments(ap, args, n_ctx=2048)
     t0 = time.monotonic()
     steps = elicit_lm(lm, items, args, folder)
-    settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()
-                if k not in ("api_key_env", "dry_run", "report_only")}
+    settings = {k: v for k, v in vars(args).items() if k not in ("api_key_env", "dry_run", "report_only", "out")
+                and not k.startswith("_")}
     run = {"lm": args.lm, "lm_identity": lm.identity, "prompt_variant": args.variant,
            "prompt_version": prompts.prompt_version(args.variant), "items": [int(i) for i in items["item"]],
            "settings": settings, "estimate": est.to_dict("records"), "steps": steps,
@@ -245,7 +245,7 @@ def paper_lm(argv: list[str] | None = None) -> int:
     atomic_write(folder / "run.json", lambda tmp: Path(tmp).write_text(json.dumps(run, indent=1) + "\n"))
     from models.wavelength import paper_report
 
-    paper_report.build(args.out)
+    paper_report.build(args.out, only=args.lm)
     return 0
 
 

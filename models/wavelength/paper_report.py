@@ -290,7 +290,8 @@ def _lm_section(folder: Path, tables: Path, figures: Path, long: pd.DataFrame, i
                      ("parse", parse), ("production", prod)):
         df.to_csv(tables / f"{name}_{lm}.csv", index=False)
     _figure(lm, items, fixed, figures)
-    return _section(lm, run, ds, pd.DataFrame(rows), loo, pd.DataFrame(params), parse, prod), rows
+    n_cot = int((pd.read_csv(cot, keep_default_na=False)["clue"].astype(str) != "").sum()) if cot.exists() else 0
+    return _section(lm, run, ds, pd.DataFrame(rows), loo, pd.DataFrame(params), parse, prod, n_cot), rows
 
 
 def _human(items: pd.DataFrame) -> dict[str, float]:
@@ -320,10 +321,15 @@ def _md(df: pd.DataFrame) -> str:
 
 
 def _section(lm: str, run: dict[str, Any], ds: Any, metrics: pd.DataFrame, loo: pd.DataFrame,
-             params: pd.DataFrame, parse: pd.DataFrame, prod: pd.DataFrame) -> list[str]:
+             params: pd.DataFrame, parse: pd.DataFrame, prod: pd.DataFrame, n_cot_scored: int) -> list[str]:
     st = run["settings"]
     wall = sum(r["wall_s"] for r in run.get("runs", [run]))
     req = int(parse["requests"].sum()) if len(parse) else 0
+    n_items = ds.sizes["item"]
+    direct = n_items * (len(st["alt_states"]) + st["n_production"])
+    scored = int(ds["utt_mask"].sum()) + int(ds["prod_mask"].sum()) + n_cot_scored
+    ans_tok = int(parse["answer_tokens_est"].sum()) if len(parse) else 0
+    est = {r["step"]: r for r in run["estimate"]}["total"]
     out = [f"## {lm} (`{run['lm_identity']}`)", "",
            f"- Items: {len(run['items'])} of 100, the first of the study's fixed random order (ids "
            f"{', '.join(map(str, run['items']))}); prompts `{run['prompt_variant']}` (version "
@@ -338,9 +344,13 @@ def _section(lm: str, run: dict[str, Any], ds: Any, metrics: pd.DataFrame, loo: 
            f"direct answers begun with {st['answer_prefix']!r}" + (
                " (upstream: nothing; the one departure from the paper's procedure; chain-of-thought answers are "
                "never begun)" if st["answer_prefix"] else " (as upstream)") + "; temperature 1.",
-           f"- Cost: {wall / 60:.1f} min wall over {len(run.get('runs', [run]))} run(s); {req} sampled requests "
-           f"(attempts) in the routes below, besides the log-prob scoring (21 answers per prompt) and the "
-           f"alternatives and production samples. Per step (s): "
+           f"- Cost: {wall / 60:.1f} min wall over {len(run.get('runs', [run]))} run(s) of the command (a rerun "
+           f"resumes; the elicitation, not the fits), on two shared CPU cores. Requests: {req} sampled answers "
+           f"(attempts) in the routes below, {direct} sampled clues (alternatives and production), and {scored} "
+           f"prompts scored with the 21 answers ({21 * scored} continuations). Tokens: at most "
+           f"{int(est['prompt_tokens']):,} prompt tokens and {int(est['answer_tokens_max']):,} answer tokens "
+           f"by the estimate printed before the run (characters / 4); the sampled routes' answers came to about "
+           f"{ans_tok:,} tokens. Last run, per step (s): "
            + "; ".join(f"{k} {v['wall_s']:.0f}" for k, v in run["steps"].items()) + ".",
            f"- Alternatives: {int(ds['utt_mask'].sum()) - ds.sizes['item']} parsed over {ds.sizes['item']} items; "
            f"{int(ds['alt_failed'].sum())} of {ds.sizes['item'] * len(st['alt_states'])} samples did not parse.", "",
@@ -372,12 +382,15 @@ def _section(lm: str, run: dict[str, Any], ds: Any, metrics: pd.DataFrame, loo: 
     return out
 
 
-def build(out: Path) -> Path:
+def build(out: Path, only: str | None = None) -> Path:
     """Fit and report every LM folder under ``out`` (one with a ``run.json``); writes ``out/report.md``.
 
     Parameters
     ----------
     out : Path
+    only : str, optional
+        Refit only this LM; the others' sections are read from their ``section_<lm>.md`` (written by
+        an earlier build) where it exists.
 
     Returns
     -------
@@ -395,7 +408,12 @@ def build(out: Path) -> Path:
             "`python -m models.wavelength.paper` (docs/studies/wavelength.md, \"The paper's listeners and "
             "speakers\"); rebuilt without an LM by `python -m models.wavelength.paper --lm x --report-only`.", ""]
     for folder in sorted(p for p in out.iterdir() if (p / "run.json").exists()):
+        cached = tables / f"section_{folder.name}.md"
+        if only is not None and folder.name != only and cached.exists():
+            text += cached.read_text().split("\n")
+            continue
         section, _ = _lm_section(folder, tables, figures, long, items_all)
+        cached.write_text("\n".join(section))
         text += section
     text += ["## What a model this small can and cannot show", "",
              "- Whether it keeps the paper's answer format at all: the parse-failure shares above are the finding "
