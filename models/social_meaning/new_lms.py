@@ -286,6 +286,8 @@ def section(tables: Path, quick: bool, lm_names: list[str]) -> str:
         for r, n_att in rows:
             out.append(f"| {r.model} | {r.prompt} | {n_att} | " + " | ".join(
                 _fmt(r[c]) for c in ("spearman", "ccc", "rmse", "cds_m", "cds_i", "cds", "das", "iss")) + " |")
+    left = cds[cds.cds.isna()] if cds is not None else None
+    cds = cds[cds.cds.notna()] if cds is not None else None
     if cds is not None and len(cds):
         out += ["", "CDS of the measurement model (median and 94% interval; the human effects estimated too), "
                 "fitted to the humans and the new LMs alone:", "", "| LM | prompt | CDS_M | CDS_I | CDS |",
@@ -308,13 +310,14 @@ def section(tables: Path, quick: bool, lm_names: list[str]) -> str:
             out += [f"| {r.fit} | {r.parameter} | {_fmt(r.difference, r.lower, r.upper)} | {r.p_greater:.2f} |"
                     for _, r in c[c.parameter.isin(["alpha", "noise"])].iterrows()]
     out += ["", "### What a model this small can and cannot show", ""] + _limits(answers, lm_metrics, cds, params,
-                                                                                 lm_names, repro, tables)
+                                                                                 lm_names, repro, tables, left)
     return "\n".join(out) + "\n"
 
 
 def _limits(answers: pd.DataFrame | None, lm_metrics: pd.DataFrame | None, cds: pd.DataFrame | None,
             params: pd.DataFrame | None = None, lm_names: list[str] | None = None,
-            repro: pd.DataFrame | None = None, tables: Path | None = None) -> list[str]:
+            repro: pd.DataFrame | None = None, tables: Path | None = None,
+            left: pd.DataFrame | None = None) -> list[str]:
     """Plain sentences, from the numbers, on what these LMs' data can carry."""
     lines = []
     for _, r in (answers if answers is not None else pd.DataFrame()).iterrows():
@@ -342,11 +345,9 @@ def _limits(answers: pd.DataFrame | None, lm_metrics: pd.DataFrame | None, cds: 
                              f"LLMs' do: Spearman {r.spearman:.2f} (the published LLMs: {ref.spearman.min():.2f} to "
                              f"{ref.spearman.max():.2f}), RMSE {r.rmse:.2f} rating points ({ref.rmse.min():.2f} to "
                              f"{ref.rmse.max():.2f}).")
-    if answers is not None:
-        measured = set() if cds is None else {f"{r.model} {r.prompt}" for _, r in cds.iterrows()}
-        left = [f"{r.model} {r.prompt}" for _, r in answers.iterrows() if f"{r.model} {r.prompt}" not in measured]
-        if left:
-            lines.append(f"- Left out of the measurement model, an effect being undefined: {', '.join(left)}.")
+    for _, r in (left if left is not None else pd.DataFrame()).iterrows():
+        lines.append(f"- **{r.model} {r.prompt}** is left out of the measurement model: {r.left_out.rstrip('.')} "
+                     "(too few valid answers for the effects' sampling covariance).")
     for _, r in (cds if cds is not None else pd.DataFrame()).iterrows():
         lines.append(f"- The measurement model puts **{r.model} {r.prompt}**'s CDS at {r.cds:.2f} [{r.cds_lo:.2f}, "
                      f"{r.cds_hi:.2f}] (0: effects as large as the humans'; 1: as far off as no effect at all)"

@@ -433,25 +433,29 @@ def measurement_new(human: pd.DataFrame, new: pd.DataFrame, seed: int, sampler: 
     """The ESR measurement model fitted to the humans and the new LMs alone (never beside the
     published LLMs' conditions, whose estimates stay those of :func:`measurement`). An LM x
     prompt whose effects are undefined (a cell without a valid rating) is left out, with a line
-    saying why. Returns ``(tree or None, esr, cds)``."""
-    sets = {}
+    saying why (a row of the CDS table with its reason in ``left_out`` and no numbers). Returns
+    ``(tree or None, esr, cds)``."""
+    sets, left = {}, []
     for (m, p), g in new.groupby(["model", "prompt"], sort=False):
         try:
             esr.llm_statistics(g)
         except ValueError as e:
             log(f"{m} {p}: left out of the measurement model ({e})")
+            left.append({"model": m, "prompt": p, "left_out": str(e)})
             continue
         sets[f"{m} {p}"] = g
+    columns = ["model", "prompt", "cds_m", "cds_m_lo", "cds_m_hi", "cds_i", "cds_i_lo", "cds_i_hi", "cds", "cds_lo",
+               "cds_hi", "left_out"]
     if not sets:
-        return None, pd.DataFrame(columns=["model", "prompt", "kind", "attribute", "esr"]), pd.DataFrame(
-            columns=["model", "prompt", "cds_m", "cds_m_lo", "cds_m_hi", "cds_i", "cds_i_lo", "cds_i_hi", "cds",
-                     "cds_lo", "cds_hi"])
+        return (None, pd.DataFrame(columns=["model", "prompt", "kind", "attribute", "esr"]),
+                pd.DataFrame(left, columns=columns))
     data, labels = esr.model_data(human, sets)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", FitWarning)
         tree = esr.fit_measurement(data, labels, seed=seed + 7, **sampler)
     tree.attrs["warnings"] = json.dumps([str(w.message) for w in caught if issubclass(w.category, FitWarning)])
-    return tree, esr.esr_summary(tree), esr.cds_summary(tree)
+    cds = pd.concat([esr.cds_summary(tree), pd.DataFrame(left, columns=columns)], ignore_index=True)
+    return tree, esr.esr_summary(tree), cds.reindex(columns=columns)
 
 
 def calibration_table(human, llm, conditions, seed: int, n_replicates: int, sampler: dict) -> pd.DataFrame:

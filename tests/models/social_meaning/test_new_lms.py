@@ -93,7 +93,11 @@ def test_the_report_section_says_what_the_answers_can_carry(elicited, tmp_path):
     pd.DataFrame([{"fit": "human", **cols, "converged": True},
                   {"fit": "fake MIN", **cols, "noise": 1.5, "alpha_hi": 9.0, "converged": False}]).to_csv(
         tmp_path / "parameters.csv", index=False)
+    pd.DataFrame([{"model": "fake", "prompt": "MIN", "cds": np.nan, "left_out": "a stratum has one rating."}]).to_csv(
+        tmp_path / "cds_model_lms.csv", index=False)
     text = new_lms.section(tmp_path, quick=True, lm_names=["fake"])
+    assert ("- **fake MIN** is left out of the measurement model: a stratum has one rating (too few valid answers "
+            "for the effects' sampling covariance).") in text and "CDS of the measurement model" not in text
     assert ("- RSA fit **fake MIN** (below the sampling standards): response noise 1.50 rating points against the "
             "humans' 1.00; alpha's 94% interval [0.50, 9.00] is wider than the humans' [0.50, 2.00]") in text
     assert "| fake MIN † | 1.00 [0.50, 9.00] | 1.50 [0.50, 2.00] |" in text
