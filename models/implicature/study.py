@@ -630,7 +630,8 @@ def generated_findings(gen: pd.DataFrame) -> str:
         text = (f"{lm}: of {n} answers, {shares}; accuracy {lo_m if lo_m == hi_m else lo_m + '-' + hi_m} across "
                 "conditions, " + (f"above chance (interval above 20%) in {', '.join(above)}" if above else
                                   "no condition's interval above chance (20%)")
-                + (f", below chance in {', '.join(below)}" if below else "") + ".")
+                + (f", below chance in {', '.join(below)} (as its answers that are not valid count as wrong, not "
+                   "as its choices avoid the consensus)" if below else "") + ".")
         v = int(r["valid"].sum())
         if v:
             text += (f" Among its valid answers alone, {int(r['valid_correct'].sum())} of {v} "
