@@ -415,15 +415,26 @@ def build(out: Path, only: str | None = None) -> Path:
         section, _ = _lm_section(folder, tables, figures, long, items_all)
         cached.write_text("\n".join(section))
         text += section
-    text += ["## What a model this small can and cannot show", "",
+    text += ["## Convergence", "",
+             "Each fit's `max r_hat / divergences` row: a fit with r_hat above 1.01 or with divergences has not "
+             "converged (with 4 items the kernel width and beta can trade off in two modes), and its numbers are "
+             "not to be relied on.", "",
+             "## What a model this small can and cannot show", "",
              "- Whether it keeps the paper's answer format at all: the parse-failure shares above are the finding "
              "for these models (SmolLM2-135M, Gemma-3-270M), and where a route parses almost nothing it has no "
              "listener to fit.",
              "- The machinery end to end on real answers: elicitation, resampling, binning, the sampled-semantics "
              "fits beside the scored listener, production by sampling.",
+             "- Not what the sampled listeners' fits seem to show. In the joint fit the 40 human guesses per item "
+             "inform the latent distribution theta as much as the LM's 16-32 parsed samples do, and beta sharpens "
+             "it: the fitted sampled listeners land near the humans (compare their `fitted` rows with the `fixed` "
+             "ones, the LM's own frequencies), and their LOO lead over the log-prob listeners is that feedback, not "
+             "better LM semantics. What the LM's samples say alone is the `fixed` rows (or a fit per draw of "
+             "theta from the counts alone, `pragmodels.likelihoods.samples.dirichlet_draws`, not run here).",
              "- Not whether LMs reason pragmatically: a handful of items, few samples, capped chains of thought and "
              "135M-270M parameters; the paper finds pragmatic gains only in large models. The intervals are wide and "
-             "the LOO differences are over a few hundred guesses of a few items.", ""]
+             "the LOO differences are over a few hundred guesses of a few items; Pearson r over 4 items is not an "
+             "estimate of anything.", ""]
     path = out / "report.md"
     path.write_text("\n".join(text))
     return path
