@@ -36,6 +36,13 @@ def mirror() -> Path:
 # process unless `subprocess`. A NUTS program that an earlier test compiled is reused without a new
 # kernel, so an unmarked NUTS test can pass in the full run; the fast tier, which runs none of them,
 # catches it.
+#
+# `make test` (all but slow) has a 5-minute budget on idle cores with a cold compilation cache; most of
+# its time is XLA compiling NUTS programs, one per model structure, static values, data shapes (after
+# padding: a model's second data size is padded to a bucket) and sampler settings. A new fit in that
+# tier reuses a program an earlier test of its file compiled where its assertion allows (the same model,
+# shapes and settings; a fit meant to fail, failing before it compiles), and a statistical check whose
+# code path another default-tier test runs goes to `slow`, naming that test.
 
 # fixtures that make every test using them one kind
 _FIXTURE_MARKS = {"smollm2": ("lm",), "server_url": ("lm", "subprocess"), "http_lm": ("lm", "subprocess")}
