@@ -690,6 +690,12 @@ def run(config: dict, out_dir: Path, mode: str, progress: bool, record: Run) -> 
     log(format_side_by_side(table))
     observed_esr, fig1 = observed_comparisons(human, llm)
     observed_esr.to_csv(tables / "esr_observed.csv", index=False)
+    if new is not None:  # the new LMs' condition means beside the published LLMs' in the figures that show them
+        hcells = _cells_frame(human)  # (first: the last panel carries the legend of every prompt)
+        fig1 = pd.concat([pd.DataFrame(
+            [dict(model=m, prompt=p, cell=_cell_label(*k), human=hcells[k], llm=v)
+             for (m, p), g in new.groupby(["model", "prompt"], sort=False) for k, v in _cells_frame(g).items()]), fig1],
+            ignore_index=True)
 
     if new is not None:
         new_lms.metrics_table(human, new).to_csv(tables / "lm_metrics.csv", index=False)
