@@ -4,23 +4,13 @@
     python -m models.wavelength.paper --lm qwen --base-url http://gpu-host:8000/v1 --server-model Qwen/Qwen3-32B
     python -m models.wavelength.paper --lm smollm2 --report-only   # refit it and rebuild the report (no LM)
 
-Per LM, on the first ``--items`` items of the study's fixed random order
-(:func:`models.wavelength.score.item_order`), with the paper's prompts (``--variant paper``,
-:mod:`models.wavelength.prompts`):
-
-1. alternatives (one clue sampled per target in ``--alt-states``) and the log-prob listener L0
-   (the 21 answers scored, softmaxed) of every utterance (:func:`models.wavelength.lm_scores.score_study`);
-2. the sampled listener L0 (``--n-sample`` guesses for the real clue, ``--n-sample-alt`` for each
-   alternative, resampled up to ``--resample`` times while they do not parse), and the
-   chain-of-thought listener (``--n-cot`` for the real clue) (:mod:`models.wavelength.sampled`);
-3. production: ``--n-production`` direct clues sampled for each item's target and scored by L0
-   (the Inverse-RSA speaker's S0), and ``--n-speaker-cot`` chain-of-thought clues, scored alike;
-4. the fits and the report (:mod:`models.wavelength.paper_report`).
-
-Before any request it prints what the run asks at most (requests, prompt and answer tokens);
-``--dry-run`` prints only that. Everything is resumable: a rerun continues where a killed one
-stopped (the score file records finished items, each elicitation its JSONL progress file), and
-the LM's answers go through the score cache. Outputs: ``fits/wavelength/paper/<lm>/``.
+Per LM, on the first ``--items`` items of the fixed order, with the paper's prompts: alternatives
+and the log-prob L0 (:func:`models.wavelength.lm_scores.score_study`), the sampled and
+chain-of-thought L0 (:mod:`models.wavelength.sampled`), production, then the fits and the report
+(:mod:`models.wavelength.paper_report`); an LM that only samples gets its sampled listeners
+(:func:`sampled_route`). The estimate comes first (``--dry-run``: only that); everything is
+resumable. Outputs: ``fits/wavelength/paper/<lm>/``. The steps: docs/studies/wavelength.md,
+"The paper's listeners and speakers".
 """
 
 from __future__ import annotations
@@ -130,6 +120,53 @@ def estimate_run(items: pd.DataFrame, args: argparse.Namespace) -> pd.DataFrame:
     return df
 
 
+#: the estimate's steps that need no log-probabilities (a samples-only LM's route: :func:`sampled_route`)
+SAMPLED_STEPS = ("sampled listener", "chain-of-thought listener")
+
+
+def sampled_route(lm: Any, items: pd.DataFrame, args: argparse.Namespace, folder: Path) -> dict[str, Any]:
+    """The literal listeners of an LM that only samples (semantics ``"samples"``, e.g. a hosted chat
+    model): the sampled and chain-of-thought L0 of each item's real clue (resumable), and the paper's
+    metrics of their binned guesses (``sampled_listener_metrics.csv``). The alternatives, LM-RSA and
+    production of :func:`elicit_lm` score continuations, which such a model cannot.
+
+    Parameters
+    ----------
+    lm : LanguageModel
+    items : pandas.DataFrame
+    args : argparse.Namespace
+    folder : Path
+
+    Returns
+    -------
+    dict
+        ``{step: {"wall_s", "requests", ...}}``.
+    """
+    from models.wavelength import paper_report
+
+    v, steps = args.variant, {}
+    utts = {int(r.item): [str(r.clue)] for r in items.itertuples()}
+    rs_cot = args.resample if args.resample_cot is None else args.resample_cot
+    asks = [("listener_sample", sampled.listener_queries(items, utts, variant=v, cot=False, real_only=True),
+             args.n_sample, args.sample_tokens, args.resample, args.answer_prefix),
+            ("listener_cot", sampled.listener_queries(items, utts, variant=v, cot=True, real_only=True),
+             args.n_cot, args.cot_tokens, rs_cot, "")]
+    for name, qs, n, tok, rs, pre in asks:
+        if n == 0:
+            continue
+        t0 = time.monotonic()
+        _say(f"{args.lm}: {name}, {len(qs)} prompts x {n} samples")
+        recs = sampled.ask(lm, qs, kind=name, n_samples=n, max_tokens=tok, progress=folder / f"{name}.jsonl",
+                           seed=SEED, resample=rs, answer_prefix=pre, log=_say)
+        steps[name] = {"wall_s": time.monotonic() - t0, "requests": int(sum(r["attempts"] for r in recs)),
+                       "samples": len(recs), "parsed": int(sum(r["valid"] for r in recs))}
+    table = paper_report.sampled_listener_metrics(folder, items)
+    table.to_csv(folder / "sampled_listener_metrics.csv", index=False)
+    _say(f"{args.lm}: the paper's metrics of its sampled literal listeners ({folder / 'sampled_listener_metrics.csv'}):"
+         f"\n{table.to_string(index=False)}")
+    return steps
+
+
 def _say(text: str) -> None:
     print(text, flush=True)
 
@@ -219,7 +256,16 @@ def paper_lm(argv: list[str] | None = None) -> int:
         paper_report.build(args.out, only=args.lm if (args.out / args.lm / "run.json").exists() else None)
         return 0
     items = _items(args.items)
-    est = estimate_run(items, args)
+    from pragmodels.lm.entry import SamplesOnlyLM, lm_entry_from_arguments
+
+    # (an entry of --config says it; options are read as they are, so that a dry run needs no model)
+    samples_only = (lm_entry_from_arguments(args)[0].semantics if args.config else args.semantics) == "samples"
+    est = estimate_run(items, argparse.Namespace(**{**vars(args), "alt_states": []}) if samples_only else args)
+    if samples_only:  # (the total of the steps it runs)
+        est = est[est["step"].isin(SAMPLED_STEPS)].reset_index(drop=True)
+        est.loc[len(est)] = ["total", *est[["requests", "prompt_tokens", "answer_tokens_max"]].sum()]
+        _say(f"{args.lm}: semantics 'samples' (no log-probabilities): its sampled and chain-of-thought literal "
+             "listeners only; the alternatives, LM-RSA and production score continuations")
     _say(f"{args.lm}: {len(items)} items, prompts {args.variant!r} (version {prompts.prompt_version(args.variant)}); "
          "at most, before resampling:\n" + est.to_string(index=False))
     if args.dry_run:
@@ -230,23 +276,35 @@ def paper_lm(argv: list[str] | None = None) -> int:
     folder.mkdir(parents=True, exist_ok=True)
     lm = open_lm_from_arguments(ap, args, n_ctx=2048)
     t0 = time.monotonic()
+    if isinstance(lm, SamplesOnlyLM):
+        steps = sampled_route(lm, items, args, folder)
+        _write_run(folder, args, lm, items, est, steps, time.monotonic() - t0, route="sampled")
+        return 0
     steps = elicit_lm(lm, items, args, folder)
-    settings = {k: v for k, v in vars(args).items() if k not in ("api_key_env", "dry_run", "report_only", "out")
-                and not k.startswith("_")}
-    run = {"lm": args.lm, "lm_identity": lm.identity, "prompt_variant": args.variant,
-           "prompt_version": prompts.prompt_version(args.variant), "items": [int(i) for i in items["item"]],
-           "settings": settings, "estimate": est.to_dict("records"), "steps": steps,
-           "wall_s": time.monotonic() - t0}
-    from pragmodels.io.atomic import atomic_write
-
-    old = json.loads((folder / "run.json").read_text()) if (folder / "run.json").exists() else {}
-    run["runs"] = old.get("runs", []) + [{"wall_s": run["wall_s"], "steps": steps,
-                                          "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}]
-    atomic_write(folder / "run.json", lambda tmp: Path(tmp).write_text(json.dumps(run, indent=1) + "\n"))
+    _write_run(folder, args, lm, items, est, steps, time.monotonic() - t0, route="scored")
     from models.wavelength import paper_report
 
     paper_report.build(args.out, only=args.lm)
     return 0
+
+
+def _write_run(folder: Path, args: argparse.Namespace, lm: Any, items: pd.DataFrame, est: pd.DataFrame,
+               steps: dict[str, Any], wall_s: float, *, route: str) -> None:
+    """``run.json`` (of the scored route, which the report reads) or ``run_sampled.json``: the LM's
+    identity, the settings (no key), the estimate and each run's steps and wall time."""
+    from pragmodels.io.atomic import atomic_write
+
+    settings = {k: v for k, v in vars(args).items() if k not in ("api_key_env", "dry_run", "report_only", "out")
+                and not k.startswith("_")}
+    run = {"lm": args.lm, "lm_identity": lm.identity, "lm_entry": getattr(lm, "lm_entry", None), "route": route,
+           "prompt_variant": args.variant, "prompt_version": prompts.prompt_version(args.variant),
+           "items": [int(i) for i in items["item"]], "settings": settings, "estimate": est.to_dict("records"),
+           "steps": steps, "wall_s": wall_s}
+    path = folder / ("run.json" if route == "scored" else "run_sampled.json")
+    old = json.loads(path.read_text()) if path.exists() else {}
+    run["runs"] = old.get("runs", []) + [{"wall_s": wall_s, "steps": steps,
+                                          "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}]
+    atomic_write(path, lambda tmp: Path(tmp).write_text(json.dumps(run, indent=1, default=str) + "\n"))
 
 
 def _cli() -> int:

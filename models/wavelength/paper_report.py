@@ -15,6 +15,7 @@ them by PSIS-LOO on the same guesses, judges the sampled speakers' clues, and wr
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pandas as pd
+import scipy.stats
 
 import pragmodels as pm
 from models.wavelength import listeners, lm_scores, prompts, sampled
@@ -123,6 +125,31 @@ def _metrics(probs: np.ndarray, items: pd.DataFrame) -> dict[str, Any]:
     if ok.sum() < 2:
         return {"items": int(ok.sum())}
     return {"items": int(ok.sum()), **listener_metrics(probs[ok], items[ok].reset_index(drop=True))}
+
+
+def sampled_listener_metrics(folder: Path, items: pd.DataFrame) -> pd.DataFrame:
+    """The paper's four metrics of the sampled and chain-of-thought L0 from their binned guesses
+    alone (no log-probabilities: the route of a samples-only LM), one row per listener.
+
+    Parameters
+    ----------
+    folder : Path
+        The LM's output folder (``listener_sample.jsonl``, ``listener_cot.jsonl``).
+    items : pandas.DataFrame
+        The items asked, in order.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``listener``, ``items`` (with a parsed guess) and the metrics (Pearson r NaN where the
+        listener's means do not vary: a model that always answers the same).
+    """
+    ids = items["item"].to_numpy()
+    c = {"L0 sampled": sampled.counts(records(folder / "listener_sample.jsonl"), ids, 1),
+         "L0 chain-of-thought": sampled.counts(records(folder / "listener_cot.jsonl"), ids, 1)}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", scipy.stats.ConstantInputWarning)
+        return pd.DataFrame([{"listener": k, **_metrics(_freq(v[:, 0]), items)} for k, v in c.items()])
 
 
 def parse_table(folder: Path) -> pd.DataFrame:
@@ -405,8 +432,9 @@ def build(out: Path, only: str | None = None) -> Path:
             "Qiu, Zhang, Tenenbaum, Kim & Levy (2025), On the Same Wavelength? Evaluating Pragmatic Reasoning in "
             "Language Models across Broad Concepts (EMNLP 2025, arXiv:2509.06952). The prompts are the paper's "
             "(upstream linlu-qiu/wavelength-eval @ 6dfed5c, read from the data mirror, not republished). Made by "
-            "`python -m models.wavelength.paper` (docs/studies/wavelength.md, \"The paper's listeners and "
-            "speakers\"); rebuilt without an LM by `python -m models.wavelength.paper --lm x --report-only`.", ""]
+            "`python -m models.wavelength.paper` "
+            "(docs/studies/wavelength.md, \"The paper's listeners and speakers\"); rebuilt without an LM by "
+            "`python -m models.wavelength.paper --lm x --report-only`.", ""]
     for folder in sorted(p for p in out.iterdir() if (p / "run.json").exists()):
         cached = tables / f"section_{folder.name}.md"
         if only is not None and folder.name != only and cached.exists():

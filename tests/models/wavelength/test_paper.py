@@ -95,3 +95,27 @@ def test_one_command_elicits_resumes_fits_and_reports(tmp_path, monkeypatch, mir
     before = lm.requests
     assert paper.paper_lm([*ARGS, "--out", str(tmp_path)]) == 0
     assert lm.requests == before  # resumed: nothing asked again
+
+
+def test_a_samples_only_lm_gets_its_sampled_literal_listeners_and_nothing_is_scored(tmp_path, capsys, monkeypatch,
+                                                                                     mirror):
+    """semantics 'samples' (a hosted chat model): the estimate lists the sampling steps only, no continuation
+    is scored, and the paper's metrics of the sampled and chain-of-thought L0 are written."""
+    import pragmodels.lm.entry as entry
+
+    fake = FakeLM()
+    fake.score = lambda *a, **k: pytest.fail("a samples-only LM was asked to score")  # type: ignore[method-assign]
+    lm = entry.SamplesOnlyLM(fake)
+    monkeypatch.setattr(entry, "open_lm_from_arguments", lambda *a, **k: lm)
+    args = [*ARGS, "--base-url", "http://127.0.0.1:9/v1", "--server-model", "m", "--semantics", "samples",
+            "--out", str(tmp_path)]
+    assert paper.paper_lm([*args, "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "semantics 'samples'" in out and "log-prob listener" not in out and "production:" not in out
+    assert "sampled listener         8" in out  # 2 items x 4 guesses of the real clue (no alternatives)
+    assert paper.paper_lm(args) == 0
+    table = (tmp_path / "fake" / "sampled_listener_metrics.csv").read_text()
+    assert table.startswith("listener,items,") and "L0 sampled,2," in table and "L0 chain-of-thought,2," in table
+    run = json.loads((tmp_path / "fake" / "run_sampled.json").read_text())
+    assert run["route"] == "sampled" and set(run["steps"]) == {"listener_sample", "listener_cot"}
+    assert not (tmp_path / "fake" / "run.json").exists()  # the scored route's report does not read it
