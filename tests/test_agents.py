@@ -254,12 +254,13 @@ def test_softmax_speaker_and_bayes_listener_match_naive_loop():
 # --- boolean=True: the closed form on a 0/1 lexicon (pragmodels.boolean_rsa) ---------------------------------------
 
 
-@pytest.mark.parametrize("depth", [1, 2, 3, 5])
+@pytest.mark.parametrize("depth", [1, 2, 4])
 @pytest.mark.parametrize("prior_at", ["all", "top"])
 def test_boolean_closed_form_matches_naive_loop(depth, prior_at):
-    """Listener and speaker, with costs, a non-uniform prior with one zero, empty rows and columns."""
+    """Listener and speaker, with costs, a non-uniform prior with one zero, empty rows and columns
+    (each call compiles both paths of the lax.cond: one lexicon per case keeps the test cheap)."""
     rng = np.random.default_rng(200 + depth)
-    for _ in range(3):
+    for _ in range(1):
         n_u, n_s = rng.integers(3, 8, 2)
         truth = random_lexicon(rng, n_u, n_s)
         alpha, cost, prior = rng.uniform(0, 4), rng.uniform(0, 2, n_u), rng.dirichlet(np.ones(n_s))
