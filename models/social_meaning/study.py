@@ -560,7 +560,9 @@ def contrast_figure(esr_tree, trees: dict, seed: int = 0, lm_esr_tree=None):
     # a row rests on its LLM fit, the human fit and the measurement model: marked if any is unconverged
     shared_bad = not converged(trees["human"]) or not converged(esr_tree)
     unconverged = [label for label in rows if shared_bad or not converged(trees[label])]
-    return plots.forest(rows, list(CONTRAST_PANELS), labels=CONTRAST_PANELS, reference=0.0, unconverged=unconverged,
+    # a panel with no contrast in any row (a config of MIN prompts only: CDS against MIN) is left out
+    panels = [p for p in CONTRAST_PANELS if any(not bool(t["posterior"][p].isnull().all()) for t in rows.values())]
+    return plots.forest(rows, panels, labels=CONTRAST_PANELS, reference=0.0, unconverged=unconverged,
                         absent="the reference",
                         title="Contrasts: posterior median, 50% and 94% intervals; dashed: no difference")
 

@@ -119,13 +119,12 @@ def forest(trees: Mapping[str, xr.DataTree], var_names: Sequence[str], figsize: 
         ref_note = f"; dashed: median of {fits[0]}" if len(fits) > 1 else ""
     fig.suptitle(title or f"Posterior median, 50% and 94% intervals{ref_note}", fontsize=10)
     if unconverged:
-        # a note under the panels' own x labels: the figure grows by 0.3 inch at the bottom for it
-        w, h = fig.get_size_inches()
-        pars, extra = fig.subplotpars, 0.3
-        fig.set_size_inches(w, h + extra)
-        fig.subplots_adjust(bottom=(pars.bottom * h + extra) / (h + extra), top=1 - (1 - pars.top) * h / (h + extra))
-        fig.text(0.5, 0.05 / (h + extra), "† faded: below the sampling standards (r_hat, ESS, divergences or tree "
-                 "depth); not to be read as a posterior", ha="center", va="bottom", fontsize=8, color="0.3")
+        # a note under the lowest of the panels' own x labels (which may wrap to two lines), measured
+        # once drawn; below the axes' area, which savefig(bbox_inches="tight") keeps
+        renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+        low = min(a.xaxis.label.get_window_extent(renderer).y0 for a in fig.axes)
+        fig.text(0.5, (low - 4) / fig.bbox.height, "† faded: below the sampling standards (r_hat, ESS, divergences "
+                 "or tree depth); not to be read as a posterior", ha="center", va="top", fontsize=8, color="0.3")
     return fig
 
 

@@ -112,7 +112,13 @@ def test_forest_marks_and_fades_unconverged_fits():
     assert len(faded) == 1 and set(faded[0]) == {0.35} and len(faded[0]) >= 3  # 50% and 94% lines and the point
     assert all(set(alphas) == {None} for alphas in colour.values() if alphas is not faded[0])
     assert row in names
-    assert any("† faded: below the sampling standards" in t.get_text() for t in fig.texts)
+    note = next(t for t in fig.texts if "† faded: below the sampling standards" in t.get_text())
+    # under every panel's x label, also one that wraps to two lines (it overlapped them before)
+    fig = plots.forest(trees, ["alpha", "noise"], unconverged=["gpt MIN"],
+                       labels={"alpha": "alpha (speaker rationality):\nLLM minus humans"})
+    note = next(t for t in fig.texts if "† faded" in t.get_text())
+    r = fig.canvas.get_renderer()
+    assert note.get_window_extent(r).y1 <= min(a.xaxis.label.get_window_extent(r).y0 for a in fig.axes)
     with pytest.raises(ValueError, match=r"unconverged names 'gpt ALT', which is not one of the fits"):
         plots.forest(trees, ["alpha"], unconverged=["gpt ALT"])
 

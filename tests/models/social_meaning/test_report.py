@@ -180,3 +180,36 @@ def test_the_tables_name_the_parameters_as_the_figures_do():
     assert _params_markdown(pd.DataFrame([row])).splitlines()[0] == head
     assert CONTRAST_PANELS["cost_vs_human"].startswith(PARAMETER_LABELS["cost_precise"])
     assert CONTRAST_PANELS["alpha_vs_human"].startswith(PARAMETER_LABELS["alpha"])
+
+
+def _fit(seed, conditions=None):
+    """A converged fit's stand-in with alpha and cost_precise draws (and, for a measurement model, cds)."""
+    import numpy as np
+    import xarray as xr
+
+    rng = np.random.default_rng(seed)
+    post = {"alpha": (("chain", "draw"), rng.normal(1, 0.1, (2, 50))),
+            "cost_precise": (("chain", "draw"), rng.normal(0, 0.1, (2, 50)))}
+    if conditions:
+        post = {"cds": (("chain", "draw", "condition"), rng.normal(1, 0.1, (2, 50, len(conditions))))}
+    t, attrs = _tree()
+    tree = xr.DataTree.from_dict({"posterior": xr.Dataset(post, coords={"condition": conditions} if conditions
+                                                          else None), "sample_stats": t["sample_stats"].to_dataset()})
+    tree.attrs.update(attrs)
+    return tree
+
+
+def test_the_contrasts_figure_leaves_out_a_panel_no_row_has():
+    """A config of MIN prompts only (fits/social_meaning_lms.json) has no CDS-against-MIN contrast: its panel
+    was drawn empty, every row 'the reference'; with an ALT fit it is drawn."""
+    import matplotlib.pyplot as plt
+
+    from models.social_meaning.study import contrast_figure
+
+    trees = {"human": _fit(0), "gpt MIN": _fit(1), "smollm2 MIN": _fit(2)}
+    fig = contrast_figure(_fit(3, ["gpt MIN", "gpt ALT"]), trees)
+    assert [a.get_xlabel().split(":")[0] for a in fig.axes] == ["alpha (speaker rationality)", "cost of the precise form"]
+    plt.close(fig)
+    fig = contrast_figure(_fit(3, ["gpt MIN", "gpt ALT"]), {**trees, "gpt ALT": _fit(4)})
+    assert fig.axes[0].get_xlabel() == "CDS minus CDS under MIN (same LLM)" and len(fig.axes) == 3
+    plt.close(fig)
