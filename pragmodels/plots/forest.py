@@ -121,7 +121,7 @@ def forest(trees: Mapping[str, xr.DataTree], var_names: Sequence[str], figsize: 
     if unconverged:
         # a note under the lowest of the panels' own x labels (which may wrap to two lines), measured
         # once drawn; below the axes' area, which savefig(bbox_inches="tight") keeps
-        renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+        renderer = fig.canvas.get_renderer()
         low = min(a.xaxis.label.get_window_extent(renderer).y0 for a in fig.axes)
         fig.text(0.5, (low - 4) / fig.bbox.height, "† faded: below the sampling standards (r_hat, ESS, divergences "
                  "or tree depth); not to be read as a posterior", ha="center", va="top", fontsize=8, color="0.3")
