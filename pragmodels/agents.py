@@ -31,7 +31,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.typing import ArrayLike, DTypeLike
 
-from pragmodels.boolean_rsa import boolean_recursion, listener_table, safe_range, speaker_table
+from pragmodels.boolean_rsa import boolean_recursion, listener_table, listener_weights, safe_range, speaker_table
 from pragmodels.logmath import log_mix_uniform, log_normalize, log_sum_exp, masked_scale
 from pragmodels.validation import check_numeric, check_precision, check_shape, check_values, concrete
 
@@ -330,7 +330,8 @@ def _boolean_agent(log_semantics: jax.Array, alpha: ArrayLike, cost: ArrayLike |
                    depth: int, prior_at: PriorAt, cost_scaling: CostScaling, *, listener: bool) -> jax.Array:
     """The listener (``[utterance, state]``) or speaker (``[state, utterance]``) of a 0/1 lexicon in
     closed form (:mod:`pragmodels.boolean_rsa`), or by the log-space recursion where a vector's
-    range could underflow in the dtype (``lax.cond``: under ``vmap`` both are computed)."""
+    range could underflow in the dtype (``lax.cond``: under ``vmap`` both are computed). A traced
+    ``log_semantics`` with an entry other than 0 and ``-inf`` gives NaN (a fit rejects it)."""
 
     def log_space() -> jax.Array:
         speaker = _recurse(log_semantics, alpha, cost, log_prior, depth, prior_at, None, cost_scaling)
@@ -346,11 +347,19 @@ def _boolean_agent(log_semantics: jax.Array, alpha: ArrayLike, cost: ArrayLike |
     log_w, log_z, spread = boolean_recursion(mask, jnp.asarray(alpha, out.dtype), cost_v, log_inner, depth,
                                              cost_scaling == "outside")
 
+    log_v, spread_v = listener_weights(log_z, log_outer)
+    if listener:  # the final listener multiplies by v = P / Z: its range counts too
+        spread = jnp.maximum(spread, spread_v)
+
     def closed() -> jax.Array:
-        table = listener_table(mask, log_z, log_outer) if listener else speaker_table(mask, log_w, log_z, log_inner).T
+        table = listener_table(mask, log_v) if listener else speaker_table(mask, log_w, log_z, log_inner).T
         return table.astype(out.dtype)
 
-    return jax.lax.cond(spread <= safe_range(out.dtype), closed, log_space)
+    result = jax.lax.cond(spread <= safe_range(out.dtype), closed, log_space)
+    if concrete(log_semantics) is None:  # traced: not checked in _closed_form; a graded entry makes it NaN
+        graded = jnp.any((log_semantics != 0) & (log_semantics > -jnp.inf))
+        result = jnp.where(graded, jnp.nan, result)
+    return result
 
 
 def _batch_inputs(fn: str, log_semantics: ArrayLike, alpha: ArrayLike, cost: ArrayLike | None,

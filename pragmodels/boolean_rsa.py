@@ -23,7 +23,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-__all__ = ["boolean_recursion", "speaker_table", "listener_table", "safe_range"]
+__all__ = ["boolean_recursion", "speaker_table", "listener_weights", "listener_table", "safe_range"]
 
 
 def safe_range(dtype: jnp.dtype) -> float:
@@ -127,15 +127,26 @@ def speaker_table(mask: jax.Array, log_w: jax.Array, log_z: jax.Array, log_inner
     return jnp.where(ok, jnp.where(ok, log_w[:, None], 0.0) - jnp.where(ok, log_z[None, :], 0.0), -jnp.inf)
 
 
-def listener_table(mask: jax.Array, log_z: jax.Array, log_prior: jax.Array) -> jax.Array:
-    """The listener above the speaker ``M w / Z``: ``log L(s | u) = log v(s) - log (M v)(u)``,
-    ``v = P / Z``, where ``M[u, s] = 1`` (``-inf`` elsewhere; an utterance true of no state with
-    ``v > 0`` is all ``-inf``).
+def listener_weights(log_z: jax.Array, log_prior: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """``log v = log P - log Z`` (``-inf`` where ``Z = 0``) of the listener above the speaker ``M w / Z``,
+    and its range over finite entries (to compare with :func:`safe_range` before :func:`listener_table`
+    multiplies by it: a wide prior widens it beyond the speaker's own range).
 
-    Shapes: ``mask [utterance, state]``, ``log_z [state]``, ``log_prior [state]`` -> ``[utterance, state]``.
+    Shapes: ``log_z [state]``, ``log_prior [state]`` -> ``([state], [])``.
     """
-    ok_z = log_z > -jnp.inf
-    log_v = jnp.where(ok_z, log_prior - jnp.where(ok_z, log_z, 0.0), -jnp.inf)
+    ok_z = (log_z > -jnp.inf) & (log_prior > -jnp.inf)
+    log_v = jnp.where(ok_z, jnp.where(ok_z, log_prior, 0.0) - jnp.where(ok_z, log_z, 0.0), -jnp.inf)
+    top, low = jnp.max(jnp.where(ok_z, log_v, -jnp.inf)), jnp.min(jnp.where(ok_z, log_v, jnp.inf))
+    return log_v, jnp.where(jnp.any(ok_z), jax.lax.stop_gradient(top - low), 0.0)
+
+
+def listener_table(mask: jax.Array, log_v: jax.Array) -> jax.Array:
+    """The listener above the speaker ``M w / Z``: ``log L(s | u) = log v(s) - log (M v)(u)``
+    (:func:`listener_weights`), where ``M[u, s] = 1`` (``-inf`` elsewhere; an utterance true of no
+    state with ``v > 0`` is all ``-inf``).
+
+    Shapes: ``mask [utterance, state]``, ``log_v [state]`` -> ``[utterance, state]``.
+    """
     log_mv, _ = _log_matvec(mask, log_v, transpose=False)
     ok = (mask > 0) & (log_v[None, :] > -jnp.inf) & (log_mv[:, None] > -jnp.inf)
     return jnp.where(ok, jnp.where(ok, log_v[None, :], 0.0) - jnp.where(ok, log_mv[:, None], 0.0), -jnp.inf)

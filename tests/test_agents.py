@@ -319,3 +319,22 @@ def test_boolean_closed_form_refuses_what_it_cannot_compute():
         pm.pragmatic_speaker(jnp.zeros((2, 2)), 1.0, qud=jnp.array([0, 1]), boolean=True)
     with pytest.raises(ValueError, match="boolean must be True or False; got 1"):
         pm.pragmatic_listener(jnp.zeros((2, 2)), 1.0, boolean=1)
+
+
+@pytest.mark.parametrize("prior_at,log_prior", [("top", [0.0, 0.0, -120.0]), ("all", [0.0, 0.0, -45.0])])
+def test_boolean_closed_form_falls_back_for_a_wide_prior(prior_at, log_prior):
+    """The final listener multiplies by v = P / Z: a prior spanning 45-120 nats pushed v beyond float32,
+    and a row came out all -inf (found in review); its range now counts in the check."""
+    log_sem = to_log(np.array([[1, 1, 0], [0, 1, 1], [0, 0, 1]], float))
+    for alpha in (1.0, 5.0):
+        ref = pm.pragmatic_listener(log_sem, alpha, log_prior=jnp.asarray(log_prior), prior_at=prior_at)
+        got = pm.pragmatic_listener(log_sem, alpha, log_prior=jnp.asarray(log_prior), prior_at=prior_at, boolean=True)
+        np.testing.assert_allclose(np.asarray(got), np.asarray(ref), atol=1e-5)
+        assert np.isfinite(np.asarray(got)[2, 2])
+
+
+def test_a_traced_graded_lexicon_under_boolean_true_is_nan():
+    """Inside jit the 0/1 check cannot run: a graded entry makes the table NaN, not another lexicon's RSA."""
+    f = jax.jit(lambda ls: pm.pragmatic_listener(ls, 1.0, boolean=True))
+    assert np.isnan(np.asarray(f(jnp.array([[0.0, -0.5], [-jnp.inf, 0.0]])))).all()
+    assert np.isfinite(np.asarray(f(jnp.array([[0.0, 0.0], [-jnp.inf, 0.0]])))[1, 1])

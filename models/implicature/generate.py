@@ -137,8 +137,12 @@ def token_counter(lm: LanguageModel) -> Callable[[str], int | None] | None:
     -------
     callable or None
     """
-    inner = getattr(lm, "model", lm)
-    inner = inner if not isinstance(inner, str) else lm
+    inner: Any = lm
+    for _ in range(4):  # wrappers (SamplesOnlyLM(CachedLM(model))) hold the model as .model; a server's is a name
+        nxt = getattr(inner, "model", None)
+        if nxt is None or isinstance(nxt, str):
+            break
+        inner = nxt
     tokenize = getattr(inner, "tokenize", None)
     if callable(tokenize):
         return lambda text: len(tokenize(text))

@@ -283,6 +283,11 @@ class _RequestBar:
         """The wrapped model's identity."""
         return getattr(self.lm, "identity", "")
 
+    @property
+    def lm_entry(self) -> Any:
+        """The entry the wrapped model was opened from (for the manifest; it was lost behind the bar)."""
+        return getattr(self.lm, "lm_entry", None)
+
     def sample(self, prompt: str, n: int, **kw: Any) -> list[str]:
         """The wrapped model's samples; the bar moves by one request."""
         out = self.lm.sample(prompt, n, **kw)

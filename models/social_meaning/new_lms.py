@@ -341,8 +341,12 @@ def _limits(answers: pd.DataFrame | None, lm_metrics: pd.DataFrame | None, cds: 
         for _, r in lm_metrics.iterrows():
             ref = pub[pub.prompt == r.prompt]
             if len(ref) and np.isfinite(r.spearman):
-                lines.append(f"- **{r.model} {r.prompt}**'s condition means do not follow the humans' as the published "
-                             f"LLMs' do: Spearman {r.spearman:.2f} (the published LLMs: {ref.spearman.min():.2f} to "
+                lo, hi = ref.spearman.min(), ref.spearman.max()
+                verdict = ("do not follow the humans' as the published LLMs' do" if r.spearman < lo else
+                           "follow the humans' more closely than the published LLMs' do" if r.spearman > hi else
+                           "follow the humans' about as the published LLMs' do")
+                lines.append(f"- **{r.model} {r.prompt}**'s condition means {verdict}: "
+                             f"Spearman {r.spearman:.2f} (the published LLMs: {lo:.2f} to "
                              f"{ref.spearman.max():.2f}), RMSE {r.rmse:.2f} rating points ({ref.rmse.min():.2f} to "
                              f"{ref.rmse.max():.2f}).")
     for _, r in (left if left is not None else pd.DataFrame()).iterrows():

@@ -53,7 +53,23 @@ def records(path: Path) -> list[dict[str, Any]]:
     """
     if not path.exists():
         return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    lines = [line for line in path.read_text().splitlines() if line.strip()]
+    out = []
+    for i, line in enumerate(lines):
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError:
+            if i < len(lines) - 1:  # a torn line before the end: a corrupt file
+                raise
+            # a kill tore the last query's block (written whole, once asked): drop the part that is left,
+            # as a resume asks that query again
+            from pragmodels.lm.elicit import manifest_path
+
+            n = json.loads(manifest_path(path).read_text())["settings"]["n_samples"]
+            last = out[-1]["query_id"] if out else None
+            if sum(r["query_id"] == last for r in out) < n:
+                out = [r for r in out if r["query_id"] != last]
+    return out
 
 
 def listener_counts(folder: Path, ids: np.ndarray, n_utt: int) -> dict[str, np.ndarray]:

@@ -18,7 +18,7 @@ import numpy as np
 
 from models.wavelength import lm_scores
 from pragmodels.datasets import load_wavelength
-from pragmodels.lm.entry import add_lm_arguments, open_lm_from_arguments
+from pragmodels.lm.entry import SamplesOnlyLM, add_lm_arguments, open_lm_from_arguments
 
 ORDER_SEED = 20261201
 SEED = 20261201
@@ -52,6 +52,9 @@ def score_lm(argv: list[str] | None = None) -> int:
     items = load_wavelength()
     order = item_order(len(items))[: args.limit]
     lm = open_lm_from_arguments(ap, args, n_ctx=1024)
+    if isinstance(lm, SamplesOnlyLM):  # its passes sample alternatives, then score: refuse before either
+        ap.error(f"--lm {args.lm!r} has semantics 'samples' (no log-probabilities): this step scores; its sampled "
+                 "literal listeners come from python -m models.wavelength.paper (same LM options).")
     lm_scores.score_study(lm, items.set_index("item").loc[order].reset_index(), name=args.lm, seed=SEED, folder=SCORES,
                    n_production=args.n_production, passes=args.passes, save_every=1, progress=False,
                    log=lambda s: print(s, flush=True))

@@ -222,6 +222,12 @@ def _check_manifest(path: Path, manifest: dict[str, Any]) -> None:
     if old.get("model") != manifest["model"]:
         raise ElicitationError(f"{path} was started with model {old.get('model')!r}; this run's model is "
                                f"{manifest['model']!r} (use another progress file for another model).")
+    # the same model in another prompt format (chat vs plain text) answers another question; a manifest
+    # written before the format was recorded, or a model that names none, has none to compare
+    if None not in (old.get("prompt_format"), manifest["prompt_format"]) and old["prompt_format"] != \
+            manifest["prompt_format"]:
+        raise ElicitationError(f"{path} was started with prompt format {old['prompt_format']!r}; this run's is "
+                               f"{manifest['prompt_format']!r} (use another progress file for another format).")
     for key, value in manifest["settings"].items():
         if old.get("settings", {}).get(key) != value:
             raise ElicitationError(f"{path} was started with {key} = {old.get('settings', {}).get(key)!r}; this "
@@ -369,7 +375,9 @@ def elicit(lm: LanguageModel, queries: Sequence[Query], *, n_samples: int, parse
     if not callable(parse) or not isinstance(parse_name, str) or not parse_name:
         raise ElicitationError(f"parse = {parse!r}, parse_name = {parse_name!r}; expected a function and its name.")
     path = Path(progress)
+    key = getattr(getattr(lm, "prompt_format", None), "key", None)
     manifest = {"format": _FORMAT, "model": _identity(lm), "lm_entry": getattr(lm, "lm_entry", None),
+                "prompt_format": key() if callable(key) else None,
                 "settings": {"n_samples": n_samples, **sampling.as_dict(), "resample": resample, "seed": seed,
                              "parse": parse_name},
                 "pragmodels_version": __version__, "created": time.strftime("%Y-%m-%d %H:%M:%S")}

@@ -603,7 +603,10 @@ def _given_keys(a: dict[str, Any], server: bool) -> dict[str, tuple[str, Any]]:
         if isinstance(source, str) and source.startswith("gguf:") and source[5:].strip():
             source = f"gguf:{resolve_model_path(source[5:].strip())}"  # (a bundled name, or ~)
         put("chat_template", "--chat-template", source, a["chat_template"])
-        if a["prompt_format"] is not None and given.get("chat_template", ("", "plain"))[1] != "plain":
+        template = given.get("chat_template", (None, None))[1]
+        # plain text against a template source, or a chat format against the plain source
+        if a["prompt_format"] is not None and template is not None and (a["prompt_format"] == "plain") != (
+                template == "plain"):
             raise ValueError(f"--prompt-format {a['prompt_format']!r} and {given['chat_template'][0]} contradict "
                              "each other: pass one.")
         put("chat_template", "--prompt-format", "plain" if a["prompt_format"] == "plain" else None)

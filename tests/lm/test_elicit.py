@@ -227,3 +227,15 @@ def test_smollm2_answers_the_social_meaning_questionnaire(smollm2, mirror, tmp_p
     sm.elicit_lm(Refuses(), "smollm2", tmp_path, **kw)
     assert [{k: v for k, v in r.items() if k != "current_date"} for r in json.loads(path.read_text())] == \
         [{k: v for k, v in r.items() if k != "current_date"} for r in json.loads(before)]
+
+
+def test_a_resume_in_another_prompt_format_is_refused(tmp_path):
+    """A run begun in a chat format and resumed as plain text would mix two questions in one file."""
+    from pragmodels.lm import PromptFormat
+
+    lm = FakeLM()
+    lm.prompt_format = PromptFormat.plain()
+    run(lm, tmp_path / "p.jsonl", queries=QUERIES[:1], n_samples=1)
+    lm.prompt_format = PromptFormat("chat", "<|user|>", "<|assistant|>", "<|end|>")
+    with pytest.raises(ElicitationError, match=r"started with prompt format .*plain.*this run's is .*chat"):
+        run(lm, tmp_path / "p.jsonl", queries=QUERIES[:2], n_samples=1)

@@ -385,3 +385,18 @@ def test_the_score_command_defaults_never_change_a_config_entry(tmp_path, monkey
     entry, origin = lm_entry_from_arguments(parser.parse_args(["--config", str(cfg), "--lm", "srv"]))
     assert entry.api_key_env is None and "api_key_env" not in origin["entry"]
     assert lm_entry_from_arguments(parser.parse_args(["--model", "gemma3"]))[0].model == "gemma3"  # no --lm needed
+
+
+@pytest.mark.parametrize("fmt,template", [("chat", "plain"), ("plain", "server")])
+def test_a_prompt_format_that_contradicts_the_template_source_is_refused(fmt, template):
+    """--prompt-format chat beside --chat-template plain was taken as plain without a word (found in review)."""
+    import argparse
+
+    from pragmodels.lm.entry import add_lm_arguments, lm_entry_from_arguments
+
+    ap = argparse.ArgumentParser()
+    add_lm_arguments(ap, standalone=True)
+    args = ap.parse_args(["--base-url", "http://h/v1", "--server-model", "m", "--prompt-format", fmt,
+                          "--chat-template", template])
+    with pytest.raises(ValueError, match=f"--prompt-format '{fmt}' and --chat-template '{template}' contradict"):
+        lm_entry_from_arguments(args)

@@ -137,3 +137,13 @@ def test_one_reasoning_answer_from_a_real_server(tmp_path):
     r = table.iloc[0]
     assert r["item_id"] == lm_outputs.item_ids(items)[0] and 0 < r["answer_tokens"] <= 256 + 1
     assert r["status"] == "valid" or (r["status"] == "truncated") == (r["answer_tokens"] >= 256 - generate.CAP_SLACK)
+
+
+def test_the_token_counter_finds_the_model_behind_every_wrapper():
+    """SamplesOnlyLM(CachedLM(model)): one level of unwrapping reached the cache, which cannot count (review)."""
+    from types import SimpleNamespace
+
+    inner = SimpleNamespace(tokenize=lambda text: text.split(), model="a-server-model-name")
+    wrapped = SimpleNamespace(model=SimpleNamespace(model=inner))
+    count = generate.token_counter(wrapped)
+    assert count is not None and count("three words here") == 3

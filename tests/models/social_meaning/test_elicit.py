@@ -196,3 +196,10 @@ def test_a_progress_bar_over_requests_and_a_resumed_run_after_a_kill(questionnai
     sm.elicit_lm(KwargsLM(), "fake", tmp_path / "b", limit=2, conditions=["MIN"], n_samples=2, log=lambda s: None)
     strip = lambda p: [{k: v for k, v in r.items() if k != "current_date"} for r in json.loads(p.read_text())]
     assert strip(tmp_path / "a" / "results_MIN.json") == strip(tmp_path / "b" / "results_MIN.json")
+
+
+def test_the_progress_bar_passes_the_entry_on_to_the_manifest():
+    """Behind the terminal's request bar the manifest recorded lm_entry null (found in review)."""
+    lm = FakeLM()
+    lm.lm_entry = {"lm": "fake", "entry": {"backend": "llamacpp", "model": "smollm2"}}
+    assert sm._RequestBar(lm, 10, 0, enabled=True).lm_entry == lm.lm_entry

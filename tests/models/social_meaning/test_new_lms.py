@@ -134,3 +134,19 @@ def test_a_new_lms_name_cannot_pass_for_a_human_fit(mirror):
     with pytest.raises(ConfigError, match="'human-like': a new LM's name is one word that does not start with 'human'"):
         validate_config(Config, {**base, "lms": {"human-like": {"model": "smollm2"}}}, what="study config")
     assert set(validate_config(Config, base, what="study config").lms) == {"smollm2", "gemma3"}
+
+
+@pytest.mark.parametrize("rho,verdict", [(0.05, "do not follow the humans' as the published LLMs' do"),
+                                         (0.75, "follow the humans' about as the published LLMs' do"),
+                                         (0.95, "follow the humans' more closely than the published LLMs' do")])
+def test_the_sentence_on_condition_means_follows_the_numbers(tmp_path, rho, verdict):
+    """It said 'do not follow the humans' as the published LLMs' do' whatever the numbers (found in review)."""
+    tables = sm.ROOT / "fits" / "social_meaning_lms" / "quick" / "tables"  # every column as the study writes it
+    row = pd.read_csv(tables / "lm_metrics.csv").iloc[0].to_dict()
+    pd.DataFrame([{**row, "model": "fake", "prompt": "MIN", "spearman": rho, "rmse": 0.5, "cells": 24}]).to_csv(
+        tmp_path / "lm_metrics.csv", index=False)
+    repro = pd.read_csv(tables / "reproduction.csv")
+    repro = repro[repro.prompt == "MIN"].head(2).assign(spearman=[0.7, 0.8])
+    repro.to_csv(tmp_path / "reproduction.csv", index=False)
+    text = new_lms.section(tmp_path, quick=True, lm_names=["fake"])
+    assert f"**fake MIN**'s condition means {verdict}: Spearman {rho:.2f} (the published LLMs: 0.70 to 0.80)" in text

@@ -119,3 +119,32 @@ def test_a_samples_only_lm_gets_its_sampled_literal_listeners_and_nothing_is_sco
     run = json.loads((tmp_path / "fake" / "run_sampled.json").read_text())
     assert run["route"] == "sampled" and set(run["steps"]) == {"listener_sample", "listener_cot"}
     assert not (tmp_path / "fake" / "run.json").exists()  # the scored route's report does not read it
+
+
+def test_a_killed_runs_torn_block_is_dropped_when_the_report_reads_it(tmp_path):
+    """The report read every line: a kill's torn last line crashed --report-only (found in review)."""
+    from models.wavelength import paper_report
+    from pragmodels.lm.elicit import manifest_path
+
+    path = tmp_path / "listener_sample.jsonl"
+    manifest_path(path).write_text(json.dumps({"settings": {"n_samples": 2}}))
+    whole = [json.dumps({"query_id": "1/0", "sample_id": k}) for k in range(2)]
+    path.write_text("\n".join([*whole, json.dumps({"query_id": "2/0", "sample_id": 0}), '{"query_id": "2/0", "sam']))
+    assert [(r["query_id"], r["sample_id"]) for r in paper_report.records(path)] == [("1/0", 0), ("1/0", 1)]
+    path.write_text("\n".join(['{"query_id": "1/0", "sam', *whole]))
+    with pytest.raises(json.JSONDecodeError):  # a torn line before the end is a corrupt file
+        paper_report.records(path)
+
+
+def test_the_scored_step_refuses_a_samples_only_lm_before_any_request(monkeypatch, mirror):
+    """It sampled the alternatives, then refused at the first score: paid requests first (found in review)."""
+    import pragmodels.lm.entry as entry
+    from models.wavelength import score
+
+    fake = FakeLM()
+    fake.sample = lambda *a, **k: pytest.fail("a request was sent")  # type: ignore[method-assign]
+    monkeypatch.setattr(score, "open_lm_from_arguments", lambda *a, **k: entry.SamplesOnlyLM(fake))
+    with pytest.raises(SystemExit) as e:
+        score.score_lm(["--lm", "gpt4o", "--base-url", "http://127.0.0.1:9/v1", "--server-model", "m",
+                        "--semantics", "samples", "--limit", "1"])
+    assert e.value.code == 2
