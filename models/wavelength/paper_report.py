@@ -377,7 +377,7 @@ def _section(lm: str, run: dict[str, Any], ds: Any, metrics: pd.DataFrame, loo: 
            f"- Items: {len(run['items'])} of 100, the first of the study's fixed random order (ids "
            f"{', '.join(map(str, run['items']))}); prompts `{run['prompt_variant']}` (version "
            f"`{run['prompt_version']}`).",
-           f"- Settings (the subset, for two shared CPU cores): alternatives sampled for targets "
+           f"- Settings (as run): alternatives sampled for targets "
            f"{st['alt_states']} (the paper: all 21); sampled listener {st['n_sample']} guesses for the real clue and "
            f"{st['n_sample_alt']} per alternative, up to {st['resample']} extra tries per guess that does not parse, "
            f"at most {st['sample_tokens']} tokens; chain-of-thought listener {st['n_cot']} guesses of at most "
@@ -388,7 +388,7 @@ def _section(lm: str, run: dict[str, Any], ds: Any, metrics: pd.DataFrame, loo: 
                " (upstream: nothing; the one departure from the paper's procedure; chain-of-thought answers are "
                "never begun)" if st["answer_prefix"] else " (as upstream)") + "; temperature 1.",
            f"- Cost: {wall / 60:.1f} min wall over {len(run.get('runs', [run]))} run(s) of the command (a rerun "
-           f"resumes; the elicitation, not the fits), on two shared CPU cores. Requests: {req} sampled answers "
+           f"resumes; the elicitation, not the fits). Requests: {req} sampled answers "
            f"(attempts) in the routes below, {direct} sampled clues (alternatives and production), and {scored} "
            f"prompts scored with the 21 answers ({21 * scored} continuations). Tokens: at most "
            f"{int(est['prompt_tokens']):,} prompt tokens and {int(est['answer_tokens_max']):,} answer tokens "
@@ -451,7 +451,10 @@ def build(out: Path, only: str | None = None) -> Path:
             "`python -m models.wavelength.paper` "
             "(docs/studies/wavelength.md, \"The paper's listeners and speakers\"); rebuilt without an LM by "
             "`python -m models.wavelength.paper --lm x --report-only`.", ""]
-    for folder in sorted(p for p in out.iterdir() if (p / "run.json").exists()):
+    folders = sorted(p for p in out.iterdir() if (p / "run.json").exists())
+    names = ", ".join(f.name for f in folders)
+    n_items = max((len(json.loads((f / "run.json").read_text())["items"]) for f in folders), default=0)
+    for folder in folders:
         cached = tables / f"section_{folder.name}.md"
         if only is not None and folder.name != only and cached.exists():
             text += cached.read_text().split("\n")
@@ -461,24 +464,25 @@ def build(out: Path, only: str | None = None) -> Path:
         text += section
     text += ["## Convergence", "",
              "Each fit's `max r_hat / divergences` row: a fit with r_hat above 1.01 or with divergences has not "
-             "converged (with 4 items the kernel width and beta can trade off in two modes), and its numbers are "
+             f"converged (with {n_items} items the kernel width and beta can trade off in two modes), and its "
+             "numbers are "
              "not to be relied on.", "",
-             "## What a model this small can and cannot show", "",
-             "- Whether it keeps the paper's answer format at all: the parse-failure shares above are the finding "
-             "for these models (SmolLM2-135M, Gemma-3-270M), and where a route parses almost nothing it has no "
+             "## What these runs can and cannot show", "",
+             "- Whether each LM keeps the paper's answer format at all: the parse-failure shares above are a finding "
+             f"for these models ({names}), and where a route parses almost nothing it has no "
              "listener to fit.",
              "- The machinery end to end on real answers: elicitation, resampling, binning, the sampled-semantics "
              "fits beside the scored listener, production by sampling.",
              "- Not what the sampled listeners' fits seem to show. In the joint fit the 40 human guesses per item "
-             "inform the latent distribution theta as much as the LM's 16-32 parsed samples do, and beta sharpens "
+             "inform the latent distribution theta as much as the LM's parsed samples do, and beta sharpens "
              "it: the fitted sampled listeners land near the humans (compare their `fitted` rows with the `fixed` "
              "ones, the LM's own frequencies), and their LOO lead over the log-prob listeners is that feedback, not "
              "better LM semantics. What the LM's samples say alone is the `fixed` rows (or a fit per draw of "
              "theta from the counts alone, `pragmodels.likelihoods.samples.dirichlet_draws`, not run here).",
-             "- Not whether LMs reason pragmatically: a handful of items, few samples, capped chains of thought and "
-             "135M-270M parameters; the paper finds pragmatic gains only in large models. The intervals are wide and "
-             "the LOO differences are over a few hundred guesses of a few items; Pearson r over 4 items is not an "
-             "estimate of anything.", ""]
+             f"- Whether LMs reason pragmatically only as far as {n_items} of the 100 items, the samples and the "
+             "token caps above allow (the paper finds pragmatic gains only in large models); with a handful of items "
+             f"the intervals are wide, the LOO differences rest on few guesses, and Pearson r over {n_items} items "
+             "estimates little.", ""]
     path = out / "report.md"
     path.write_text("\n".join(text))
     return path
