@@ -384,7 +384,12 @@ def _main(argv: list[str] | None = None) -> int:
                             sampling) + " (--dry-run: nothing sent)")
         return 0
     lm = open_lm_from_arguments(ap, args, n_ctx=args.n_ctx)
-    elicit_lm(lm, args.lm, args.out or ELICITED / args.lm, conditions=args.conditions, limit=args.limit,
+    out = args.out
+    if out is None:  # where the study will read it: an entry of --config may name its outputs
+        from pragmodels.lm.entry import lm_entry_from_arguments
+
+        out = elicited_folder(args.lm, lm_entry_from_arguments(args)[0]) if args.config else ELICITED / args.lm
+    elicit_lm(lm, args.lm, out, conditions=args.conditions, limit=args.limit,
               n_samples=args.samples, sampling=sampling, seed=args.seed, every=args.every,
               log=lambda s: print(s, flush=True), bar=sys.stderr.isatty())
     return 0

@@ -203,3 +203,16 @@ def test_the_progress_bar_passes_the_entry_on_to_the_manifest():
     lm = FakeLM()
     lm.lm_entry = {"lm": "fake", "entry": {"backend": "llamacpp", "model": "smollm2"}}
     assert sm._RequestBar(lm, 10, 0, enabled=True).lm_entry == lm.lm_entry
+
+
+def test_an_entrys_outputs_is_where_the_command_writes(tmp_path, monkeypatch):
+    """The command wrote to fits/social_meaning/elicited/<lm> whatever the entry's outputs said, where the
+    study then looked in vain (found in review)."""
+    cfg = tmp_path / "c.json"
+    cfg.write_text(json.dumps({"lms": {"mine": {"backend": "llamacpp", "model": "smollm2",
+                                                "outputs": str(tmp_path / "here")}}}))
+    monkeypatch.setattr(sm, "open_lm_from_arguments", lambda parser, args, n_ctx: FakeLM())
+    seen = {}
+    monkeypatch.setattr(sm, "elicit_lm", lambda lm, name, out, **kw: seen.setdefault("out", out))
+    assert sm.main(["--config", str(cfg), "--lm", "mine", "--limit", "1", "--samples", "1"]) == 0
+    assert seen["out"] == tmp_path / "here"
