@@ -627,21 +627,26 @@ def generated_findings(gen: pd.DataFrame) -> str:
         above = r[r["lo"] > 0.2]["condition"].tolist()
         below = r[r["hi"] < 0.2]["condition"].tolist()
         lo_m, hi_m = f"{r['mean'].min():.0%}", f"{r['mean'].max():.0%}"
+        v = int(r["valid"].sum())
+        # below chance because invalid answers count as wrong, or because the valid ones avoid the consensus
+        why = ("as its answers that are not valid count as wrong, not as its choices avoid the consensus"
+               if not v or r["valid_correct"].sum() / v >= 0.2 else
+               "its valid answers too pick the consensus less often than chance")
         text = (f"{lm}: of {n} answers, {shares}; accuracy {lo_m if lo_m == hi_m else lo_m + '-' + hi_m} across "
                 "conditions, " + (f"above chance (interval above 20%) in {', '.join(above)}" if above else
                                   "no condition's interval above chance (20%)")
-                + (f", below chance in {', '.join(below)} (as its answers that are not valid count as wrong, not "
-                   "as its choices avoid the consensus)" if below else "") + ".")
-        v = int(r["valid"].sum())
+                + (f", below chance in {', '.join(below)} ({why})" if below else "") + ".")
         if v:
             text += (f" Among its valid answers alone, {int(r['valid_correct'].sum())} of {v} "
                      f"({r['valid_correct'].sum() / v:.0%}) pick the consensus.")
         parts.append(text)
-    parts.append("What a model this small can show here: whether it keeps the paper's output format (the valid, "
-                 "truncated and malformed shares), and that the pipeline runs end to end on the paper's reading. What it "
-                 "cannot show: the paper's question, whether prompting conditions move a model's pragmatic choices, as "
-                 "accuracy this close to chance on so few items leaves every condition's interval wide and overlapping "
-                 "(no paired test is reported for so few answers); nor any comparison with the paper's models.")
+    items = int(g.groupby(["lm", "condition"])[list(generate.STATUSES)].sum().sum(axis=1).max()) if len(g) else 0
+    parts.append(f"What runs of this size (at most {items} answers per LM and condition) can show: whether a model "
+                 "keeps the paper's output format (the valid, truncated and malformed shares), and that the pipeline "
+                 "runs end to end on the paper's reading. What they cannot show: the paper's question, whether "
+                 "prompting conditions move a model's pragmatic choices, as so few items leave every condition's "
+                 "interval wide (no paired test is reported for so few answers); nor any comparison with the paper's "
+                 "models.")
     return " ".join(parts)
 
 

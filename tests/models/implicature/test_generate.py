@@ -147,3 +147,17 @@ def test_the_token_counter_finds_the_model_behind_every_wrapper():
     wrapped = SimpleNamespace(model=SimpleNamespace(model=inner))
     count = generate.token_counter(wrapped)
     assert count is not None and count("three words here") == 3
+
+
+def test_the_findings_say_why_accuracy_is_below_chance_from_the_numbers():
+    """'Below chance' was always put down to invalid answers counted wrong, and the closing sentence spoke of a
+    model 'this small' whatever was run (found in review)."""
+    row = dict(lm="x", condition="vanilla", n_item=20, n_run=1, sd=float("nan"), answer_tokens_mean=9.0)
+    invalid = pd.DataFrame([{**row, "mean": 0.05, "lo": 0.0, "hi": 0.15, "valid": 2, "truncated": 0, "malformed": 18,
+                             "valid_correct": 1}])
+    avoids = pd.DataFrame([{**row, "mean": 0.05, "lo": 0.0, "hi": 0.15, "valid": 20, "truncated": 0, "malformed": 0,
+                            "valid_correct": 1}])
+    assert "(as its answers that are not valid count as wrong" in study.generated_findings(invalid)
+    text = study.generated_findings(avoids)
+    assert "(its valid answers too pick the consensus less often than chance)" in text
+    assert "at most 20 answers per LM and condition" in text and "this small" not in text
