@@ -4,7 +4,7 @@ other data, not a posterior predictive check of these data."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -49,7 +49,11 @@ def means_against_model(predicted: pd.DataFrame, observed: pd.DataFrame, lo: flo
         ax.set_axisbelow(True)
     axes[-1].set_xticks(x, predicted["cell"], rotation=90, fontsize=8)
     axes[-1].set_xlabel("cell (attribute | context | form)")
-    handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside right center", fontsize=8)
+    entries: dict[str, Any] = {}  # every panel's, once each: a model with one prompt first must not hide the others'
+    for ax in axes:
+        handles, labels = ax.get_legend_handles_labels()
+        for handle, label in zip(handles, labels):
+            entries.setdefault(label, handle)
+    fig.legend(list(entries.values()), list(entries.keys()), loc="outside right center", fontsize=8)
     fig.suptitle(title, fontsize=10)
     return fig

@@ -370,3 +370,14 @@ def test_distribution_grid_names_the_scale_ends():
                "series": {"L0": np.full(21, 1 / 21)}}]
     fig = plots.distribution_grid(panels, np.arange(0, 101, 5), ncols=1)
     assert fig.axes[0].get_title() == "'hot tea', target 80\n0 = cold ... 100 = hot"
+
+
+def test_means_against_model_names_every_prompt_in_its_legend():
+    """A first model with the MIN prompt alone (a new LM) hid the other models' prompts from the legend."""
+    cells = [f"a{i}|low|precise" for i in range(3)]
+    predicted = pd.DataFrame(dict(cell=cells, median=[4.0] * 3, lo=[3.5] * 3, hi=[4.5] * 3))
+    observed = pd.DataFrame([dict(model="smollm2", prompt="MIN", cell=c, mean=4.0) for c in cells]
+                            + [dict(model="gpt", prompt=p, cell=c, mean=5.0) for p in ("MIN", "ALT") for c in cells])
+    fig = plots.means_against_model(predicted, observed)
+    assert [t.get_text() for t in fig.legends[0].get_texts()][-2:] == ["observed mean, MIN prompt",
+                                                                        "observed mean, ALT prompt"]
