@@ -1,6 +1,7 @@
 """Put the social-meaning paper's questionnaire to a language model (the study's LM step, resumable).
 
     python -m models.social_meaning.elicit --lm smollm2 [--out DIR] [--limit K] [--conditions MIN KMA]
+    pragmodels lm elicit social_meaning_lms --lm smollm2 --fit [--quick]   # elicit (or resume), fit, report
 
 Mühlenbernd (2026), CMCL 2026, arXiv:2604.02512. The paper's prompts, read as data from the offline
 mirror (:func:`pragmodels.datasets.load_social_prompts`): 144 queries in each of the conditions MIN,
@@ -9,7 +10,8 @@ resampling; the paper's parse rule (exactly one standalone digit 1-7). Answers g
 :func:`pragmodels.lm.elicit.elicit` into ``<out>/progress.jsonl`` (resumable), then into
 ``<out>/results_<PROMPT>.json`` in the published record schema, which the study reads for an LM listed
 under ``lms`` in ``fits/social_meaning_lms.json``. ``--limit K``: the first K queries of a fixed order (blocks
-of 24 cells). ``--dry-run``: the estimate only. In full: the docs page *Study 1* ("The questionnaire for a new LM").
+of 24 cells). ``--dry-run``: the estimate only. ``--fit [--quick]``: then run that config's study
+(:func:`fit_and_report`; the LM an entry of its ``lms``). In full: the docs page *Study 1* ("The questionnaire for a new LM").
 """
 
 from __future__ import annotations
@@ -33,11 +35,14 @@ from pragmodels.lm.elicit import Query, Sampling, elicit, estimate
 from pragmodels.lm.entry import LMEntry, add_lm_arguments, open_lm_from_arguments
 
 __all__ = ["ELICITED", "SAMPLING", "N_SAMPLES", "PARSE_RULE", "parse_likert", "build_prompt", "queries",
-           "elicit_lm", "estimate_line", "write_results", "elicited_folder", "load_elicited", "RECORD_KEYS", "main"]
+           "elicit_lm", "estimate_line", "fit_and_report", "write_results", "elicited_folder", "load_elicited",
+           "RECORD_KEYS", "LMS_CONFIG", "main"]
 
 ROOT = Path(__file__).resolve().parents[2]
 #: where the study looks for an elicited LM's files by default: ``ELICITED / <name>``
 ELICITED = ROOT / "fits" / "social_meaning" / "elicited"
+#: the config ``--fit`` runs when no ``--config`` is given: the new LMs beside the published three
+LMS_CONFIG = ROOT / "fits" / "social_meaning_lms.json"
 #: the paper's sampling: temperature 1.0, answers of at most 100 tokens (its Claude setting)
 SAMPLING = Sampling(temperature=1.0, max_tokens=100)
 N_SAMPLES = 10
@@ -288,6 +293,11 @@ class _RequestBar:
         """The entry the wrapped model was opened from (for the manifest; it was lost behind the bar)."""
         return getattr(self.lm, "lm_entry", None)
 
+    def __getattr__(self, name: str) -> Any:  # (sample_api, prompt_format: the wrapped model's, for the manifest)
+        if name == "lm":
+            raise AttributeError(name)
+        return getattr(self.lm, name)
+
     def sample(self, prompt: str, n: int, **kw: Any) -> list[str]:
         """The wrapped model's samples; the bar moves by one request."""
         out = self.lm.sample(prompt, n, **kw)
@@ -352,6 +362,72 @@ def load_elicited(lms: Mapping[str, LMEntry], *, complete: bool = True, n_sample
     return pd.concat(frames, ignore_index=True)
 
 
+def fit_config(config: str | Path, name: str) -> Path:
+    """The study config ``--fit`` runs, validated, with ``name`` an entry of its ``lms`` (checked
+    before any request: the study fits and reports the LMs its config lists).
+
+    Parameters
+    ----------
+    config : path-like
+        A study config (``fits/social_meaning_lms.json``, or one like it).
+    name : str
+        The LM's name (``--lm``).
+
+    Returns
+    -------
+    pathlib.Path
+    """
+    from pragmodels.errors import ConfigError
+    from pragmodels.runs.study import check_study_config
+
+    path = Path(config)
+    lms = check_study_config(path).get("lms") or {}
+    if name not in lms:
+        raise ConfigError(f"--fit: --lm {name!r} is not an entry of lms in {path} ({', '.join(map(repr, lms)) or 'none'}); "
+                          "the study fits the LMs its config lists: add an entry for it (docs: Study 1, 'One command "
+                          "for a new LM').", path=path)
+    return path
+
+
+def fit_and_report(config: str | Path, name: str, *, quick: bool = False, progress: bool = False,
+                   log=print) -> Path:
+    """Run the study of ``config`` (as ``pragmodels run CONFIG [--quick]``) and print where its
+    report is and what it read of ``name``'s answers (``tables/lm_answers.csv``).
+
+    Parameters
+    ----------
+    config : path-like
+        The study config (``name`` an entry of its ``lms``: :func:`fit_config`).
+    name : str
+        The new LM.
+    quick : bool
+        The config's quick sampler settings (a check that everything runs; no estimates).
+    progress : bool
+        Progress of the fits (a bar on a terminal).
+    log : callable
+        Where lines go.
+
+    Returns
+    -------
+    pathlib.Path
+        The run folder.
+    """
+    from pragmodels.runs.study import run_study
+
+    mode = "quick" if quick else "full"
+    log(f"fitting: pragmodels run {config}{' --quick' if quick else ''} (the published LLMs, the humans and the "
+        f"new LMs of its lms, {name} among them)")
+    run_dir = run_study(config, mode=mode, progress=progress)
+    answers = run_dir / "tables" / "lm_answers.csv"
+    if answers.is_file():
+        rows = pd.read_csv(answers)
+        for r in rows[rows["model"] == name].to_dict("records"):
+            log(f"{name} {r.get('prompt', '')}: " + ", ".join(f"{k} {v}" for k, v in r.items()
+                                                          if k not in ("model", "prompt")))
+    log(f"report: {run_dir / 'report.md'}")
+    return run_dir
+
+
 def _main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m models.social_meaning.elicit", description=__doc__.split("\n")[0])
     add_lm_arguments(ap)
@@ -371,7 +447,14 @@ def _main(argv: list[str] | None = None) -> int:
     ap.add_argument("--answer-prefix", default="", metavar="TEXT",
                     help="text each answer is made to start with (completions route; e.g. 'Answer:' for a base model)")
     ap.add_argument("--dry-run", action="store_true", help="print the estimate of requests and tokens; send nothing")
+    ap.add_argument("--fit", action="store_true",
+                    help="then fit and report: the study of --config (default fits/social_meaning_lms.json, whose "
+                         "lms must list --lm), as `pragmodels run CONFIG`; checked before any request")
+    ap.add_argument("--quick", action="store_true", help="with --fit: the config's quick sampler settings (a check "
+                                                         "that it all runs, not estimates)")
     args = ap.parse_args(argv)
+    if args.quick and not args.fit:
+        ap.error("--quick: only with --fit (it picks the fit's sampler settings).")
     if args.limit is not None and args.limit < 1:
         ap.error(f"--limit {args.limit}: expected a positive number of queries.")
     if args.lm in LLMS:
@@ -379,6 +462,18 @@ def _main(argv: list[str] | None = None) -> int:
     unescape = lambda text: text.replace("\\n", "\n")  # noqa: E731 ('\\n' on a command line: a newline)
     sampling = Sampling(temperature=args.temperature, max_tokens=args.max_tokens,
                         stop=tuple(unescape(s) for s in args.stop), answer_prefix=unescape(args.answer_prefix))
+    config = None
+    if args.fit:  # the config, its entry and the folder the study reads: checked before any request
+        args.config = args.config or str(LMS_CONFIG)
+        from pragmodels.lm.entry import _study_config_file, lm_entry_from_arguments
+
+        config = fit_config(_study_config_file(args.config), args.lm)
+        args.config = str(config)
+
+        reads = elicited_folder(args.lm, lm_entry_from_arguments(args)[0])
+        if args.out is not None and Path(args.out).resolve() != reads.resolve():
+            ap.error(f"--out {args.out}: with --fit the answers go where the study reads them ({reads}, the entry's "
+                     "outputs); drop --out or set the entry's outputs.")
     if args.dry_run:
         print(estimate_line(args.lm, queries(load_social_prompts(), args.conditions, args.limit), args.samples,
                             sampling) + " (--dry-run: nothing sent)")
@@ -392,6 +487,9 @@ def _main(argv: list[str] | None = None) -> int:
     elicit_lm(lm, args.lm, out, conditions=args.conditions, limit=args.limit,
               n_samples=args.samples, sampling=sampling, seed=args.seed, every=args.every,
               log=lambda s: print(s, flush=True), bar=sys.stderr.isatty())
+    if config is not None:
+        fit_and_report(config, args.lm, quick=args.quick, progress=sys.stderr.isatty(),
+                       log=lambda s: print(s, flush=True))
     return 0
 
 

@@ -323,6 +323,24 @@ def _line(record: dict[str, Any], parse_name: str) -> bytes:
                                f"{record['query_id']!r}; expected a JSON value or None ({e}).") from None
 
 
+def _format_key(lm: Any) -> str | None:
+    """The prompt format's key for the manifest; a chat API's samples are rendered by the server's
+    own template (llama-cpp-python's server renders none it can show, and need not: reading the
+    format there raised before any request)."""
+    inner = lm
+    for _ in range(8):  # through the wrappers (a cache, a samples-only entry, a progress bar)
+        api = getattr(inner, "sample_api", None)
+        if api is not None:  # the server model itself
+            if api == "chat":
+                return "chat API (the server's template)"
+            break
+        inner = getattr(inner, "model", None) or getattr(inner, "lm", None)
+        if inner is None or isinstance(inner, str):
+            break
+    key = getattr(getattr(lm, "prompt_format", None), "key", None)
+    return key() if callable(key) else None
+
+
 def elicit(lm: LanguageModel, queries: Sequence[Query], *, n_samples: int, parse: Callable[[str], Any],
            parse_name: str, progress: str | os.PathLike[str], sampling: Sampling = Sampling(), resample: int = 0,
            seed: int = 0, every: int = 10, log: Callable[[str], object] | None = None) -> list[dict[str, Any]]:
@@ -375,9 +393,8 @@ def elicit(lm: LanguageModel, queries: Sequence[Query], *, n_samples: int, parse
     if not callable(parse) or not isinstance(parse_name, str) or not parse_name:
         raise ElicitationError(f"parse = {parse!r}, parse_name = {parse_name!r}; expected a function and its name.")
     path = Path(progress)
-    key = getattr(getattr(lm, "prompt_format", None), "key", None)
     manifest = {"format": _FORMAT, "model": _identity(lm), "lm_entry": getattr(lm, "lm_entry", None),
-                "prompt_format": key() if callable(key) else None,
+                "prompt_format": _format_key(lm),
                 "settings": {"n_samples": n_samples, **sampling.as_dict(), "resample": resample, "seed": seed,
                              "parse": parse_name},
                 "pragmodels_version": __version__, "created": time.strftime("%Y-%m-%d %H:%M:%S")}

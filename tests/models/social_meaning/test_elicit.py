@@ -216,3 +216,57 @@ def test_an_entrys_outputs_is_where_the_command_writes(tmp_path, monkeypatch):
     monkeypatch.setattr(sm, "elicit_lm", lambda lm, name, out, **kw: seen.setdefault("out", out))
     assert sm.main(["--config", str(cfg), "--lm", "mine", "--limit", "1", "--samples", "1"]) == 0
     assert seen["out"] == tmp_path / "here"
+
+
+def _lms_config(tmp_path, lms):
+    base = json.loads(sm.LMS_CONFIG.read_text())
+    base.pop("$schema")
+    for key in ("study", "tables", "lm_step"):  # (absolute: the config is outside the repository)
+        base[key] = str(sm.ROOT / base[key])
+    cfg = tmp_path / "lms.json"
+    cfg.write_text(json.dumps({**base, "lms": lms}))
+    return cfg
+
+
+class Refuses(FakeLM):
+    def sample(self, *a, **k):
+        raise AssertionError("a request was sent")
+
+
+def test_fit_elicits_then_runs_the_configs_study_and_says_where_the_report_is(tmp_path, monkeypatch, capsys):
+    """One command end to end (issue 36, item 4): the estimate first, the requests, then the study of the
+    config (`pragmodels run CONFIG --quick`) and the LM's answers and report named; an LM the config does not
+    list, or --out elsewhere than the study reads, is refused before any request."""
+    from pragmodels.runs import study as run_module
+
+    cfg = _lms_config(tmp_path, {"mine": {"backend": "llamacpp", "model": "smollm2", "outputs": str(tmp_path / "m")}})
+    monkeypatch.setattr(sm, "open_lm_from_arguments", lambda parser, args, n_ctx: Refuses())
+    assert sm.main(["--lm", "other", "--model", "smollm2", "--config", str(cfg), "--fit"]) == 2
+    assert "--fit: --lm 'other' is not an entry of lms in" in capsys.readouterr().err
+    for argv, why in ((["--config", str(cfg), "--fit", "--out", str(tmp_path / "x")], "with --fit the answers go "
+                       "where the study reads them"), (["--quick"], "--quick: only with --fit")):
+        with pytest.raises(SystemExit) as e:  # argparse's error: usage, then the one line
+            sm.main(["--lm", "mine", *argv])
+        assert e.value.code == 2 and why in capsys.readouterr().err
+    ran = {}
+
+    def fake_run(config, *, mode, progress):
+        ran.update(config=config, mode=mode, asked=len(lm.prompts))
+        (tmp_path / "run" / "tables").mkdir(parents=True)
+        (tmp_path / "run" / "tables" / "lm_answers.csv").write_text("model,prompt,invalid\nmine,MIN,0.5\n")
+        return tmp_path / "run"
+
+    lm = FakeLM()
+    monkeypatch.setattr(sm, "open_lm_from_arguments", lambda parser, args, n_ctx: lm)
+    monkeypatch.setattr(run_module, "run_study", fake_run)
+    assert sm.main(["--lm", "mine", "--config", str(cfg), "--fit", "--quick", "--limit", "1", "--samples", "2",
+                    "--conditions", "MIN"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("social meaning for mine: 1 queries x 2 samples = 2 requests")
+    assert ran == {"config": cfg, "mode": "quick", "asked": 2} and (tmp_path / "m" / "results_MIN.json").is_file()
+    assert "mine MIN: invalid 0.5" in out and out[-1] == f"report: {tmp_path / 'run' / 'report.md'}"
+
+
+def test_the_lms_config_names_the_step_so_pragmodels_lm_elicit_reaches_it(mirror):
+    """`pragmodels lm elicit social_meaning_lms --lm smollm2 --fit` needs the config's lm_step."""
+    assert json.loads(sm.LMS_CONFIG.read_text())["lm_step"] == "models/social_meaning/elicit.py:main"
