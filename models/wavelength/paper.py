@@ -53,6 +53,8 @@ def _arguments(argv: list[str] | None) -> tuple[argparse.ArgumentParser, argpars
                     "does not parse (default: --resample)")
     ap.add_argument("--sample-tokens", type=int, default=16, help="most tokens of a direct answer (upstream 2048)")
     ap.add_argument("--n-cot", type=int, default=8, help="chain-of-thought guesses for the real clue (paper: 32)")
+    ap.add_argument("--n-cot-alt", type=int, default=0, help="chain-of-thought guesses per alternative (its "
+                    "LM-RSA; the paper: 32; 0: none)")
     ap.add_argument("--cot-tokens", type=int, default=128, help="most tokens of a chain-of-thought answer")
     ap.add_argument("--n-production", type=int, default=4, help="direct clues sampled per target (paper: 32)")
     ap.add_argument("--n-speaker-cot", type=int, default=2, help="chain-of-thought clues per target")
@@ -106,14 +108,18 @@ def estimate_run(items: pd.DataFrame, args: argparse.Namespace) -> pd.DataFrame:
         ("sampled listener", len(items) * (args.n_sample + n_alt * args.n_sample_alt),
          (args.n_sample + n_alt * args.n_sample_alt) * sum(map(_tokens, smp)),
          len(items) * (args.n_sample + n_alt * args.n_sample_alt) * args.sample_tokens),
-        ("chain-of-thought listener", len(items) * args.n_cot, args.n_cot * sum(map(_tokens, cot)),
-         len(items) * args.n_cot * args.cot_tokens),
-        ("production: direct clues", len(items), sum(map(_tokens, spk)),
+        ("chain-of-thought listener", len(items) * (args.n_cot + n_alt * args.n_cot_alt),
+         (args.n_cot + n_alt * args.n_cot_alt) * sum(map(_tokens, cot)),
+         len(items) * (args.n_cot + n_alt * args.n_cot_alt) * args.cot_tokens),
+        ("production: direct clues", len(items) * args.n_production, args.n_production * sum(map(_tokens, spk)),
          len(items) * args.n_production * args.speaker_tokens),
         ("production: chain-of-thought clues", len(items) * args.n_speaker_cot,
          args.n_speaker_cot * sum(map(_tokens, spk)), len(items) * args.n_speaker_cot * args.cot_tokens),
         ("production: clues scored by L0 (x 21 answers)", len(items) * (args.n_production + args.n_speaker_cot) * 21,
          (args.n_production + args.n_speaker_cot) * sum(map(_tokens, lis)) * 21, 0),
+        ("production: clues' sampled listener", len(items) * (args.n_production + args.n_speaker_cot) * args.n_sample_alt,
+         (args.n_production + args.n_speaker_cot) * args.n_sample_alt * sum(map(_tokens, smp)),
+         len(items) * (args.n_production + args.n_speaker_cot) * args.n_sample_alt * args.sample_tokens),
     ]
     df = pd.DataFrame(rows, columns=["step", "requests", "prompt_tokens", "answer_tokens_max"])
     df.loc[len(df)] = ["total", df["requests"].sum(), df["prompt_tokens"].sum(), df["answer_tokens_max"].sum()]
@@ -121,14 +127,34 @@ def estimate_run(items: pd.DataFrame, args: argparse.Namespace) -> pd.DataFrame:
 
 
 #: the estimate's steps that need no log-probabilities (a samples-only LM's route: :func:`sampled_route`)
-SAMPLED_STEPS = ("sampled listener", "chain-of-thought listener")
+SAMPLED_STEPS = ("alternatives (sampled clues)", "sampled listener", "chain-of-thought listener",
+                 "production: direct clues", "production: chain-of-thought clues",
+                 "production: clues' sampled listener")
+
+
+def _ask_step(steps: dict[str, Any], lm: Any, name: str, queries: list[Any], kind: str, n: int, max_tokens: int,
+              resample: int, prefix: str, folder: Path, lm_name: str) -> list[dict[str, Any]]:
+    """One sampled step, resumable from ``<name>.jsonl``; its wall time, requests and parsed samples in ``steps``."""
+    if not queries or n == 0:
+        return []
+    t0 = time.monotonic()
+    _say(f"{lm_name}: {name}, {len(queries)} prompts x {n} samples")
+    recs = sampled.ask(lm, queries, kind=kind, n_samples=n, max_tokens=max_tokens, progress=folder / f"{name}.jsonl",
+                       seed=SEED, resample=resample, answer_prefix=prefix, log=_say)
+    steps[name] = {"wall_s": time.monotonic() - t0, "requests": int(sum(r["attempts"] for r in recs)),
+                   "samples": len(recs), "parsed": int(sum(r["valid"] for r in recs))}
+    return recs
 
 
 def sampled_route(lm: Any, items: pd.DataFrame, args: argparse.Namespace, folder: Path) -> dict[str, Any]:
-    """The literal listeners of an LM that only samples (semantics ``"samples"``, e.g. a hosted chat
-    model): the sampled and chain-of-thought L0 of each item's real clue (resumable), and the paper's
-    metrics of their binned guesses (``sampled_listener_metrics.csv``). The alternatives, LM-RSA and
-    production of :func:`elicit_lm` score continuations, which such a model cannot.
+    """The paper's route for an LM that only samples (semantics ``"samples"``, e.g. a hosted chat model),
+    every step by sampling (resumable): alternatives sampled from the direct speaker prompt
+    (``speaker_alt``), the sampled and chain-of-thought L0 of the real clue and of every alternative
+    (``listener_sample[_alt]``, ``listener_cot[_alt]``), production's direct and chain-of-thought clues
+    for the item's target (``speaker``, ``speaker_cot``) and the sampled L0 of each clue produced
+    (``listener_sample_prod``); then the paper's metrics of the literal listeners
+    (``sampled_listener_metrics.csv``). The fits, LM-RSA and production's comparison:
+    :mod:`models.wavelength.sampled_report`.
 
     Parameters
     ----------
@@ -144,25 +170,31 @@ def sampled_route(lm: Any, items: pd.DataFrame, args: argparse.Namespace, folder
     """
     from models.wavelength import paper_report
 
-    v, steps = args.variant, {}
-    utts = {int(r.item): [str(r.clue)] for r in items.itertuples()}
+    v, pre, steps, name = args.variant, args.answer_prefix, {}, args.lm
     rs_cot = args.resample if args.resample_cot is None else args.resample_cot
-    asks = [("listener_sample", sampled.listener_queries(items, utts, variant=v, cot=False, real_only=True),
-             args.n_sample, args.sample_tokens, args.resample, args.answer_prefix),
-            ("listener_cot", sampled.listener_queries(items, utts, variant=v, cot=True, real_only=True),
-             args.n_cot, args.cot_tokens, rs_cot, "")]
-    for name, qs, n, tok, rs, pre in asks:
-        if n == 0:
-            continue
-        t0 = time.monotonic()
-        _say(f"{args.lm}: {name}, {len(qs)} prompts x {n} samples")
-        recs = sampled.ask(lm, qs, kind=name, n_samples=n, max_tokens=tok, progress=folder / f"{name}.jsonl",
-                           seed=SEED, resample=rs, answer_prefix=pre, log=_say)
-        steps[name] = {"wall_s": time.monotonic() - t0, "requests": int(sum(r["attempts"] for r in recs)),
-                       "samples": len(recs), "parsed": int(sum(r["valid"] for r in recs))}
+    alts = _ask_step(steps, lm, "speaker_alt", sampled.alternative_queries(items, args.alt_states, variant=v),
+                     "speaker", 1, args.speaker_tokens, 0, pre, folder, name)
+    utts = sampled.alternatives_from(items, alts)
+    real = {i: u[:1] for i, u in utts.items()}
+    for file, kind, n_real, n_alt, tok, rs, p in (
+            ("listener_sample", "listener_sample", args.n_sample, args.n_sample_alt, args.sample_tokens, args.resample,
+             pre),
+            ("listener_cot", "listener_cot", args.n_cot, args.n_cot_alt, args.cot_tokens, rs_cot, "")):
+        cot = kind == "listener_cot"
+        _ask_step(steps, lm, file, sampled.listener_queries(items, real, variant=v, cot=cot), kind, n_real, tok, rs, p,
+                  folder, name)
+        alt_q = [q for q in sampled.listener_queries(items, utts, variant=v, cot=cot) if not q.id.endswith("/0")]
+        _ask_step(steps, lm, f"{file}_alt", alt_q, kind, n_alt, tok, rs, p, folder, name)
+    direct = _ask_step(steps, lm, "speaker", sampled.speaker_queries(items, variant=v, cot=False), "speaker",
+                       args.n_production, args.speaker_tokens, 0, pre, folder, name)
+    cot_clues = _ask_step(steps, lm, "speaker_cot", sampled.speaker_queries(items, variant=v, cot=True), "speaker_cot",
+                          args.n_speaker_cot, args.cot_tokens, 0, "", folder, name)
+    produced = {i: [c for c, _ in cs] for i, cs in sampled.produced_clues([*direct, *cot_clues]).items()}
+    _ask_step(steps, lm, "listener_sample_prod", sampled.clue_queries(items, produced, variant=v), "listener_sample",
+              args.n_sample_alt, args.sample_tokens, args.resample, pre, folder, name)
     table = paper_report.sampled_listener_metrics(folder, items)
     table.to_csv(folder / "sampled_listener_metrics.csv", index=False)
-    _say(f"{args.lm}: the paper's metrics of its sampled literal listeners ({folder / 'sampled_listener_metrics.csv'}):"
+    _say(f"{name}: the paper's metrics of its sampled literal listeners ({folder / 'sampled_listener_metrics.csv'}):"
          f"\n{table.to_string(index=False)}")
     return steps
 
@@ -199,11 +231,13 @@ def elicit_lm(lm: Any, items: pd.DataFrame, args: argparse.Namespace, folder: Pa
     real = sampled.listener_queries(items, utts, variant=v, cot=False, real_only=True)
     alt = [q for q in sampled.listener_queries(items, utts, variant=v, cot=False) if not q.id.endswith("/0")]
     cot = sampled.listener_queries(items, utts, variant=v, cot=True, real_only=True)
+    cot_alt = [q for q in sampled.listener_queries(items, utts, variant=v, cot=True) if not q.id.endswith("/0")]
     spk = sampled.speaker_queries(items, variant=v, cot=True)
     rs_cot = args.resample if args.resample_cot is None else args.resample_cot
     asks = [("listener_sample", real, "listener_sample", args.n_sample, args.sample_tokens, args.resample),
             ("listener_sample_alt", alt, "listener_sample", args.n_sample_alt, args.sample_tokens, args.resample),
             ("listener_cot", cot, "listener_cot", args.n_cot, args.cot_tokens, rs_cot),
+            ("listener_cot_alt", cot_alt, "listener_cot", args.n_cot_alt, args.cot_tokens, rs_cot),
             ("speaker_cot", spk, "speaker_cot", args.n_speaker_cot, args.cot_tokens, 0)]
     for name, qs, kind, n, tok, rs in asks:
         if not qs or n == 0:
@@ -260,12 +294,14 @@ def paper_lm(argv: list[str] | None = None) -> int:
 
     # (an entry of --config says it; options are read as they are, so that a dry run needs no model)
     samples_only = (lm_entry_from_arguments(args)[0].semantics if args.config else args.semantics) == "samples"
-    est = estimate_run(items, argparse.Namespace(**{**vars(args), "alt_states": []}) if samples_only else args)
-    if samples_only:  # (the total of the steps it runs)
-        est = est[est["step"].isin(SAMPLED_STEPS)].reset_index(drop=True)
-        est.loc[len(est)] = ["total", *est[["requests", "prompt_tokens", "answer_tokens_max"]].sum()]
-        _say(f"{args.lm}: semantics 'samples' (no log-probabilities): its sampled and chain-of-thought literal "
-             "listeners only; the alternatives, LM-RSA and production score continuations")
+    est = estimate_run(items, args)
+    steps = SAMPLED_STEPS if samples_only else [s for s in est["step"] if s not in SAMPLED_STEPS[-1:]]
+    est = est[est["step"].isin(steps)].reset_index(drop=True)  # (the total of the steps it runs)
+    est.loc[len(est)] = ["total", *est[["requests", "prompt_tokens", "answer_tokens_max"]].sum()]
+    if samples_only:
+        _say(f"{args.lm}: semantics 'samples' (no log-probabilities): every step samples (alternatives, the "
+             "sampled and chain-of-thought listeners of every clue, production judged by the sampled listener); "
+             "nothing is scored")
     _say(f"{args.lm}: {len(items)} items, prompts {args.variant!r} (version {prompts.prompt_version(args.variant)}); "
          "at most, before resampling:\n" + est.to_string(index=False))
     if args.dry_run:

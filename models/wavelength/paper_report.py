@@ -74,7 +74,8 @@ def records(path: Path) -> list[dict[str, Any]]:
 
 def listener_counts(folder: Path, ids: np.ndarray, n_utt: int) -> dict[str, np.ndarray]:
     """Binned guesses ``[item, utterance, state]`` of the sampled listener (real clue and
-    alternatives together) and ``[item, 1, state]`` of the chain-of-thought listener.
+    alternatives together) and of the chain-of-thought listener (its alternatives where
+    ``listener_cot_alt`` was asked).
 
     Parameters
     ----------
@@ -91,7 +92,8 @@ def listener_counts(folder: Path, ids: np.ndarray, n_utt: int) -> dict[str, np.n
         ``sample``, ``cot``.
     """
     rec = records(folder / "listener_sample.jsonl") + records(folder / "listener_sample_alt.jsonl")
-    return {"sample": sampled.counts(rec, ids, n_utt), "cot": sampled.counts(records(folder / "listener_cot.jsonl"), ids, 1)}
+    cot = records(folder / "listener_cot.jsonl") + records(folder / "listener_cot_alt.jsonl")
+    return {"sample": sampled.counts(rec, ids, n_utt), "cot": sampled.counts(cot, ids, n_utt)}
 
 
 def _freq(c: np.ndarray) -> np.ndarray:
@@ -103,9 +105,8 @@ def fixed_listeners(log_lm: np.ndarray, utt_mask: np.ndarray, counts: dict[str, 
     """The listeners at the paper's fixed settings, ``[item, state]`` (NaN rows where an item has no parsed guess).
 
     L0 log-prob: the 21 scores softmaxed; LM-RSA at alpha = beta = 1 on them; L0 sampled and
-    chain-of-thought: the binned frequencies (the paper's distribution); LM-RSA on the sampled L0:
-    frequencies with 0.5 added per cell (a state never seen must keep a probability for S1), over
-    the utterances with a parsed guess.
+    chain-of-thought: the binned frequencies (the paper's distribution); LM-RSA on the sampled and the
+    chain-of-thought L0 (:func:`rsa_on_counts`; the latter where an alternative has a guess).
 
     Parameters
     ----------
@@ -122,16 +123,37 @@ def fixed_listeners(log_lm: np.ndarray, utt_mask: np.ndarray, counts: dict[str, 
     out = {"L0 log-prob": np.exp(np.asarray(listeners.listener_for("literal", {"beta": 1.0}, d))),
            "LM-RSA log-prob, alpha = 1": np.exp(np.asarray(listeners.listener_for("lm_rsa", {"alpha": 1.0, "beta": 1.0}, d))),
            "L0 sampled": _freq(counts["sample"][:, 0]), "L0 chain-of-thought": _freq(counts["cot"][:, 0])}
-    c = counts["sample"]
-    m = utt_mask & (c.sum(-1) > 0)
+    out["LM-RSA sampled, alpha = 1"] = rsa_on_counts(counts["sample"], utt_mask & (counts["sample"].sum(-1) > 0))
+    cot = counts["cot"]
+    m = utt_mask[:, :cot.shape[1]] & (cot.sum(-1) > 0)
+    if m[:, 1:].any():
+        out["LM-RSA chain-of-thought, alpha = 1"] = rsa_on_counts(cot, m)
+    return out
+
+
+def rsa_on_counts(c: np.ndarray, m: np.ndarray) -> np.ndarray:
+    """LM-RSA at alpha = beta = 1 on sampled semantics: frequencies with 0.5 added per cell (a state never
+    seen must keep a probability for S1), over the utterances of ``m`` (NaN rows where the real clue is out).
+
+    Parameters
+    ----------
+    c : numpy.ndarray
+        Counts ``[item, utterance, state]``.
+    m : numpy.ndarray
+        ``[item, utterance]``: the utterances with a parsed guess.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``[item, state]``.
+    """
     ok = m[:, 0]
     rsa = np.full((c.shape[0], S), np.nan)
     if ok.any():
         logf = np.asarray(frequencies(np.where(m[ok][..., None], c[ok], 1).reshape(-1, S), 0.5)).reshape(c[ok].shape)
         rsa[ok] = np.exp(np.asarray(listeners.listener_for("lm_rsa", {"alpha": 1.0, "beta": 1.0},
                                                            {"log_lm": jnp.asarray(logf), "utt_mask": jnp.asarray(m[ok])})))
-    out["LM-RSA sampled, alpha = 1"] = rsa
-    return out
+    return rsa
 
 
 def _metrics(probs: np.ndarray, items: pd.DataFrame) -> dict[str, Any]:
@@ -168,19 +190,22 @@ def sampled_listener_metrics(folder: Path, items: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame([{"listener": k, **_metrics(_freq(v[:, 0]), items)} for k, v in c.items()])
 
 
-def parse_table(folder: Path) -> pd.DataFrame:
+def parse_table(folder: Path, names: tuple[str, ...] = ("listener_sample", "listener_sample_alt", "listener_cot",
+                                                        "listener_cot_alt", "speaker_cot")) -> pd.DataFrame:
     """Per sampled route: prompts, samples kept, requests (attempts), parse failures and their share.
 
     Parameters
     ----------
     folder : Path
+    names : tuple of str
+        The routes' JSONL files (without ``.jsonl``), those that exist read.
 
     Returns
     -------
     pandas.DataFrame
     """
     rows = []
-    for name in ("listener_sample", "listener_sample_alt", "listener_cot", "speaker_cot"):
+    for name in names:
         rec = records(folder / f"{name}.jsonl")
         if not rec:
             continue
@@ -267,6 +292,11 @@ def _fit_specs(log_lm: np.ndarray, mask: np.ndarray, counts: dict[str, np.ndarra
                                  {"counts": c, "utt_mask": m, "rows": listeners.sampled_rows(c, m), **trials})
     if (counts["cot"][:, 0].sum(-1) > 0).all():
         out["chain-of-thought L0"] = (listeners.sampled_literal_model, {"counts": counts["cot"], **trials})
+        c = counts["cot"]
+        m = mask[:, :c.shape[1]] & (c.sum(-1) > 0)
+        if m[:, 1:].any():
+            out["chain-of-thought LM-RSA"] = (listeners.sampled_lm_rsa_model,
+                                              {"counts": c, "utt_mask": m, "rows": listeners.sampled_rows(c, m), **trials})
     return out
 
 
@@ -343,12 +373,13 @@ def _human(items: pd.DataFrame) -> dict[str, float]:
     return human_metrics(items)
 
 
-def _figure(lm: str, items: pd.DataFrame, fixed: dict[str, np.ndarray], figures: Path) -> None:
+def _figure(lm: str, items: pd.DataFrame, fixed: dict[str, np.ndarray], figures: Path,
+            keep: tuple[str, ...] = ("L0 log-prob", "L0 sampled", "L0 chain-of-thought", "LM-RSA log-prob, alpha = 1")
+            ) -> None:
     import matplotlib.pyplot as plt
 
     from pragmodels.plots import distribution_grid
 
-    keep = ("L0 log-prob", "L0 sampled", "L0 chain-of-thought", "LM-RSA log-prob, alpha = 1")
     panels = [{"title": f"item {int(r.item)}: '{r.clue}', target {int(r.target)}", "left": r.left, "right": r.right,
                "human": list(r.responses), "target": float(r.target),
                "series": {f"{lm} {k}": np.nan_to_num(fixed[k][i]) for k in keep if not np.isnan(fixed[k][i]).any()}}
@@ -425,6 +456,23 @@ def _section(lm: str, run: dict[str, Any], ds: Any, metrics: pd.DataFrame, loo: 
     return out
 
 
+def _sampled_sections(folders: list[Path], tables: Path, figures: Path, long: pd.DataFrame, items_all: pd.DataFrame,
+                      only: str | None) -> list[str]:
+    """The samples-only LMs' sections (:mod:`models.wavelength.sampled_report`), cached as the others'."""
+    from models.wavelength import sampled_report
+
+    text = []
+    for folder in folders:
+        cached = tables / f"section_{folder.name}.md"
+        if only is not None and folder.name != only and cached.exists():
+            text += cached.read_text().split("\n")
+            continue
+        section = sampled_report.section(folder, tables, figures, long, items_all)
+        cached.write_text("\n".join(section))
+        text += section
+    return text
+
+
 def build(out: Path, only: str | None = None) -> Path:
     """Fit and report every LM folder under ``out`` (one with a ``run.json``); writes ``out/report.md``.
 
@@ -452,6 +500,7 @@ def build(out: Path, only: str | None = None) -> Path:
             "(docs/studies/wavelength.md, \"The paper's listeners and speakers\"); rebuilt without an LM by "
             "`python -m models.wavelength.paper --lm x --report-only`.", ""]
     folders = sorted(p for p in out.iterdir() if (p / "run.json").exists())
+    samples_only = sorted(p for p in out.iterdir() if (p / "run_sampled.json").exists())
     names = ", ".join(f.name for f in folders)
     n_items = max((len(json.loads((f / "run.json").read_text())["items"]) for f in folders), default=0)
     for folder in folders:
@@ -462,6 +511,7 @@ def build(out: Path, only: str | None = None) -> Path:
         section, _ = _lm_section(folder, tables, figures, long, items_all)
         cached.write_text("\n".join(section))
         text += section
+    text += _sampled_sections(samples_only, tables, figures, long, items_all, only)
     text += ["## Convergence", "",
              "Each fit's `max r_hat / divergences` row: a fit with r_hat above 1.01 or with divergences has not "
              f"converged (with {n_items} items the kernel width and beta can trade off in two modes), and its "

@@ -88,8 +88,8 @@ def _speakers(ds: xr.Dataset, target_index: np.ndarray) -> dict[str, np.ndarray]
         out[np.arange(p.shape[0]), np.argmax(p, axis=1)] = 1.0
         return out
 
-    return {"direct (S0 sample)": s0, "direct (most frequent)": mode(s0),
-            "Inverse-RSA (S1 sample)": s1, "Inverse-RSA (argmax)": mode(s1)}
+    return {"direct (S0 sample)": s0, "direct most frequent (variant)": mode(s0),
+            "Inverse-RSA (S1 sample)": s1, "Inverse-RSA argmax (variant)": mode(s1)}
 
 
 def production_scores(ds: xr.Dataset, clues: pd.DataFrame, target: np.ndarray, alpha: float,
@@ -154,7 +154,7 @@ def summarise(scores: pd.DataFrame, *, seed: int = 0, n_boot: int = 2000) -> pd.
     """
     rng = np.random.default_rng(seed)
     pairs: Mapping[str, str] = {"Inverse-RSA (S1 sample)": "direct (S0 sample)",
-                                "Inverse-RSA (argmax)": "direct (most frequent)"}
+                                "Inverse-RSA argmax (variant)": "direct most frequent (variant)"}
     out: list[dict[str, Any]] = []
     for (judge, speaker), g in scores.groupby(["judge", "speaker"], sort=False):
         row: dict[str, Any] = {"judge": judge, "speaker": speaker, "items": int(g["item"].nunique()),

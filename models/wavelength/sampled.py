@@ -29,7 +29,8 @@ from pragmodels.lm.elicit import Query, Sampling, elicit, estimate
 from pragmodels.metrics.distributions import bin_to_grid
 
 __all__ = ["KINDS", "N_SAMPLES", "RESAMPLE", "parse_guess", "parse_guess_cot", "parse_clue", "parse_clue_cot",
-           "listener_queries", "speaker_queries", "sampling", "ask", "counts", "plan"]
+           "listener_queries", "speaker_queries", "alternative_queries", "clue_queries", "alternatives_from",
+           "produced_clues", "sampling", "ask", "counts", "plan"]
 
 #: the sampled routes: listener direct and step by step, speaker direct and step by step
 KINDS = ("listener_sample", "listener_cot", "speaker", "speaker_cot")
@@ -176,6 +177,98 @@ def speaker_queries(items: pd.DataFrame, *, variant: str, cot: bool) -> list[Que
     """
     return [Query(str(int(it.item)), prompts.speaker_prompt(it.left, it.right, int(it.target), variant, cot),
                   {"item": int(it.item), "target": int(it.target)}) for it in items.itertuples()]
+
+
+def alternative_queries(items: pd.DataFrame, states: Sequence[int], *, variant: str) -> list[Query]:
+    """One query per (item, state): the direct speaker's prompt for that target (how upstream
+    generates an item's alternative clues; one sample each).
+
+    Parameters
+    ----------
+    items : pandas.DataFrame
+        ``item, left, right`` rows.
+    states : sequence of int
+        The targets (the paper: all 21).
+    variant : {"project", "paper"}
+
+    Returns
+    -------
+    list of Query
+        Ids ``"<item>/<state>"``; fields ``item``, ``state``.
+    """
+    return [Query(f"{int(it.item)}/{int(s)}", prompts.speaker_prompt(it.left, it.right, int(s), variant),
+                  {"item": int(it.item), "state": int(s)}) for it in items.itertuples() for s in states]
+
+
+def alternatives_from(items: pd.DataFrame, records: Sequence[dict[str, Any]]) -> dict[int, list[str]]:
+    """Each item's utterances from sampled alternative clues: the real clue, then the distinct clues that
+    parse and pass :func:`models.wavelength.lm_scores.utterance_sets`' rules (as the scored route's).
+
+    Parameters
+    ----------
+    items : pandas.DataFrame
+        ``item, clue``.
+    records : sequence of dict
+        The ``speaker`` records of :func:`alternative_queries`.
+
+    Returns
+    -------
+    dict
+        ``{item: [real clue, alternative, ...]}``.
+    """
+    from models.wavelength.lm_scores import _clean, utterance_sets
+
+    rows = [{"item": int(r["item"]), "state": int(r["state"]),
+             "clue": _clean(r["value"]) if r["valid"] else None} for r in records]
+    return utterance_sets(items, pd.DataFrame(rows, columns=["item", "state", "clue"]))
+
+
+def produced_clues(records: Sequence[dict[str, Any]]) -> dict[int, list[tuple[str, int]]]:
+    """The distinct clues an item's speaker produced, in order of first appearance, with their counts
+    (spelling and case folded as :func:`models.wavelength.lm_scores.normalise_clue`; failures left out).
+
+    Parameters
+    ----------
+    records : sequence of dict
+        ``speaker`` or ``speaker_cot`` records (field ``item``).
+
+    Returns
+    -------
+    dict
+        ``{item: [(clue, count), ...]}``.
+    """
+    from models.wavelength.lm_scores import _clean, normalise_clue
+
+    out: dict[int, dict[str, list[Any]]] = {}
+    for r in records:
+        clue = _clean(r["value"]) if r["valid"] else None
+        d = out.setdefault(int(r["item"]), {})
+        if clue is not None:
+            d.setdefault(normalise_clue(clue), [clue, 0])[1] += 1
+    return {i: [(c, n) for c, n in d.values()] for i, d in out.items()}
+
+
+def clue_queries(items: pd.DataFrame, clues: dict[int, list[str]], *, variant: str, tag: str = "p") -> list[Query]:
+    """The direct sampled listener's query for each clue an item's speaker produced.
+
+    Parameters
+    ----------
+    items : pandas.DataFrame
+        ``item, left, right`` rows.
+    clues : dict
+        ``{item: [clue, ...]}``.
+    variant : {"project", "paper"}
+    tag : str
+        Prefix of the clue's index in the id.
+
+    Returns
+    -------
+    list of Query
+        Ids ``"<item>/<tag><k>"``; fields ``item``, ``utterance`` (``k``).
+    """
+    return [Query(f"{int(it.item)}/{tag}{k}", prompts.sample_listener_prompt(it.left, it.right, c, variant),
+                  {"item": int(it.item), "utterance": k})
+            for it in items.itertuples() for k, c in enumerate(clues.get(int(it.item), []))]
 
 
 def ask(lm: LanguageModel, queries: Sequence[Query], *, kind: str, n_samples: int, max_tokens: int,

@@ -97,28 +97,121 @@ def test_one_command_elicits_resumes_fits_and_reports(tmp_path, monkeypatch, mir
     assert lm.requests == before  # resumed: nothing asked again
 
 
-def test_a_samples_only_lm_gets_its_sampled_literal_listeners_and_nothing_is_scored(tmp_path, capsys, monkeypatch,
-                                                                                     mirror):
-    """semantics 'samples' (a hosted chat model): the estimate lists the sampling steps only, no continuation
-    is scored, and the paper's metrics of the sampled and chain-of-thought L0 are written."""
+def _samples_only_run(tmp_path, monkeypatch, extra=()):
     import pragmodels.lm.entry as entry
 
     fake = FakeLM()
     fake.score = lambda *a, **k: pytest.fail("a samples-only LM was asked to score")  # type: ignore[method-assign]
     lm = entry.SamplesOnlyLM(fake)
     monkeypatch.setattr(entry, "open_lm_from_arguments", lambda *a, **k: lm)
-    args = [*ARGS, "--base-url", "http://127.0.0.1:9/v1", "--server-model", "m", "--semantics", "samples",
-            "--out", str(tmp_path)]
+    args = [*ARGS, "--n-cot-alt", "2", "--base-url", "http://127.0.0.1:9/v1", "--server-model", "m", "--semantics",
+            "samples", "--out", str(tmp_path), *extra]
+    return args, fake
+
+
+def test_a_samples_only_lm_gets_every_step_by_sampling_and_nothing_is_scored(tmp_path, capsys, monkeypatch, mirror):
+    """semantics 'samples' (a hosted chat model): alternatives sampled from the speaker prompt, the sampled and
+    chain-of-thought L0 of every alternative, production's direct and chain-of-thought clues and the sampled L0
+    of each; no continuation scored (it gave the real clue's literal listeners only before)."""
+    args, fake = _samples_only_run(tmp_path, monkeypatch)
     assert paper.paper_lm([*args, "--dry-run"]) == 0
     out = capsys.readouterr().out
-    assert "semantics 'samples'" in out and "log-prob listener" not in out and "production:" not in out
-    assert "sampled listener         8" in out  # 2 items x 4 guesses of the real clue (no alternatives)
+    assert "semantics 'samples'" in out and "log-prob listener" not in out and "scored by L0" not in out
+    # 2 items x (4 guesses of the real clue + 2 alternatives x 2)
+    assert any(line.split()[-3] == "16" for line in out.splitlines() if line.strip().startswith("sampled listener"))
+    assert "alternatives (sampled clues)" in out and "production: clues' sampled listener" in out
     assert paper.paper_lm(args) == 0
-    table = (tmp_path / "fake" / "sampled_listener_metrics.csv").read_text()
+    folder = tmp_path / "fake"
+    table = (folder / "sampled_listener_metrics.csv").read_text()
     assert table.startswith("listener,items,") and "L0 sampled,2," in table and "L0 chain-of-thought,2," in table
-    run = json.loads((tmp_path / "fake" / "run_sampled.json").read_text())
-    assert run["route"] == "sampled" and set(run["steps"]) == {"listener_sample", "listener_cot"}
-    assert not (tmp_path / "fake" / "run.json").exists()  # the scored route's report does not read it
+    run = json.loads((folder / "run_sampled.json").read_text())
+    assert run["route"] == "sampled" and set(run["steps"]) == {
+        "speaker_alt", "listener_sample", "listener_sample_alt", "listener_cot", "listener_cot_alt", "speaker",
+        "speaker_cot", "listener_sample_prod"}
+    assert run["steps"]["listener_sample_alt"]["samples"] == 2 * 2 * 2  # items x alternatives (snow, sauna) x 2
+    assert not (folder / "run.json").exists()  # the scored route's report does not read it
+    before = fake.requests
+    assert paper.paper_lm(args) == 0
+    assert fake.requests == before  # resumed: nothing asked again
+
+
+def test_a_samples_only_lms_production_samples_both_speakers_and_labels_the_argmax_a_variant(tmp_path, monkeypatch,
+                                                                                            mirror):
+    """Production by sampling alone: S0 the direct clues' frequencies, S1 ∝ S0 · L0(t | u) with L0 the sampled
+    listener of each produced clue, one seeded draw of each; the judge is that L0, so Inverse-RSA's expected
+    p(target) is at least the direct speaker's (sum s0 p^2 / sum s0 p >= sum s0 p: Cauchy-Schwarz, exact)."""
+    from models.wavelength import sampled_report
+
+    args, _ = _samples_only_run(tmp_path, monkeypatch)
+    assert paper.paper_lm(args) == 0
+    prod = sampled_report.production_table(tmp_path / "fake", paper._items(2))
+    assert set(prod["speaker"]) == {"direct (S0)", "Inverse-RSA (S1, alpha = 1)", "Inverse-RSA argmax (variant)",
+                                    "chain-of-thought"}
+    assert not prod["speaker"].str.contains("paper").any()
+    g = prod.set_index(["item", "speaker"])["exp_p_target"]
+    for i in prod["item"].unique():
+        assert g[(i, "Inverse-RSA (S1, alpha = 1)")] >= g[(i, "direct (S0)")] - 1e-12
+    assert ((prod["draw_p_target"] > 0) & (prod["draw_p_target"] < 1)).all()  # 0.5 per cell: never 0 or 1
+
+
+def test_the_chain_of_thought_listener_gets_lm_rsa_where_its_alternatives_have_guesses():
+    """LM-RSA on the chain-of-thought L0 (none before): with alternatives' guesses it sharpens the real clue's
+    listener away from what the alternative says (the alternative's guesses all at 100, the real clue's split
+    evenly between 0 and 100: its RSA listener puts over twice as much on 0 as on 100; exact, no sampling)."""
+    from models.wavelength import sampled_report
+
+    c = np.zeros((1, 2, 21), np.int64)
+    c[0, 0, [0, 20]] = 4
+    c[0, 1, 20] = 8
+    fixed = sampled_report.fixed_listeners({"sample": c, "cot": c}, {"sample": np.ones((1, 2), bool),
+                                                                      "cot": np.ones((1, 2), bool)})
+    rsa, l0 = fixed["LM-RSA chain-of-thought, alpha = 1"][0], fixed["L0 chain-of-thought"][0]
+    assert l0[0] == l0[20] == 0.5 and rsa[0] > 2 * rsa[20]
+    assert abs(rsa.sum() - 1) < 1e-5
+
+
+@pytest.mark.slow
+@pytest.mark.nuts
+def test_the_cut_posterior_is_not_pulled_toward_the_humans_as_the_joint_fit_is():
+    """The cut posterior draws theta from the LM's samples alone: with every sampled guess at 20 and every human
+    guess at 80, its literal listener's mean stays at or below 50 (beta only sharpens or flattens the LM's
+    distribution; flat is 50), while the joint fit's theta is pulled toward the humans' 80 (both exact
+    directions, not tolerances: 16 samples against 40 guesses per item make the joint pull large)."""
+    import pragmodels as pm
+    from models.wavelength import listeners, sampled_report
+    from models.wavelength.paper_report import _posterior_listener
+
+    c = np.zeros((2, 1, 21), np.int64)
+    c[:, 0, 4] = 16
+    trials = {"item": np.repeat(np.arange(2), 40).astype(np.int32), "guess": np.full(80, 80, np.int32)}
+    pooled, probs, _ = sampled_report.cut_fit(listeners.literal_model, c, np.ones((2, 1), bool), trials, draws=2)
+    assert pooled["beta"].size == 2 * sampled_report.CUT["num_chains"] * sampled_report.CUT["num_samples"]
+    cut_mean = probs @ np.linspace(0, 100, 21)
+    data = {"counts": c, **trials}
+    tree = pm.fit(0, listeners.sampled_literal_model, data, num_warmup=300, num_samples=300, num_chains=1,
+                  progress_bar=False)
+    joint_mean = _posterior_listener("j", listeners.sampled_literal_model, tree, data) @ np.linspace(0, 100, 21)
+    assert (cut_mean <= 50).all() and (joint_mean > cut_mean + 10).all(), (cut_mean, joint_mean)
+
+
+@pytest.mark.slow
+@pytest.mark.nuts
+def test_a_samples_only_lms_report_fits_joint_and_cut_listeners(tmp_path, monkeypatch, mirror):
+    """The report of the samples-only route: the fixed and fitted (joint and cut) sampled and chain-of-thought
+    listeners, each with LM-RSA, production and the parse table (the route had no report before)."""
+    from models.wavelength import paper_report, sampled_report
+
+    args, _ = _samples_only_run(tmp_path, monkeypatch)
+    assert paper.paper_lm(args) == 0
+    monkeypatch.setattr(paper_report, "SAMPLER", {"num_warmup": 100, "num_samples": 100, "num_chains": 1})
+    monkeypatch.setitem(sampled_report.CUT, "draws", 2)
+    paper_report.build(tmp_path)
+    metrics = __import__("pandas").read_csv(tmp_path / "tables" / "metrics_fake.csv")
+    for name in ("L0 sampled (fixed)", "LM-RSA chain-of-thought, alpha = 1 (fixed)", "sampled LM-RSA (fitted, cut)",
+                 "sampled LM-RSA (fitted, joint)", "chain-of-thought LM-RSA (fitted, cut)"):
+        assert name in set(metrics["listener"]), name
+    text = (tmp_path / "report.md").read_text()
+    assert "samples only" in text and "Production: sampled clues judged by the LM's sampled L0" in text
 
 
 def test_a_killed_runs_torn_block_is_dropped_when_the_report_reads_it(tmp_path):

@@ -60,8 +60,8 @@ def test_judges_and_speakers_match_loops():
     ds, clues, target = make()
     alpha, beta = 1.7, 0.6
     scores = production.production_scores(ds, clues, target, alpha, beta)
-    assert set(scores["speaker"]) == {"direct (S0 sample)", "direct (most frequent)", "Inverse-RSA (S1 sample)",
-                                      "Inverse-RSA (argmax)"}
+    assert set(scores["speaker"]) == {"direct (S0 sample)", "direct most frequent (variant)", "Inverse-RSA (S1 sample)",
+                                      "Inverse-RSA argmax (variant)"}
     for k, i in enumerate([7, 11, 42]):
         t = int(target[k] / 5)
         cnt = ds["prod_count"].values[k]
@@ -84,9 +84,9 @@ def test_judges_and_speakers_match_loops():
             p_t = np.nan_to_num(tab[:, t])
             err = np.nan_to_num(np.abs(tab @ STATES - target[k]))
             want = {"direct (S0 sample)": (s0 @ p_t, s0 @ err),
-                    "direct (most frequent)": (p_t[np.argmax(s0)], err[np.argmax(s0)]),
+                    "direct most frequent (variant)": (p_t[np.argmax(s0)], err[np.argmax(s0)]),
                     "Inverse-RSA (S1 sample)": (s1 @ p_t, s1 @ err),
-                    "Inverse-RSA (argmax)": (p_t[np.argmax(s1)], err[np.argmax(s1)])}
+                    "Inverse-RSA argmax (variant)": (p_t[np.argmax(s1)], err[np.argmax(s1)])}
             for speaker, (pt, ae) in want.items():
                 row = scores[(scores["item"] == i) & (scores["judge"] == judge) & (scores["speaker"] == speaker)]
                 assert len(row) == 1
@@ -102,7 +102,7 @@ def test_inverse_rsa_never_loses_under_the_circular_judge_and_summary_pairs_spea
     circ = scores[scores["judge"].str.startswith("LM literal")].pivot(index="item", columns="speaker",
                                                                         values="p_target")
     assert np.all(circ["Inverse-RSA (S1 sample)"] >= circ["direct (S0 sample)"] - 1e-7)
-    assert np.all(circ["Inverse-RSA (argmax)"] >= circ["direct (S0 sample)"] - 1e-7)
+    assert np.all(circ["Inverse-RSA argmax (variant)"] >= circ["direct (S0 sample)"] - 1e-7)
     summ = production.summarise(scores, n_boot=200)
     assert len(summ) == 8
     irsa = summ[summ["speaker"] == "Inverse-RSA (S1 sample)"]
