@@ -30,7 +30,7 @@ __all__ = ["item_ids", "item_order", "score_letters", "sample_answers", "score_i
            "load_outputs", "PASSES", "FIT_TEMPLATE", "PRIOR_TEMPLATE", "ORDER_SEED", "SAMPLE_MAX_TOKENS",
            "EXPLANATION_MAX_TOKENS", "write_manifest", "recorded_identity", "manifest_of"]
 
-PASSES = ("score", "sample", "interpretations")
+PASSES = ("score", "sample", "interpretations", "literal")
 ORDER_SEED = 20261201
 SAMPLE_MAX_TOKENS = 160
 EXPLANATION_MAX_TOKENS = 80
@@ -206,8 +206,11 @@ def sample_answers(lm: LanguageModel, items: pd.DataFrame, *, lm_name: str, cond
 
 
 def score_interpretations(lm: LanguageModel, items: pd.DataFrame, *, lm_name: str, progress: bool = False,
-                          on_row: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
-    """The listener model's LM scores: two rows per item (``kind`` ``fit`` and ``prior``).
+                          on_row: Callable[[dict[str, Any]], None] | None = None,
+                          literal: bool = False) -> list[dict[str, Any]]:
+    """The listener model's LM scores: two rows per item (``kind`` ``fit`` and ``prior``), or with
+    ``literal`` one (``kind`` ``literal``: :data:`~models.implicature.prompts.LITERAL_TEMPLATE`, the
+    question read literally; rows of :data:`~models.implicature.prompts.LITERAL_VERSION`).
 
     ``logp_A`` .. ``logp_E`` are mean log-probabilities per token of the option texts
     (``length_normalize=True``), through the end-of-turn token.
@@ -224,6 +227,8 @@ def score_interpretations(lm: LanguageModel, items: pd.DataFrame, *, lm_name: st
         A progress bar.
     on_row : callable, optional
         Called with each row as it is made.
+    literal : bool
+        The literal reading's pass (``literal``) instead.
 
     Returns
     -------
@@ -231,13 +236,16 @@ def score_interpretations(lm: LanguageModel, items: pd.DataFrame, *, lm_name: st
     """
     ids = item_ids(items)
     rows = []
-    for i in _progress(range(len(items)), len(items), f"{lm_name} interpretations", progress):
+    kinds = (("literal", prompts.LITERAL_TEMPLATE),) if literal else (("fit", FIT_TEMPLATE), ("prior", PRIOR_TEMPLATE))
+    version = prompts.LITERAL_VERSION if literal else prompts.PROMPT_VERSION
+    desc = f"{lm_name} {'literal' if literal else 'interpretations'}"
+    for i in _progress(range(len(items)), len(items), desc, progress):
         item = items.iloc[i]
         options = [str(item[f"option_{L}"]).strip() for L in prompts.LETTERS]
-        for kind, template in (("fit", FIT_TEMPLATE), ("prior", PRIOR_TEMPLATE)):
+        for kind, template in kinds:
             text = template.format(question=item["question"], context=item["context"])
             lp = np.asarray(lm.score(text, options, length_normalize=True), dtype=np.float64)
-            row = {"lm": lm_name, "prompt_version": prompts.PROMPT_VERSION, "kind": kind, "item_id": ids[i],
+            row = {"lm": lm_name, "prompt_version": version, "kind": kind, "item_id": ids[i],
                    "prompt_sha": prompts.prompt_hash(text), **{f"logp_{L}": float(v) for L, v in zip(prompts.LETTERS, lp)}}
             rows.append(row)
             if on_row is not None:
@@ -333,7 +341,7 @@ def load_outputs(path: str | Path, *, kind: str) -> pd.DataFrame:
     ----------
     path : str or Path
         The CSV.
-    kind : {"score", "sample", "interpretations"}
+    kind : {"score", "sample", "interpretations", "literal"}
         Which pass it holds.
 
     Returns
@@ -355,15 +363,17 @@ def load_outputs(path: str | Path, *, kind: str) -> pd.DataFrame:
     df = pd.read_csv(p, keep_default_na=False, dtype={"item_id": str, "letter": str, "choice": str})
     need = {"score": ["condition", "draw", "item_id", "prompt_sha", *(f"logp_{L}" for L in prompts.LETTERS), "choice"],
             "sample": ["condition", "draw", "item_id", "prompt_sha", "letter", "json_ok"],
-            "interpretations": ["kind", "item_id", *(f"logp_{L}" for L in prompts.LETTERS)]}[kind]
+            "interpretations": ["kind", "item_id", *(f"logp_{L}" for L in prompts.LETTERS)],
+            "literal": ["kind", "item_id", *(f"logp_{L}" for L in prompts.LETTERS)]}[kind]
     missing = [c for c in ["lm", "prompt_version", *need] if c not in df.columns]
     if missing:
         raise ValueError(f"{p}: column {missing[0]!r} is missing; expected {need}.")
-    other = sorted(set(df["prompt_version"].astype(str)) - {prompts.PROMPT_VERSION})
+    version = prompts.LITERAL_VERSION if kind == "literal" else prompts.PROMPT_VERSION
+    other = sorted(set(df["prompt_version"].astype(str)) - {version})
     if other:
-        raise ValueError(f"{p}: rows of prompt version {other[0]!r}; the prompts are now {prompts.PROMPT_VERSION!r}. "
+        raise ValueError(f"{p}: rows of prompt version {other[0]!r}; the prompts are now {version!r}. "
                          "Re-run `python -m models.implicature.score` (it rescores through the cache).")
-    key = ["kind", "item_id"] if kind == "interpretations" else ["condition", "draw", "item_id"]
+    key = ["kind", "item_id"] if kind in ("interpretations", "literal") else ["condition", "draw", "item_id"]
     dup = df.duplicated(key)
     if dup.any():
         raise ValueError(f"{p}: row {int(np.argmax(dup.to_numpy()))} repeats the key "

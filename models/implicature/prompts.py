@@ -24,7 +24,7 @@ import numpy as np
 
 __all__ = ["CONDITIONS", "READINGS", "LETTERS", "EXAMPLES", "Example", "PROMPT_VERSION", "draw_examples", "prompt",
            "prompt_hash", "parse_answer", "EXPLANATION_STOP", "ANSWER_CUE", "GENERATE_VERSION", "REASON_FIRST",
-           "EXAMPLE_REASONING"]
+           "EXAMPLE_REASONING", "LITERAL_TEMPLATE", "LITERAL_VERSION"]
 
 LETTERS: tuple[str, ...] = ("A", "B", "C", "D", "E")
 CONDITIONS: tuple[str, ...] = ("vanilla", "explanation", "conservative", "charitable", "reasoning", "all")
@@ -74,6 +74,14 @@ First write one or two sentences that justify your choice, starting with "Explan
 # OWN: the listener model's two scoring prompts (models/implicature/listeners.py: fit and prior)
 FIT_TEMPLATE = 'Context: {context}\nSomeone asks: "{question}"\nIn one sentence, what they mean is:'
 PRIOR_TEMPLATE = "Context: {context}\nIn one sentence, what the speaker in this situation wants to get across is:"
+
+# OWN: the literal listener's scoring prompt (issue 37 item 13): the question read as its words say, in
+# context, with nothing implied, where FIT_TEMPLATE asks for what the speaker means (a pragmatic reading, kept
+# as the "LM-pragmatic" baseline). Keyed apart, by LITERAL_VERSION, so the outputs made under
+# PROMPT_VERSION stay as they are.
+LITERAL_TEMPLATE = ('Context: {context}\nSomeone asks: "{question}"\nTaken literally, word for word and with '
+                    'nothing implied, this question says:')
+LITERAL_VERSION: str = hashlib.sha256(("literal/1\x00" + LITERAL_TEMPLATE).encode()).hexdigest()[:16]
 
 #: where a scored explanation ends and the letter is scored
 ANSWER_CUE = "\nAnswer: "

@@ -50,6 +50,7 @@ def score_lm(argv: list[str] | None = None) -> int:
                     help="where the generated pass keeps its resumable progress files (with the answers' texts; "
                          "default: beside the score cache, elicit/implicature/<lm>)")
     ap.add_argument("--dry-run", action="store_true", help="print the estimate of requests and tokens, send nothing")
+    ap.add_argument("--no-progress", action="store_true", help="no progress bar over the requests")
     ap.add_argument("--out", default=str(OUTPUTS), help="the folder of the output tables")
     args = ap.parse_args(argv)
     for name in ("limit", "sample_limit", "explanation_limit", "generate_limit", "generate_draws"):
@@ -77,43 +78,94 @@ def score_lm(argv: list[str] | None = None) -> int:
         if pass_ == "generate":
             _generate(lm, items, args, out)
             continue
-        if pass_ == "interpretations":
-            lm_outputs.score_interpretations(lm, items, lm_name=args.lm, on_row=keep)
+        bar = not args.no_progress
+        if pass_ in ("interpretations", "literal"):
+            lm_outputs.score_interpretations(lm, items, lm_name=args.lm, on_row=keep, progress=bar,
+                                             literal=pass_ == "literal")
         elif pass_ == "score":
             plain = [c for c in args.conditions if c != "explanation"]
-            lm_outputs.score_letters(lm, items, lm_name=args.lm, conditions=plain, n_draws=N_DRAWS, seed=SEED, on_row=keep)
+            lm_outputs.score_letters(lm, items, lm_name=args.lm, conditions=plain, n_draws=N_DRAWS, seed=SEED, on_row=keep,
+                                     progress=bar)
             if "explanation" in args.conditions:
                 sub = items.iloc[: args.explanation_limit]
                 lm_outputs.score_letters(lm, sub, lm_name=args.lm, conditions=["explanation"], n_draws=N_DRAWS, seed=SEED,
-                                 on_row=keep)
+                                 on_row=keep, progress=bar)
         else:
             sub = items.iloc[: args.sample_limit]
             lm_outputs.sample_answers(lm, sub, lm_name=args.lm, conditions=args.conditions, n_draws=N_DRAWS, seed=SEED,
-                              on_row=keep)
+                              on_row=keep, progress=bar)
         lm_outputs.save_rows(rows, path)
         lm_outputs.write_manifest(path, lm.identity, pass_=pass_)
         print(f"{path}: {len(rows)} rows (done)", flush=True)
     return 0
 
 
-def _print_estimate(args: argparse.Namespace, items: object) -> None:
-    """The requests (and for the generated pass the tokens) each pass will send, before any is sent."""
+def estimate_passes(args: argparse.Namespace, items: object) -> list[dict]:
+    """What each pass will send, before any request: requests, prompt tokens (characters / 4; a scored
+    prompt once, plus its continuations) and at most how many answer tokens.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The command's settings (``passes``, ``conditions``, the limits).
+    items : pandas.DataFrame
+        The items, in evaluation order.
+
+    Returns
+    -------
+    list of dict
+        ``pass, requests, prompt_tokens, answer_tokens_max``, one per pass, then ``total``.
+    """
     import pandas as pd
 
     assert isinstance(items, pd.DataFrame)
-    n = len(items)
+    tok = lambda t: round(len(t) / 4)  # noqa: E731
+    opts = lambda r: sum(tok(str(r[f"option_{L}"])) for L in prompts.LETTERS)  # noqa: E731
+    rows = []
     for pass_ in args.passes:
         if pass_ == "generate":
-            est = generate.estimate_generation(items.iloc[: args.generate_limit], args.conditions,
-                                               args.generate_draws, SEED)
-            for c, e in est.items():
-                print(f"estimate, generate {c}: {e['requests']} requests, ~{e['prompt_tokens']:,} prompt tokens "
-                      f"(characters / 4), at most {e['answer_tokens_max']:,} answer tokens", flush=True)
-        elif pass_ == "interpretations":
-            print(f"estimate, interpretations: {2 * n} scoring requests of 5 continuations", flush=True)
+            e = generate.estimate_generation(items.iloc[: args.generate_limit], args.conditions, args.generate_draws,
+                                             SEED)["total"]
+            rows.append({"pass": pass_, "requests": e["requests"], "prompt_tokens": e["prompt_tokens"],
+                         "answer_tokens_max": e["answer_tokens_max"]})
+        elif pass_ in ("interpretations", "literal"):
+            temps = ((prompts.LITERAL_TEMPLATE,) if pass_ == "literal"
+                     else (lm_outputs.FIT_TEMPLATE, lm_outputs.PRIOR_TEMPLATE))
+            n = sum(tok(t.format(question=r["question"], context=r["context"])) + opts(r)
+                    for _, r in items.iterrows() for t in temps)
+            rows.append({"pass": pass_, "requests": len(temps) * len(items), "prompt_tokens": n, "answer_tokens_max": 0})
         else:
-            k = len(items.iloc[: args.sample_limit]) if pass_ == "sample" else n
-            print(f"estimate, {pass_}: {len(args.conditions) * N_DRAWS * k} requests", flush=True)
+            sub = items.iloc[: args.sample_limit] if pass_ == "sample" else items
+            conds = [c for c in args.conditions if pass_ == "sample" or c != "explanation"]
+            work = [(c, d, r) for c in conds for d in range(N_DRAWS) for _, r in sub.iterrows()]
+            if pass_ == "score" and "explanation" in args.conditions:
+                work += [("explanation", d, r) for d in range(N_DRAWS)
+                         for _, r in items.iloc[: args.explanation_limit].iterrows()]
+            kind = "sample" if pass_ == "sample" else "score"
+            n = sum(tok(prompts.prompt(r, c, kind, prompts.draw_examples(d, SEED))) + 5 for c, d, r in work)
+            ans = (lm_outputs.SAMPLE_MAX_TOKENS * len(work) if pass_ == "sample" else
+                   lm_outputs.EXPLANATION_MAX_TOKENS * sum(c == "explanation" for c, _, _ in work))
+            rows.append({"pass": pass_, "requests": len(work), "prompt_tokens": n, "answer_tokens_max": ans})
+    rows.append({"pass": "total", **{k: sum(r[k] for r in rows) for k in ("requests", "prompt_tokens",
+                                                                           "answer_tokens_max")}})
+    return rows
+
+
+def _print_estimate(args: argparse.Namespace, items: object) -> list[dict]:
+    """Print :func:`estimate_passes` (and the generated pass per condition), before any request."""
+    import pandas as pd
+
+    assert isinstance(items, pd.DataFrame)
+    if "generate" in args.passes:
+        est = generate.estimate_generation(items.iloc[: args.generate_limit], args.conditions, args.generate_draws, SEED)
+        for c, e in est.items():
+            print(f"estimate, generate {c}: {e['requests']} requests, ~{e['prompt_tokens']:,} prompt tokens "
+                  f"(characters / 4), at most {e['answer_tokens_max']:,} answer tokens", flush=True)
+    rows = estimate_passes(args, items)
+    for r in rows:
+        print(f"estimate, {r['pass']}: {r['requests']:,} requests, ~{r['prompt_tokens']:,} prompt tokens (characters "
+              f"/ 4, continuations included), at most {r['answer_tokens_max']:,} answer tokens", flush=True)
+    return rows
 
 
 def _generate(lm: object, items: object, args: argparse.Namespace, out: Path) -> None:

@@ -1,0 +1,95 @@
+"""DRInQ for any LM in one command (issue 36 item 4), with a scripted stand-in model."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from models.implicature import lm_outputs, paper, prompts
+from pragmodels.lm import PromptFormat
+
+IDENTITY = "openai:http://127.0.0.1:1/v1|scripted"
+
+
+class KilledLM(Exception):
+    """Raised by the scripted model to stand for a kill."""
+
+
+class ScriptedLM:
+    """Scores prefer option B; samples give a valid JSON answer; ``kill_after`` scores, it dies."""
+
+    identity = IDENTITY
+    prompt_format = PromptFormat("chat", "<u>", "</u><a>", "</a>")
+
+    def __init__(self, kill_after: int | None = None) -> None:
+        self.scored, self.kill_after = [], kill_after
+
+    def score(self, prompt: str, continuations: Sequence[str], *, length_normalize: bool = False) -> np.ndarray:
+        if self.kill_after is not None and len(self.scored) >= self.kill_after:
+            raise KilledLM("killed")
+        self.scored.append(prompt)
+        return np.array([-1.0 if c.strip().endswith(("B", "B1")) or c.startswith("B") else -2.0 for c in continuations])
+
+    def sample(self, prompt, n, *, temperature=1.0, max_tokens=32, stop=(), seed=0, answer_prefix=""):
+        return ['{"selected_option": "B. x"}'] * n
+
+    def tokenize(self, text: str) -> list[int]:
+        return list(range(len(text.split())))
+
+
+@pytest.fixture
+def scripted(monkeypatch, tmp_path):
+    """The LM options open the scripted model, behind a fresh score cache."""
+    from pragmodels.lm import entry
+
+    box: dict = {}
+    monkeypatch.setenv("PRAGMODELS_LM_CACHE", str(tmp_path / "cache.sqlite"))
+    monkeypatch.setattr(entry, "lm_from_arguments", lambda args, n_ctx: (box["lm"], None, {"lm": args.lm}))
+    return box
+
+
+ARGS = ["--lm", "s", "--base-url", "http://127.0.0.1:1/v1", "--server-model", "scripted", "--limit", "3",
+        "--conditions", "vanilla", "--passes", "interpretations", "literal", "score", "--no-progress"]
+
+
+def test_one_command_estimates_first_resumes_after_a_kill_and_fits(scripted, tmp_path, monkeypatch, mirror, capsys):
+    """Score (resumable), write the config of this LM alone, and run the study on it; the estimate
+    comes before any request."""
+    runs = []
+    monkeypatch.setattr("pragmodels.runs.study.run_study",
+                        lambda config, **kw: runs.append((config, kw)) or tmp_path / "run")
+    scripted["lm"] = ScriptedLM(kill_after=5)
+    with pytest.raises(KilledLM):
+        paper.paper_lm([*ARGS, "--out", str(tmp_path / "lms")])
+    first = capsys.readouterr().out
+    assert "estimate, total: 18 requests" in first  # 6 + 3 + 9 scoring prompts, printed before the kill
+    assert not runs
+    scripted["lm"] = lm = ScriptedLM()
+    assert paper.paper_lm([*ARGS, "--out", str(tmp_path / "lms")]) == 0
+    assert len(lm.scored) == 18 - 5  # the 5 prompts scored before the kill come from the cache
+    folder = tmp_path / "lms" / "s"
+    lit = lm_outputs.load_outputs(folder / "lm_outputs" / "s_literal.csv", kind="literal")
+    assert len(lit) == 3 and set(lit["prompt_version"]) == {prompts.LITERAL_VERSION}
+    assert lm_outputs.recorded_identity(folder / "lm_outputs" / "s_literal.csv") == IDENTITY
+    (config, kw), = runs
+    cfg = json.loads(config.read_text())
+    assert list(cfg["lms"]) == ["s"] and cfg["lms"]["s"]["outputs"] == str((folder / "lm_outputs").resolve())
+    assert cfg["lms"]["s"]["model"] == "scripted" and kw["out"] == folder / "full"
+    # the study then reads this LM alone, and its entry is the LM its tables record
+    from models.implicature.config import Config
+    from models.implicature.study import check_identities
+
+    paths = check_identities(Config.model_validate(cfg).lms)["s"]
+    assert set(paths) == {"interpretations", "literal", "score"}
+
+
+def test_the_literal_reading_is_not_the_pragmatic_one():
+    item = pd.Series({"question": "Do you need a ride?", "context": "c"})
+    lit = prompts.LITERAL_TEMPLATE.format(**item)
+    assert "literally" in lit and "mean" not in lit
+    assert lm_outputs.FIT_TEMPLATE.format(**item) != lit
+    assert prompts.PROMPT_VERSION == "740ae5488fd62e11" and prompts.LITERAL_VERSION != prompts.PROMPT_VERSION
