@@ -101,6 +101,11 @@ def paper_lm(argv: list[str] | None = None) -> int:
         print(f"{lm}: the LM's passes took {time.monotonic() - t0:.0f} s", flush=True)
     elif not (folder / "lm_outputs").is_dir():
         raise FileNotFoundError(f"--report-only: {folder / 'lm_outputs'} holds no tables; run without --report-only.")
+    have = [k for k in ("interpretations", "score") if not (folder / "lm_outputs" / f"{lm}_{k}.csv").is_file()]
+    if have:
+        print(f"{lm}: no fit (the listener models need the {' and '.join(have)} table; --passes {' '.join(have)})",
+              flush=True)
+        return 0
     config = write_config(folder, lm, entry)
     run = run_study(config, mode=args.mode, out=folder / args.mode, progress=True, log=print)
     print(f"{lm}: report {run / 'report.md'} ({time.monotonic() - t0:.0f} s in all)", flush=True)

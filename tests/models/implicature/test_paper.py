@@ -93,3 +93,37 @@ def test_the_literal_reading_is_not_the_pragmatic_one():
     assert "literally" in lit and "mean" not in lit
     assert lm_outputs.FIT_TEMPLATE.format(**item) != lit
     assert prompts.PROMPT_VERSION == "740ae5488fd62e11" and prompts.LITERAL_VERSION != prompts.PROMPT_VERSION
+
+
+def test_without_the_fit_tables_it_stops_after_the_passes(scripted, tmp_path, monkeypatch):
+    """An LM given only some passes (a generated-only run) gets its tables, and no study run that would fail."""
+    monkeypatch.setattr("pragmodels.runs.study.run_study", lambda *a, **k: pytest.fail("no fit without the tables"))
+    scripted["lm"] = ScriptedLM()
+    args = [*ARGS[: ARGS.index("--passes")], "--passes", "literal", "--no-progress", "--out", str(tmp_path / "lms")]
+    assert paper.paper_lm(args) == 0
+    assert (tmp_path / "lms" / "s" / "lm_outputs" / "s_literal.csv").is_file()
+
+
+@pytest.mark.slow
+@pytest.mark.lm
+@pytest.mark.subprocess
+@pytest.mark.nuts
+def test_one_command_against_a_real_server(tmp_path, monkeypatch, mirror):
+    """SmolLM2 behind llama_cpp.server, 2 items, vanilla only: the passes, the fits (quick) and a report."""
+    from pragmodels.lm import smollm2_path
+    from tests.lm.conftest import start_server
+
+    monkeypatch.setenv("PRAGMODELS_LM_CACHE", str(tmp_path / "cache.sqlite"))
+    server = start_server("--n_ctx", "2048", "--model_alias", "smollm2")
+    url = next(server)
+    try:
+        rc = paper.paper_lm(["--lm", "s", "--base-url", url, "--server-model", "smollm2", "--chat-template",
+                             f"gguf:{smollm2_path()}", "--limit", "2", "--conditions", "vanilla", "--passes",
+                             "interpretations", "literal", "score", "--no-progress", "--mode", "quick",
+                             "--out", str(tmp_path / "lms")])
+    finally:
+        server.close()
+    assert rc == 0
+    run = tmp_path / "lms" / "s" / "quick"
+    assert "7 listener models fitted by NUTS to 2 items" in (run / "report.md").read_text()
+    assert lm_outputs.recorded_identity(tmp_path / "lms" / "s" / "lm_outputs" / "s_literal.csv") == f"openai:{url}|smollm2"
