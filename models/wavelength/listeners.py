@@ -6,11 +6,10 @@ The agents are pure JAX on per-item arrays (``log_lm [item, utterance, state]``,
 :func:`rsa_clue_listener`, :func:`lm_rsa_listener`, :func:`appendix_c_listener`,
 :func:`inverse_rsa_speaker`. The NumPyro models (:func:`uniform_model`, :func:`literal_model`,
 :func:`lm_rsa_model`, :func:`appendix_c_model`, :func:`lm_rsa_by_item_model`,
-:func:`lm_prior_model`; priors :data:`PRIORS`) report the real clue's listener on the slider
-(:mod:`pragmodels.likelihoods.slider`, with rounding and a lapse). Also: simulation, the
-per-item alpha profile, item cross-validation (:func:`cross_validate`) and
-:func:`listener_for`. The equations, the response model and the priors:
-``docs/studies/wavelength.md``, "The models".
+:func:`lm_prior_model`, per-item locations :func:`location_model` and :func:`lm_location_model`;
+priors :data:`PRIORS`) report the real clue's listener on the slider (rounding, lapse). Also:
+simulation, the alpha profile, item cross-validation (:func:`cross_validate`), :func:`listener_for`.
+The equations, the response model and the priors: ``docs/studies/wavelength.md``, "The models".
 """
 
 from __future__ import annotations
@@ -54,6 +53,8 @@ PRIORS: dict[str, Prior] = {
     "beta_mu": Prior("Normal", loc=0.0, scale=1.0),
     "beta_sigma": Prior("HalfNormal", scale=0.5),
     "tau": Prior("HalfNormal", scale=2.0),
+    "location_u": Prior("Uniform", low=0.0, high=1.0),
+    "spread": Prior("LogNormal", loc=float(np.log(10.0)), scale=0.75),
 }
 
 
@@ -272,6 +273,46 @@ def clue_semantics_with_deviation(log_semantics: ArrayLike, tau: ArrayLike, z: A
     return sem.at[:, 0].set(new)
 
 
+#: edges of the 21 states' bins on the scale: 0, 2.5, 7.5, ..., 97.5, 100
+STATE_EDGES = np.concatenate([[0.0], (STATE_VALUES[:-1] + STATE_VALUES[1:]) / 2, [100.0]])
+
+
+def location_listener(location: ArrayLike, spread: ArrayLike, n_state: int = N_STATE) -> jax.Array:
+    """The location models' belief: a Gaussian of sd ``spread`` around each item's ``location``,
+    discretised on the states, ``L(s | i) ∝ exp(-(v_s - location_i)² / (2 spread²))``.
+
+    Shapes: ``location [item]``, ``spread []`` -> ``[item, state]`` (log, normalised).
+    """
+    v = jnp.asarray(_state_values(n_state), jnp.float32)
+    d = (v[None, :] - jnp.asarray(location, jnp.float32)[:, None]) / jnp.asarray(spread, jnp.float32)
+    return log_normalize(-0.5 * d * d, axis=-1)
+
+
+def location_from_unit(u: ArrayLike, log_weight: ArrayLike | None = None) -> jax.Array:
+    """Inverse CDF of a piecewise-constant density on [0, 100]: ``u`` in (0, 1) to a location.
+
+    The density on state ``s``'s bin (:data:`STATE_EDGES`) is ``∝ exp(log_weight[i, s])``; ``None``
+    (or equal weights) is the uniform on the scale, ``location = 100 u``. With ``log_weight =
+    β log P_LM(s | clue)`` it is the LM's literal listener spread over each state's bin: a
+    uniform ``u`` then draws a location from the LM's prior, and ``β = 0`` is the uniform.
+
+    Shapes: ``u [item]``, ``log_weight [item, state]`` -> ``[item]``.
+    """
+    u = jnp.asarray(u, jnp.float32)
+    if log_weight is None:
+        return 100.0 * u
+    lw = jnp.asarray(log_weight, jnp.float32)
+    edges = jnp.asarray(STATE_EDGES, jnp.float32)
+    width = edges[1:] - edges[:-1]
+    mass = jnp.exp(log_normalize(lw + jnp.log(width), axis=-1))  # [item, state]
+    cdf = jnp.cumsum(mass, axis=-1)
+    s = jnp.clip(jnp.sum(u[:, None] > cdf[:, :-1], axis=-1), 0, lw.shape[-1] - 1)
+    start = jnp.take_along_axis(cdf - mass, s[:, None], 1)[:, 0]
+    m = jnp.take_along_axis(mass, s[:, None], 1)[:, 0]
+    frac = jnp.clip((u - start) / jnp.where(m > 0, m, 1.0), 0.0, 1.0)
+    return edges[s] + frac * width[s]
+
+
 # ----------------------------------------------------------------------------------- models
 
 
@@ -432,7 +473,50 @@ def lm_prior_model(log_lm: ArrayLike, item: ArrayLike, guess: ArrayLike | None =
     return _observe(rsa_clue_listener(sem, alpha, mask, cost, log_prior, null=null), item, guess, resp)
 
 
-for _m, _n in ((uniform_model, "wavelength_uniform"), (literal_model, "wavelength_literal"),
+def _location_observe(log_weight: jax.Array | None, n_item: int, item: ArrayLike, guess: ArrayLike | None
+                      ) -> jax.Array:
+    """The location models' sites in order: ``location_u [item]``, spread, width, lapse, rounding."""
+    u = param("location_u", PRIORS["location_u"], dims={"item": n_item})
+    spread = param("spread", PRIORS["spread"])
+    resp = _response_params()
+    return _observe(location_listener(location_from_unit(u, log_weight), spread), item, guess, resp)
+
+
+def location_model(log_lm: ArrayLike, item: ArrayLike, guess: ArrayLike | None = None,
+                   utt_mask: ArrayLike | None = None, clue_length: ArrayLike | None = None,
+                   log_s0: ArrayLike | None = None, log_prior: ArrayLike | None = None) -> jax.Array:
+    """The no-LM control: each item's guesses cluster around a location of its own, uniform on the
+    scale (``location_i = 100 u_i``, ``u_i ~ Uniform(0, 1)``), as a discretised Gaussian
+    (:func:`location_listener`, ``spread``), then the slider (width, lapse, rounding).
+
+    Reads ``log_lm`` for its shape only (``log_prior`` is not read). In item cross-validation a held-out item's location is
+    drawn from the uniform (marginalised by Monte Carlo).
+
+    Shapes: ``log_lm [item, utterance, state]``, ``item [trial]``, ``guess [trial]`` -> ``[trial]``.
+    """
+    _, n_item = _setup(log_lm, item, guess)
+    return _location_observe(None, n_item, item, guess)
+
+
+def lm_location_model(log_lm: ArrayLike, item: ArrayLike, guess: ArrayLike | None = None,
+                      utt_mask: ArrayLike | None = None, clue_length: ArrayLike | None = None,
+                      log_s0: ArrayLike | None = None, log_prior: ArrayLike | None = None) -> jax.Array:
+    """:func:`location_model` with the LM as the locations' prior: ``location_i`` has the density
+    ``∝ P_LM(s | clue_i)^β`` on state ``s``'s bin (:func:`location_from_unit`), so ``β = 0`` is the
+    no-LM control and ``β`` measures how far the LM's literal listener moves the prior.
+
+    Parameters: beta, location_u, spread, width, lapse, rounding.
+
+    Shapes: as :func:`location_model` (``log_lm`` row 0 read) -> ``[trial]``.
+    """
+    x, n_item = _setup(log_lm, item, guess)
+    beta = param("beta", PRIORS["beta"])
+    log_weight = lm_literal_listener(x[:, :1], beta)[:, 0]
+    return _location_observe(log_weight, n_item, item, guess)
+
+
+for _m, _n in ((uniform_model, "wavelength_uniform"), (location_model, "wavelength_location"),
+               (lm_location_model, "wavelength_lm_location"), (literal_model, "wavelength_literal"),
                (lm_rsa_model, "wavelength_lm_rsa"), (appendix_c_model, "wavelength_appendix_c"),
                (lm_rsa_by_item_model, "wavelength_lm_rsa_by_item"), (lm_prior_model, "wavelength_lm_prior")):
     _m.name = _n
@@ -536,6 +620,8 @@ MODELS: dict[str, Callable[..., Any]] = {
     "appendix_c": appendix_c_model,
     "lm_rsa_by_item": lm_rsa_by_item_model,
     "lm_prior": lm_prior_model,
+    "location": location_model,
+    "lm_location": lm_location_model,
 }
 
 
@@ -670,7 +756,8 @@ def cross_validate(rng_key: int, models: Mapping[str, Callable[..., Any]], data:
 
     Returns ``{"folds": [test items per fold], "elpd": {model: [item]}, "mc_se": {model:
     [item]}, "total": {model: Σ elpd}, "diff_se": {model: standard error of its total minus
-    the best model's total}}`` (the paired standard error over items).
+    the best model's total}, "diagnostics": {model: the worst fold's max_rhat, min_ess_bulk,
+    min_ess_tail and the divergences summed over folds}}`` (the paired standard error over items).
 
     Shapes: ``data`` as the models' -> ``elpd[model] [item]``.
     """
@@ -678,15 +765,31 @@ def cross_validate(rng_key: int, models: Mapping[str, Callable[..., Any]], data:
     folds = item_folds(n_item, k, seed)
     elpd = {name: np.empty(n_item) for name in models}
     mc_se = {name: np.empty(n_item) for name in models}
+    diag: dict[str, dict[str, float]] = {}
     for f, test in enumerate(folds):
         for name, model in models.items():
-            res = cv_fold(rng_key + f, model, data, test, n_mc=n_mc, max_draws=max_draws, fit_kwargs=fit_kwargs)
+            res = cv_fold(rng_key + f, model, data, test, n_mc=n_mc, max_draws=max_draws, fit_kwargs=fit_kwargs,
+                          keep_tree=True)
             elpd[name][test] = res.elpd
             mc_se[name][test] = res.mc_se
+            if res.tree is not None:
+                _worst_fold(diag.setdefault(name, {}), res.tree)
     total = {name: float(v.sum()) for name, v in elpd.items()}
     best = max(total, key=total.__getitem__)
     diff_se = {name: float(np.sqrt(n_item) * np.std(elpd[name] - elpd[best], ddof=1)) for name in models}
-    return {"folds": folds, "elpd": elpd, "mc_se": mc_se, "total": total, "diff_se": diff_se, "best": best}
+    return {"folds": folds, "elpd": elpd, "mc_se": mc_se, "total": total, "diff_se": diff_se, "best": best,
+            "diagnostics": diag}
+
+
+def _worst_fold(acc: dict[str, float], tree: Any) -> None:
+    """Fold one fit's convergence into ``acc``: the worst r_hat and ESS so far, divergences summed."""
+    from pragmodels.inference.diagnostics import diagnose
+
+    d = diagnose(tree, emit=False)
+    acc["max_rhat"] = max(acc.get("max_rhat", -np.inf), float(d.max_rhat))
+    acc["min_ess_bulk"] = min(acc.get("min_ess_bulk", np.inf), float(d.min_ess_bulk))
+    acc["min_ess_tail"] = min(acc.get("min_ess_tail", np.inf), float(d.min_ess_tail))
+    acc["divergences"] = acc.get("divergences", 0) + int(d.divergences)
 
 
 def listener_for(name: str, params: Mapping[str, ArrayLike], data: Mapping[str, Any]) -> jax.Array:
@@ -715,5 +818,8 @@ def listener_for(name: str, params: Mapping[str, ArrayLike], data: Mapping[str, 
         m = _mask(mask, x.shape[:2])
         sem = clue_semantics_with_deviation(lm_literal_semantics(x, params["beta"], m), params["tau"], params["z"])
         return rsa_clue_listener(sem, params["alpha"], m, cost, lp)
+    if name in ("location", "lm_location"):
+        lw = lm_literal_listener(x[:, :1], params["beta"])[:, 0] if name == "lm_location" else None
+        return location_listener(location_from_unit(params["location_u"], lw), params["spread"], x.shape[2])
     raise ValueError(f"listener_for: unknown model {name!r}; expected one of {sorted(MODELS)}.")
 

@@ -278,6 +278,8 @@ def test_every_model_traces_with_its_parameters_and_the_guess_site():
         "appendix_c": ["alpha", "beta", "width", "lapse", "rounding"],
         "lm_rsa_by_item": ["alpha_mu", "alpha_sigma", "alpha_z", "beta", "width", "lapse", "rounding"],
         "lm_prior": ["alpha", "beta", "tau", "z", "width", "lapse", "rounding"],
+        "location": ["location_u", "spread", "width", "lapse", "rounding"],
+        "lm_location": ["beta", "location_u", "spread", "width", "lapse", "rounding"],
     }
     for name, model in listeners.MODELS.items():
         info = pm.inspect_model(model, data)
@@ -336,7 +338,7 @@ def test_models_reject_bad_guesses_and_items():
 
 def test_listener_for_matches_the_agents():
     data, _ = small_data()
-    p = dict(alpha=1.5, beta=0.8, tau=0.5, z=np.zeros((6, N_STATE)))
+    p = dict(alpha=1.5, beta=0.8, tau=0.5, z=np.zeros((6, N_STATE)), location_u=np.full(6, 0.3), spread=7.0)
     a = listeners.listener_for("lm_prior", p, data)
     b = listeners.listener_for("lm_rsa", p, data)
     np.testing.assert_allclose(np.asarray(a), np.asarray(b), atol=1e-6)  # z = 0: the LM's semantics
@@ -345,6 +347,44 @@ def test_listener_for_matches_the_agents():
         np.testing.assert_allclose(out.sum(-1), 1.0, atol=1e-5)
     with pytest.raises(ValueError, match="unknown model 'nope'"):
         listeners.listener_for("nope", p, data)
+
+
+def test_location_from_unit_is_the_inverse_cdf_of_the_lm_density_on_the_bins():
+    """Issue 37, item 8: the locations' prior. Equal weights give the uniform on the scale (100 u);
+    LM weights give each state's bin the mass ∝ bin width x L0(s)^beta, uniform inside the bin:
+    a fine grid of u (200,001 points) lands in bin s in that share (tolerance 1e-4: the grid's
+    step 5e-6 and float32 rounding of the cumulative masses, ~1e-6 each)."""
+    u = np.linspace(0.0, 1.0, 200_001, dtype=np.float32)[1:-1]
+    np.testing.assert_allclose(np.asarray(listeners.location_from_unit(u)), 100 * u, rtol=1e-6)
+    flat = np.asarray(listeners.location_from_unit(u, np.zeros((u.size, N_STATE), np.float32)))
+    np.testing.assert_allclose(flat, 100 * u, atol=2e-4)  # beta = 0: the uniform, the no-LM control
+    rng = np.random.default_rng(0)
+    lw = rng.normal(0, 2, N_STATE).astype(np.float32)
+    loc = np.asarray(listeners.location_from_unit(u, np.broadcast_to(lw, (u.size, N_STATE))))
+    assert np.all(np.diff(loc) >= 0) and loc.min() >= 0 and loc.max() <= 100
+    width = np.diff(listeners.STATE_EDGES)
+    mass = width * np.exp(lw) / np.sum(width * np.exp(lw))
+    share = np.histogram(loc, bins=listeners.STATE_EDGES)[0] / loc.size
+    np.testing.assert_allclose(share, mass, atol=1e-4)
+
+
+def test_lm_location_at_beta_0_is_the_no_lm_control_and_its_listener_is_a_discretised_gaussian():
+    from numpyro import handlers
+
+    data, _ = small_data(seed=2)
+    u = np.linspace(0.05, 0.95, 6).astype(np.float32)
+    fixed = dict(location_u=u, spread=8.0, width=4.0, lapse=0.05, rounding=0.1)
+    ll = {}
+    for name, model, extra in (("location", listeners.location_model, {}),
+                               ("lm_location", listeners.lm_location_model, {"beta": 0.0})):
+        tr = handlers.trace(handlers.condition(model, data={k: jnp.asarray(v) for k, v in {**fixed, **extra}.items()})
+                            ).get_trace(**data)
+        ll[name] = np.asarray(tr["guess"]["fn"].log_prob(tr["guess"]["value"]))
+    np.testing.assert_allclose(ll["lm_location"], ll["location"], atol=1e-4)
+    lis = np.exp(np.asarray(listeners.listener_for("location", fixed, data)))
+    ref = np.exp(-((listeners.STATE_VALUES[None] - 100 * u[:, None]) ** 2) / (2 * 8.0 ** 2))
+    np.testing.assert_allclose(lis, ref / ref.sum(1, keepdims=True), atol=ATOL)
+    assert crossval.local_sites(listeners.lm_location_model, data) == ["location_u"]
 
 
 def test_cross_validate_uses_the_same_folds_for_every_model(monkeypatch):
@@ -365,6 +405,32 @@ def test_cross_validate_uses_the_same_folds_for_every_model(monkeypatch):
     np.testing.assert_allclose(out["elpd"]["literal"], -1.0 - 0.1 * np.arange(6))
     assert out["best"] == "literal" and out["total"]["uniform"] == pytest.approx(out["total"]["literal"] - 6)
     assert out["diff_se"]["literal"] == 0.0
+    assert out["diagnostics"] == {}  # no fold kept a fit
+
+
+def test_cross_validate_reports_each_models_worst_fold(monkeypatch):
+    """Issue 37, item 8: the CV fits' convergence is reported (the worst r_hat and tail ESS over folds)."""
+    import xarray as xr
+
+    data, _ = small_data(n_item=6, n_guess=2)
+    rng = np.random.default_rng(1)
+
+    def tree(shift):  # 2 chains of 200 draws; the second chain shifted by `shift` sds
+        x = rng.normal(size=(2, 200)) + np.array([[0.0], [shift]])
+        return xr.DataTree.from_dict({"posterior": xr.Dataset({"a": (("chain", "draw"), x)}),
+                                      "sample_stats": xr.Dataset({"diverging": (("chain", "draw"),
+                                                                                np.zeros((2, 200), bool))})})
+
+    def fake_fold(rng_key, model, data, test, **kwargs):
+        assert kwargs["keep_tree"]
+        return crossval.FoldResult(items=np.asarray(test), elpd=np.zeros(len(test)), mc_se=np.zeros(len(test)),
+                                   tree=tree(3.0 if (model is listeners.literal_model and 0 in test) else 0.0))
+
+    monkeypatch.setattr(listeners, "cv_fold", fake_fold)
+    out = listeners.cross_validate(0, {"literal": listeners.literal_model, "uniform": listeners.uniform_model}, data, k=3)
+    assert out["diagnostics"]["literal"]["max_rhat"] > 1.5  # the stuck fold shows
+    assert out["diagnostics"]["uniform"]["max_rhat"] < 1.05
+    assert out["diagnostics"]["uniform"]["divergences"] == 0
 
 
 @pytest.mark.slow
