@@ -160,7 +160,8 @@ def test_social_meaning_main_job_quick(tmp_path):
     assert np.isfinite(cds[["cds", "cds_lo", "cds_hi", "observed_cds"]]).all().all()
     claims = pd.read_csv(out / "tables" / "claims.csv")
     assert len(claims) >= 20 and claims.probability.between(0, 1).all()
-    assert set(claims.reading) <= {"supported", "contradicted", "undecided"}
+    assert set(claims.reading) <= {"supported", "contradicted", "undecided", "undecided at this precision"}
+    assert claims.mcse.between(0, 0.5).all() and (out / "tables" / "claims_components.csv").is_file()
     ppc = pd.read_csv(out / "tables" / "human_ppc_effects.csv")
     assert len(ppc) == 3 * 10 and set(ppc.model) == {"rsa", "rsa_motives", "baseline"}
     ppc_cells = pd.read_csv(out / "tables" / "human_ppc_cells.csv")

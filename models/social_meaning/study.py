@@ -414,7 +414,8 @@ def measurement(human: pd.DataFrame, llm: pd.DataFrame, table: pd.DataFrame, con
     """The ESR measurement model (:mod:`models.social_meaning.esr`) fitted to the human and LLM
     effects, and what the report reads from it. Returns ``(tree, esr, cds, claims)``: signed ESR
     per effect, CDS per condition beside the observed (paper's) CDS, and the paper's claims as
-    posterior probabilities (:mod:`models.social_meaning.claims`; all 12 conditions needed)."""
+    posterior probabilities with their MCSE (:mod:`models.social_meaning.claims`; all 12 conditions
+    needed), their components in ``claims.attrs["components"]``."""
     data, labels = esr.model_data(human, llm_sets(llm, conditions))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", FitWarning)
@@ -424,8 +425,13 @@ def measurement(human: pd.DataFrame, llm: pd.DataFrame, table: pd.DataFrame, con
     observed = table[["model", "prompt", "cds_m", "cds_i", "cds"]].rename(
         columns=lambda c: f"observed_{c}" if c.startswith("cds") else c)
     cds = cds.merge(observed, on=["model", "prompt"])
-    claim_table = (claims.claims_table(tree, data["d_m"] / data["d_h"]) if len(labels) == 12
-                   else pd.DataFrame(columns=["id", "claim", "paper", "probability", "reading"]))
+    if len(labels) == 12:
+        claim_table, claim_parts = claims.claims_tables(tree, data["d_m"] / data["d_h"])
+    else:
+        claim_table = pd.DataFrame(columns=["id", "claim", "source", "paper", "probability", "mcse", "ess", "reading",
+                                            "components", "failing"])
+        claim_parts = pd.DataFrame(columns=["id", "component", "paper", "probability", "mcse", "reading"])
+    claim_table.attrs["components"] = claim_parts  # (tables/claims_components.csv)
     return tree, esr_table, cds, claim_table
 
 
@@ -717,6 +723,7 @@ def run(config: dict, out_dir: Path, mode: str, progress: bool, record: Run) -> 
     esr_model.to_csv(tables / "esr_model.csv", index=False)
     cds_model.to_csv(tables / "cds_model.csv", index=False)
     claim_table.to_csv(tables / "claims.csv", index=False)
+    claim_table.attrs["components"].to_csv(tables / "claims_components.csv", index=False)
     folder.save_fit("esr measurement", esr_tree, "esr_measurement.nc")
     lm_esr_tree = None
     if new is not None:
@@ -811,6 +818,7 @@ def analysis_markdown(run_dir: str | Path, trees: dict, baseline, params: pd.Dat
                              read("loo_compare.csv", index_col=0), trees, baseline, params, manifest["wall_time_s"],
                              chains, ppc_effects=read("human_ppc_effects.csv"), ppc_cells=read("human_ppc_cells.csv"),
                              cds=read("cds_model.csv"), esr=read("esr_model.csv"), claims=read("claims.csv"),
+                             claim_parts=read("claims_components.csv"), observed=read("esr_observed.csv"),
                              ppc=read("ppc_condition_means.csv"), calibration=read("esr_calibration.csv"))
     if (tables / "contrasts.csv").exists():
         report += contrast_section(pd.read_csv(tables / "contrasts.csv"), trees)
