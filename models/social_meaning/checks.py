@@ -78,3 +78,71 @@ def cell_check(tree, kind: str, human: pd.DataFrame, data: dict, n_draws: int = 
     out["observed"], out["median"], out["lo"], out["hi"] = obs, np.median(rep, 0), lo, hi
     out["inside"] = (out.observed >= out.lo) & (out.observed <= out.hi)
     return out
+
+
+#: the share of an observed interaction a model's replicated median must reach (issue 37, item 7)
+REACH = 0.7
+
+
+def interaction_reach(effects: pd.DataFrame, cells: pd.DataFrame, reach: float = REACH) -> pd.DataFrame:
+    """How much of each form x context interaction each human model reaches on replicated data,
+    beside each attribute's context main effect (high minus low precision context, over scenarios
+    and forms), observed and in the replicated medians of the 144 condition means.
+
+    Parameters
+    ----------
+    effects : pandas.DataFrame
+        ``tables/human_ppc_effects.csv`` (:func:`effect_check` per model).
+    cells : pandas.DataFrame
+        ``tables/human_ppc_cells.csv`` (:func:`cell_check` per model; the columns ``0``-``3`` of an
+        older run read as :data:`CELL_KEYS`).
+    reach : float
+        The share below which an interaction is not reached.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per model and interaction: ``model``, ``attribute``, ``observed``, ``median``,
+        ``share`` (median / observed), ``reached``, ``context_observed``, ``context_model``.
+    """
+    cells = cells.rename(columns={str(i): k for i, k in enumerate(CELL_KEYS)})
+    by = cells.groupby(["model", "attribute", "context"])[["observed", "median"]].mean()
+    context = (by.xs("high", level="context") - by.xs("low", level="context")).rename(
+        columns={"observed": "context_observed", "median": "context_model"})
+    out = effects[effects.kind == "interaction"][["model", "attribute", "observed", "median"]].copy()
+    out["share"] = out["median"] / out["observed"]
+    out["reached"] = out["share"] >= reach
+    return out.join(context, on=["model", "attribute"]).reset_index(drop=True)
+
+
+def feature_contrasts(tree, n_draws: int = 100, seed: int = 0) -> pd.DataFrame:
+    """The RSA link's features (``qud_fit``: ``p_exact``, ``p_qud_fit``, centred and per SD, as they
+    enter the ratings) as form effect (precise minus approximate, over contexts), context effect
+    (high minus low precision context, over forms) and interaction (the form effect under high minus
+    under low), averaged over scenarios; posterior medians over ``n_draws`` draws of a fit.
+
+    Parameters
+    ----------
+    tree : xarray.DataTree
+        An RSA fit with the default link.
+    n_draws : int
+        Draws used.
+    seed : int
+        Which draws.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per feature: ``feature``, ``form``, ``context``, ``interaction``.
+    """
+    post = tree["posterior"].to_dataset().stack(sample=("chain", "draw")).transpose("sample", ...)
+    idx = np.random.default_rng(seed).choice(post.sizes["sample"], size=min(n_draws, post.sizes["sample"]), replace=False)
+    psi = post["psi"].values[idx] if "psi" in post else np.zeros((len(idx), 2))
+    f = np.stack([np.asarray(rsa.link_features(post["alpha"].values[i], post["cost_precise"].values[i],
+                                               post["theta"].values[i], p, "qud_fit")).mean(0)
+                  for i, p in zip(idx, psi)])  # [draw, context (low, high), form (precise, approx), feature]
+    c, u = rsa.CONTEXTS.index("high"), rsa.FORMS.index("precise")
+    d = f[:, :, u] - f[:, :, 1 - u]  # [draw, context, feature]
+    rows = dict(form=d.mean(1), context=f[:, c].mean(1) - f[:, 1 - c].mean(1), interaction=d[:, c] - d[:, 1 - c])
+    return pd.DataFrame([{"feature": name, **{k: float(np.median(v[:, j])) for k, v in rows.items()}}
+                         for j, name in enumerate(rsa.FEATURE_SETS["qud_fit"])])
