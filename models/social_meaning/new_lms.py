@@ -227,9 +227,40 @@ def _fit_limits(params: pd.DataFrame | None, lm_names: list[str] | None) -> list
         if (r.alpha_hi - r.alpha_lo) > (h.alpha_hi - h.alpha_lo):
             words.append(f"alpha's 94% interval [{r.alpha_lo:.2f}, {r.alpha_hi:.2f}] is wider than the humans' "
                          f"[{h.alpha_lo:.2f}, {h.alpha_hi:.2f}]: its ratings pin the speaker's rationality less")
+        words.append(_identified(r, h))
         lines.append(f"- RSA fit **{r.fit}**{'' if r.converged else ' (below the sampling standards)'}: "
                      + "; ".join(words) + ".")
     return lines
+
+
+#: z of a central 94% interval (the reports' intervals)
+_Z94 = 1.8807936081512509
+#: an alpha whose 94% interval spans at least this share of its prior's (log scale) is not identified
+UNIDENTIFIED = 0.8
+
+
+def alpha_prior_span() -> float:
+    """The log-scale width of alpha's prior 94% interval (the RSA fits' LogNormal prior)."""
+    from models.social_meaning.rsa import PRIORS_RSA
+
+    prior = PRIORS_RSA["alpha"]
+    if prior.family != "LogNormal":
+        raise ValueError(f"alpha's prior is {prior.family}; expected LogNormal (its 94% interval in closed form).")
+    return 2 * _Z94 * float(prior.params["scale"])
+
+
+def _identified(r: pd.Series, h: pd.Series) -> str:
+    """Whether the fit's ratings identify alpha: its 94% interval against its prior's, on the log
+    scale (:data:`UNIDENTIFIED`), beside the humans'."""
+    span = alpha_prior_span()
+    share, human = np.log(r.alpha_hi / r.alpha_lo) / span, np.log(h.alpha_hi / h.alpha_lo) / span
+    if share >= UNIDENTIFIED:
+        return (f"its ratings do not identify alpha: its 94% interval spans {share:.0%} of its prior's on the log "
+                f"scale (the humans' {human:.0%}"
+                + (", whose ratings narrow it little either" if human >= UNIDENTIFIED else "")
+                + "), so alpha and its contrast with the humans' carry the prior; what this fit identifies is the "
+                "noise")
+    return f"its ratings identify alpha: its 94% interval spans {share:.0%} of its prior's on the log scale (the humans' {human:.0%})"
 
 
 def _fmt(x: float, lo: float | None = None, hi: float | None = None) -> str:
@@ -329,6 +360,9 @@ def _limits(answers: pd.DataFrame | None, lm_metrics: pd.DataFrame | None, cds: 
         if np.isfinite(r.modal_share) and r.modal_share >= 0.5:
             words.append(f"{r.modal_share:.0%} of the valid ones are one and the same rating: near-constant ratings "
                          "carry little about the conditions")
+        elif np.isfinite(r.modal_share):
+            words.append(f"its valid ratings are not near-constant (sd {r.sd:.2f}; the commonest rating "
+                         f"{r.modal_share:.0%} of them)")
         lines.append(f"- **{r.model}**: " + "; ".join(words) + ".")
     if lm_metrics is not None and (lm_metrics.cells < 24).any():
         short = lm_metrics[lm_metrics.cells < 24]
@@ -360,6 +394,39 @@ def _limits(answers: pd.DataFrame | None, lm_metrics: pd.DataFrame | None, cds: 
                         "."))
     lines += _flips(tables)
     lines += _fit_limits(params, lm_names)
+    return lines + _verdicts(answers, lm_metrics, params, repro)
+
+
+def _verdicts(answers: pd.DataFrame | None, lm_metrics: pd.DataFrame | None, params: pd.DataFrame | None,
+              repro: pd.DataFrame | None) -> list[str]:
+    """Per new LM x prompt, one sentence: whether its data can carry the paper's comparison with
+    people, and which numbers say it cannot (parse failures of 30% or more, condition means below
+    the published LLMs' Spearman, an unidentified alpha)."""
+    if answers is None:
+        return []
+    h = params[params.fit == "human"].iloc[0] if params is not None and "human" in set(params.fit) else None
+    lines = []
+    for _, a in answers.iterrows():
+        why = []
+        if a.parse_failures >= 0.3:
+            why.append(f"{a.parse_failures:.0%} of its answers fail the paper's rule")
+        m = lm_metrics[(lm_metrics.model == a.model) & (lm_metrics.prompt == a.prompt)] if lm_metrics is not None \
+            else pd.DataFrame()
+        ref = repro[repro.prompt == a.prompt] if repro is not None else pd.DataFrame()
+        if len(m) and len(ref) and np.isfinite(m.spearman.iloc[0]) and m.spearman.iloc[0] < ref.spearman.min():
+            why.append(f"its condition means do not follow the humans' (Spearman {m.spearman.iloc[0]:.2f})")
+        fit = params[params.fit == f"{a.model} {a.prompt}"] if params is not None else pd.DataFrame()
+        if h is not None and len(fit):
+            r = fit.iloc[0]
+            if np.log(r.alpha_hi / r.alpha_lo) / alpha_prior_span() >= UNIDENTIFIED:
+                why.append("the RSA fit does not identify its alpha")
+            if r.noise > 2 * h.noise:
+                why.append(f"its response noise is {r.noise / h.noise:.0f} times the humans'")
+        lines.append(f"- **In short, {a.model} {a.prompt}**: " + (
+            "it shows that the pipeline runs end to end for a new LM; it cannot show how its pragmatic sensitivity "
+            "compares with people's: " + "; ".join(why) + "." if why else
+            "its answers parse, its condition means follow the humans' as the published LLMs' do and the RSA fit "
+            "identifies alpha: its data can carry the paper's comparison with people."))
     return lines
 
 

@@ -150,3 +150,33 @@ def test_the_sentence_on_condition_means_follows_the_numbers(tmp_path, rho, verd
     repro.to_csv(tmp_path / "reproduction.csv", index=False)
     text = new_lms.section(tmp_path, quick=True, lm_names=["fake"])
     assert f"**fake MIN**'s condition means {verdict}: Spearman {rho:.2f} (the published LLMs: 0.70 to 0.80)" in text
+
+
+def _params(tmp_path, lm_alpha, human_alpha=(0.3, 4.4), noise=1.5):
+    cols = {f"{v}{end}": x for v in ("alpha", "noise", "lapse") for end, x in (("", 1.0), ("_lo", 0.5), ("_hi", 2.0))}
+    pd.DataFrame([{"fit": "human", **cols, "alpha_lo": human_alpha[0], "alpha_hi": human_alpha[1], "converged": True},
+                  {"fit": "fake MIN", **cols, "alpha_lo": lm_alpha[0], "alpha_hi": lm_alpha[1], "noise": noise,
+                   "converged": True}]).to_csv(tmp_path / "parameters.csv", index=False)
+
+
+def test_the_section_says_whether_the_rsa_fit_identifies_alpha_and_what_the_lm_cannot_show(elicited, tmp_path):
+    """Issue 36 item 5: whether the RSA fit is identified (alpha's 94% interval against its LogNormal(0.5, 0.75)
+    prior's, log scale: 2 x 1.881 x 0.75 = 2.82), whether the ratings are near-constant, and one plain sentence per
+    LM on what it can and cannot show, from the numbers (the section said none of these)."""
+    new, info = new_lms.read_checked({"fake": entry(elicited)})
+    answers = new_lms.answer_table(new, info)
+    answers.to_csv(tmp_path / "lm_answers.csv", index=False)
+    assert new_lms.alpha_prior_span() == pytest.approx(2 * 1.8807936 * 0.75)
+    _params(tmp_path, (0.4, 6.8), noise=4.0)  # the prior's own interval: ln(17) / 2.82 = 100%
+    text = new_lms.section(tmp_path, quick=False, lm_names=["fake"])
+    assert "its ratings do not identify alpha: its 94% interval spans 100% of its prior's on the log scale (the " \
+           "humans' 95%, whose ratings narrow it little either)" in text
+    assert f"its valid ratings are not near-constant (sd {answers.sd[0]:.2f}; the commonest rating " \
+           f"{answers.modal_share[0]:.0%} of them)" in text
+    assert f"- **In short, fake MIN**: it shows that the pipeline runs end to end for a new LM; it cannot show how " \
+           f"its pragmatic sensitivity compares with people's: the RSA fit does not identify its alpha; its response " \
+           f"noise is 4 times the humans'." in text
+    _params(tmp_path, (1.0, 2.0), human_alpha=(1.0, 1.5))  # ln 2 / 2.82 = 25%
+    text = new_lms.section(tmp_path, quick=False, lm_names=["fake"])
+    assert "its ratings identify alpha: its 94% interval spans 25% of its prior's on the log scale (the humans' " \
+           "14%)" in text and "can carry the paper's comparison with people" in text
