@@ -7,8 +7,8 @@
 Per LM, on the first ``--items`` items of the fixed order, with the paper's prompts: alternatives
 and the log-prob L0 (:func:`models.wavelength.lm_scores.score_study`), the sampled and
 chain-of-thought L0 (:mod:`models.wavelength.sampled`), production, then the fits and the report
-(:mod:`models.wavelength.paper_report`); an LM that only samples gets its sampled listeners
-(:func:`sampled_route`). The estimate comes first (``--dry-run``: only that); everything is
+(:mod:`models.wavelength.paper_report`); an LM that only samples gets every step by sampling
+(:func:`sampled_route`, reported by :mod:`models.wavelength.sampled_report`). The estimate comes first (``--dry-run``: only that); everything is
 resumable. Outputs: ``fits/wavelength/paper/<lm>/``. The steps: docs/studies/wavelength.md,
 "The paper's listeners and speakers".
 """
@@ -61,6 +61,8 @@ def _arguments(argv: list[str] | None) -> tuple[argparse.ArgumentParser, argpars
     ap.add_argument("--speaker-tokens", type=int, default=24, help="most tokens of a direct clue")
     ap.add_argument("--dry-run", action="store_true", help="print the estimate and stop (no request)")
     ap.add_argument("--report-only", action="store_true", help="fit and report from the outputs there (no LM)")
+    ap.add_argument("--no-report", action="store_true", help="a samples-only LM: elicit only (fit and report later "
+                    "with --report-only)")
     ap.add_argument("--out", type=Path, default=OUT, help="the outputs' folder")
     args = ap.parse_args(argv)
     if args.items < 1 or args.items > 100:
@@ -287,7 +289,8 @@ def paper_lm(argv: list[str] | None = None) -> int:
     if args.report_only:  # refit this LM (or all, where it has no folder); the others' sections as they are
         from models.wavelength import paper_report
 
-        paper_report.build(args.out, only=args.lm if (args.out / args.lm / "run.json").exists() else None)
+        ran = any((args.out / args.lm / f).exists() for f in ("run.json", "run_sampled.json"))
+        paper_report.build(args.out, only=args.lm if ran else None)
         return 0
     items = _items(args.items)
     from pragmodels.lm.entry import SamplesOnlyLM, lm_entry_from_arguments
@@ -315,6 +318,10 @@ def paper_lm(argv: list[str] | None = None) -> int:
     if isinstance(lm, SamplesOnlyLM):
         steps = sampled_route(lm, items, args, folder)
         _write_run(folder, args, lm, items, est, steps, time.monotonic() - t0, route="sampled")
+        if not args.no_report:
+            from models.wavelength import paper_report
+
+            paper_report.build(args.out, only=args.lm)
         return 0
     steps = elicit_lm(lm, items, args, folder)
     _write_run(folder, args, lm, items, est, steps, time.monotonic() - t0, route="scored")

@@ -105,7 +105,7 @@ def _samples_only_run(tmp_path, monkeypatch, extra=()):
     lm = entry.SamplesOnlyLM(fake)
     monkeypatch.setattr(entry, "open_lm_from_arguments", lambda *a, **k: lm)
     args = [*ARGS, "--n-cot-alt", "2", "--base-url", "http://127.0.0.1:9/v1", "--server-model", "m", "--semantics",
-            "samples", "--out", str(tmp_path), *extra]
+            "samples", "--no-report", "--out", str(tmp_path), *extra]
     return args, fake
 
 
@@ -241,3 +241,31 @@ def test_the_scored_step_refuses_a_samples_only_lm_before_any_request(monkeypatc
         score.score_lm(["--lm", "gpt4o", "--base-url", "http://127.0.0.1:9/v1", "--server-model", "m",
                         "--semantics", "samples", "--limit", "1"])
     assert e.value.code == 2
+
+
+@pytest.mark.slow
+@pytest.mark.lm
+@pytest.mark.subprocess
+def test_the_samples_only_route_through_a_real_server(tmp_path, mirror):
+    """SmolLM2 behind llama_cpp.server as a samples-only LM (its chat template rendered here, answers begun with
+    '<answer>'): one item, every step sampled, its records and run written, nothing scored (SamplesOnlyLM
+    refuses)."""
+    from pragmodels.lm import smollm2_path
+    from tests.lm.conftest import start_server
+
+    server = start_server("--n_ctx", "2048", "--model_alias", "smollm2")
+    url = next(server)
+    try:
+        rc = paper.paper_lm(["--lm", "s", "--base-url", url, "--server-model", "smollm2", "--semantics", "samples",
+                             "--sample-api", "completions", "--chat-template", f"gguf:{smollm2_path()}", "--items", "1",
+                             "--alt-states", "50", "--answer-prefix", "<answer>", "--n-sample", "2", "--n-sample-alt",
+                             "1", "--resample", "0", "--n-cot", "1", "--cot-tokens", "8", "--n-production", "2",
+                             "--n-speaker-cot", "0", "--no-report", "--out", str(tmp_path)])
+    finally:
+        server.close()
+    assert rc == 0
+    run = json.loads((tmp_path / "s" / "run_sampled.json").read_text())
+    assert run["lm_identity"] == f"openai:{url}|smollm2" and run["route"] == "sampled"
+    assert {"speaker_alt", "listener_sample", "listener_cot", "speaker"} <= set(run["steps"])
+    assert run["steps"]["listener_sample"]["samples"] == 2 and run["steps"]["speaker"]["samples"] == 2
+    assert (tmp_path / "s" / "sampled_listener_metrics.csv").exists()
