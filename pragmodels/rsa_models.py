@@ -29,10 +29,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.typing import ArrayLike
+from numpyro.primitives import Messenger
 
 from pragmodels import agents
-from pragmodels.likelihoods.categorical import listener_choices, speaker_choices
+from pragmodels.likelihoods.categorical import TableCategorical, listener_choices, speaker_choices
 from pragmodels.likelihoods.samples import sampled_semantics
+from pragmodels.logmath import log_normalize
 from pragmodels.params import deterministic, group_effect, param, prior_in_force, with_priors
 from pragmodels.priors import Prior
 from pragmodels.validation import check_index, check_int, check_values
@@ -206,7 +208,105 @@ def rsa_listener_by_item(log_semantics: ArrayLike, item: ArrayLike, utterance: A
     # one listener per item, items on the last axis: [utterance, state, item] (the fast layout)
     sem = log_semantics if ndim == 2 else jnp.moveaxis(jnp.asarray(log_semantics), 0, -1)
     log_l = agents.pragmatic_listener_batch(sem, alpha, None, log_prior, depth, prior_at=prior_at)
+    if depth == 1 and isinstance(lapse, (int, float)) and lapse == 0:
+        # the sampler's potential reads the choices through sufficient statistics (same value)
+        with _item_listener_stats("choice", sem, alpha, log_prior, prior_at):
+            return listener_choices("choice", log_l, choice, lapse=lapse, rows=(utterance, item), axis=1)
     return listener_choices("choice", log_l, choice, lapse=lapse, rows=(utterance, item), axis=1)
+
+
+def _speaker_gaps(log_semantics: ArrayLike, log_prior: ArrayLike | None, prior_at: agents.PriorAt
+                  ) -> jax.Array:
+    """``d [utterance, state(, item)]``: the literal listener's log-probability minus its largest over
+    utterances, per state (``-inf`` where false or where no utterance is true); ``alpha * d`` is the
+    depth-1 speaker's log utility shifted so that its largest per state is 0 (alpha >= 0)."""
+    sem = jnp.asarray(log_semantics)
+    if log_prior is not None and prior_at == "all":
+        sem = sem + jnp.asarray(log_prior).reshape((1, -1) + (1,) * (sem.ndim - 2))
+    l0 = log_normalize(sem, axis=1)
+    top = jnp.max(l0, axis=0, keepdims=True)
+    ok = (l0 > -jnp.inf) & (top > -jnp.inf)
+    return jnp.where(ok, l0 - jnp.where(ok, top, 0.0), -jnp.inf)
+
+
+def item_listener_counts_log_lik(counts: jax.Array, log_semantics: ArrayLike, alpha: jax.Array,
+                                 log_prior: ArrayLike | None = None, prior_at: agents.PriorAt = "all") -> jax.Array:
+    """``Σ counts · log L1`` of depth-1 listeners with a rationality per item, from sufficient statistics.
+
+    Equal (to float rounding) to ``Σ counts · pragmatic_listener_batch(log_semantics, alpha, None,
+    log_prior, 1)``, but computed as ``Σ_i [alpha_i A_i - Σ_s m_si log z_si - Σ_u n_ui log W_ui] + const``
+    with the statistics ``A = Σ_us counts · d``, ``m = Σ_u counts``, ``n = Σ_s counts`` of the count
+    table (constants of the data: XLA hoists them out of the sampler's loops) and the speaker's and
+    listener's normalisers ``z``, ``W``. The shifts that keep the exponentials in range are linear in
+    alpha (``alpha >= 0``): no max-reductions, and the log listener table ``[utterance, state, item]``
+    is never formed nor differentiated. That is two exponential passes over ``[utterance, state,
+    item]`` and two sums, against the agents' eight passes (four of them reductions) and their reverse.
+
+    Shapes: ``counts [utterance, state, item]``, ``log_semantics [utterance, state]`` or ``[utterance,
+    state, item]``, ``alpha [item]`` (>= 0), ``log_prior [state]`` -> ``[]``.
+    """
+    d = _speaker_gaps(log_semantics, log_prior, prior_at)
+    if d.ndim == 2:
+        d = d[..., None]
+    lp = jnp.zeros(d.shape[1], d.dtype) if log_prior is None else jnp.asarray(log_prior, d.dtype)
+    lp = lp.reshape((1, -1) + (1,) * (d.ndim - 2))
+    ok = (d > -jnp.inf) & (lp > -jnp.inf)
+    ds = jnp.where(ok, d, 0.0)
+    # listener shift per utterance: alpha * dmax_u + lp_ref_u, at the largest gap among usable states
+    dmax = jnp.max(jnp.where(ok, d, -jnp.inf), axis=1, keepdims=True)
+    live = dmax > -jnp.inf
+    dmax = jnp.where(live, dmax, 0.0)
+    lp_ref = jnp.max(jnp.where(ok & (d >= dmax), lp, -jnp.inf), axis=1, keepdims=True)
+    lp_ref = jnp.where(live, lp_ref, 0.0)
+    seen = counts > 0
+    m = jnp.sum(counts, axis=0)  # [state, item]
+    n = jnp.sum(counts, axis=1, keepdims=True)  # [utterance, 1, item]
+    gap = jnp.sum(jnp.where(seen, counts * jnp.where(seen, d, 0.0), 0.0), axis=(0, 1))  # Σ counts · d
+    const = (jnp.sum(jnp.where(seen, counts * jnp.where(seen, lp, 0.0), 0.0), axis=(0, 1))
+             - jnp.sum(jnp.where(n > 0, n * lp_ref, 0.0), axis=(0, 1)))
+    a = jnp.asarray(alpha)
+    e = jnp.where(ok, jnp.exp(a * ds), 0.0)  # exp(alpha d) <= 1, = 1 at each state's best utterance
+    z = jnp.sum(e, axis=0, keepdims=True)  # [1, state, item], >= 1 where a state has a true utterance
+    z_ok = z > 0
+    log_z = jnp.where(z_ok, jnp.log(jnp.where(z_ok, z, 1.0)), 0.0)
+    t = jnp.where(ok, jnp.exp(a * jnp.where(ok, ds - dmax, 0.0) - log_z + jnp.where(ok, lp - lp_ref, 0.0)), 0.0)
+    w = jnp.sum(t, axis=1, keepdims=True)  # [utterance, 1, item]
+    w_ok = w > 0
+    log_w = jnp.where(w_ok, jnp.log(jnp.where(w_ok, w, 1.0)), 0.0)
+    per_item = (a * gap + const - jnp.sum(jnp.where(m > 0, m * log_z[0], 0.0), axis=0)
+                - jnp.sum(jnp.where(n > 0, n * (a * dmax + log_w), 0.0), axis=(0, 1)))
+    return jnp.sum(per_item)
+
+
+class ItemListenerTable(TableCategorical):
+    """The per-item listener's choice site: a :class:`TableCategorical` (per-trial values, draws)
+    whose summed log-likelihood from a count table is :func:`item_listener_counts_log_lik`."""
+
+    pytree_data_fields: tuple[str, ...] = ("log_semantics", "alpha", "log_prior")
+    pytree_aux_fields: tuple[str, ...] = ("prior_at",)
+
+    def __init__(self, base: TableCategorical, log_semantics: ArrayLike, alpha: ArrayLike,
+                 log_prior: ArrayLike | None, prior_at: agents.PriorAt):
+        self.log_semantics, self.alpha = jnp.asarray(log_semantics), jnp.asarray(alpha)
+        self.log_prior = None if log_prior is None else jnp.asarray(log_prior)
+        self.prior_at = prior_at
+        super().__init__(base.table, base.rows, base.axis, validate_args=False)
+
+    def counts_log_prob(self, counts: jax.Array) -> jax.Array:
+        return item_listener_counts_log_lik(counts, self.log_semantics, self.alpha, self.log_prior, self.prior_at)
+
+
+class _item_listener_stats(Messenger):  # noqa: N801 - a NumPyro handler
+    """Turn the per-item listener's ``name`` site into an :class:`ItemListenerTable`."""
+
+    def __init__(self, name: str, log_semantics: ArrayLike, alpha: ArrayLike, log_prior: ArrayLike | None,
+                 prior_at: agents.PriorAt):
+        self.name, self.args = name, (log_semantics, alpha, log_prior, prior_at)
+        super().__init__()
+
+    def process_message(self, msg: dict[str, Any]) -> None:
+        if msg["type"] == "sample" and msg["name"] == self.name and type(msg["fn"]) is TableCategorical:
+            msg["fn"] = ItemListenerTable(msg["fn"], *self.args)
 
 
 def _factory(fn: Callable[..., Any], kind: str, priors: Mapping[str, Any] | None,

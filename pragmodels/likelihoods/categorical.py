@@ -158,8 +158,8 @@ class TableCategorical(dist.Distribution):
     """
 
     arg_constraints: dict[str, Any] = {}
-    pytree_data_fields = ("table", "rows")
-    pytree_aux_fields = ("axis",)
+    pytree_data_fields: tuple[str, ...] = ("table", "rows")
+    pytree_aux_fields: tuple[str, ...] = ("axis",)
 
     def __init__(self, table: ArrayLike, rows: tuple[ArrayLike, ...], axis: int, *,
                  validate_args: bool | None = None):
@@ -205,7 +205,9 @@ class TableCounts(dist.Distribution):
     (the per-trial gather's gradient is a scatter-add of per-trial values, about as costly as
     the whole listener on a CPU: ``benchmarks/fit_overhead.py --gradient``). Cells with no trial
     contribute 0, also where ``table`` is ``-inf``. ``weights`` (``[trial]``, e.g. a padding
-    mask) default to 1.
+    mask) default to 1. A :class:`TableCategorical` subclass that knows a cheaper form of
+    ``Σ counts · table`` defines ``counts_log_prob(counts)`` and it is used instead (the per-item
+    listener's sufficient statistics, :func:`pragmodels.rsa_models.rsa_listener_by_item`).
     """
 
     arg_constraints: dict[str, Any] = {}
@@ -225,6 +227,9 @@ class TableCounts(dist.Distribution):
         w = (jnp.ones(self.base.batch_shape, table.dtype) if self.weights is None
              else jnp.broadcast_to(self.weights, self.base.batch_shape).astype(table.dtype))
         counts = jnp.zeros(table.shape, table.dtype).at[self.base.index(value)].add(w)
+        shortcut = getattr(self.base, "counts_log_prob", None)
+        if shortcut is not None:
+            return shortcut(counts)
         seen = counts > 0
         return jnp.sum(jnp.where(seen, counts * jnp.where(seen, table, 0.0), 0.0))
 
