@@ -67,7 +67,7 @@ def test_lapse_mixture_and_model_shapes():
             "letter": ["beta", "lapse"]}
     for name, model in listeners.MODELS.items():
         info = pm.inspect_model(model, {"fit": z, "prior": z, "letter": z, "consensus": np.zeros(4, np.int32)})
-        assert info.latent == want[name] and info.observed == ["consensus"] and not info.undeclared
+        assert info.latent == want[name] and info.observed == ["selection", "consensus"] and not info.undeclared
     with pytest.raises(ValueError, match=r"\[item, 5\]"):
         listeners.rsa_model(np.zeros((4, 4)), np.zeros((4, 4)), np.zeros((4, 4)))
     with pytest.raises(ValueError, match="consensus must be"):
@@ -86,12 +86,43 @@ def test_listener_log_probs_is_the_models_observation():
         listeners.listener_log_probs("x", params, data["fit"], data["prior"], data["letter"])
 
 
+def test_the_selection_rate_enters_the_likelihood():
+    """Issue 37 item 15: the likelihood conditioned on consensus alone said nothing of the 80.8% of
+    presented items that reached it. With every item's P(E) = p, the selection's log-likelihood is
+    n log p + n (1 - r) / r log(1 - p), largest at p = r; rate None gives 0."""
+    n, r = 10, listeners.SELECTION_RATE
+
+    def log_p_for(pe):  # one option with P(E_j) = pe, the others (near) none
+        q = float(next(x for x in np.linspace(0.3, 1.0, 20001) if x ** 4 * (5 - 4 * x) >= pe))
+        row = np.full(5, (1 - q) / 4)
+        row[0] = q
+        return np.log(np.tile(row, (n, 1)))
+
+    grid = np.linspace(0.5, 0.99, 50)
+    vals = [float(listeners.selection_log_lik(log_p_for(pe), np.zeros(n, np.int32))) for pe in grid]
+    assert abs(grid[int(np.argmax(vals))] - r) < 0.02  # the grid's step is 0.01, q's 3.5e-5
+    assert float(listeners.selection_log_lik(log_p_for(0.6), np.zeros(n, np.int32), None)) == 0.0
+    with pytest.raises(ValueError, match=r"rate = 1.5; expected a share"):
+        listeners.selection_log_lik(log_p_for(0.6), np.zeros(n, np.int32), 1.5)
+    # the models carry it as a factor, and log_likelihood adds it to the conditional part
+    z = np.random.default_rng(0).normal(-2, 1, (n, 5)).astype(np.float32)
+    data = {"fit": z, "prior": z, "letter": z, "consensus": np.zeros(n, np.int32)}
+    tr = __import__("numpyro").handlers.trace(__import__("numpyro").handlers.seed(listeners.rsa_model, 0)).get_trace(**data)
+    assert "selection" in tr
+    params = {"alpha": 1.0, "w": 1.0, "lapse": 0.1, "cost": 0.0}
+    both, cond = (float(listeners.log_likelihood("rsa", params, data, rate)) for rate in (r, None))
+    lp = np.asarray(listeners.listener_log_probs("rsa", params, z, z, z))
+    assert both - cond == pytest.approx(float(listeners.selection_log_lik(lp, data["consensus"])), rel=1e-5)
+
+
 @pytest.mark.slow
-def test_rsa_parameters_are_recovered_from_data_of_the_real_size():
+def test_rsa_parameters_are_recovered_from_data_of_the_real_size(monkeypatch):
     """231 items simulated from known parameters (LM scores drawn like SmolLM2's: mean per-token
     log-probabilities around -3.5, SD 0.6 across options), cost fixed at 0 as in the model. Each
     parameter's 94% interval must hold the truth (a 6% miss rate each, at a fixed seed), and
-    alpha's must exclude 1 (the data say how rational, not only that the model fits)."""
+    alpha's must exclude 1 (the data say how rational, not only that the model fits). The items are
+    simulated as all kept, so the fit leaves the selection out (``SELECTION_RATE = None``)."""
+    monkeypatch.setattr(listeners, "SELECTION_RATE", None)
     rng = np.random.default_rng(5)
     n = 231
     fit = rng.normal(-3.5, 0.6, (n, 5)).astype(np.float32)

@@ -64,4 +64,65 @@ def test_the_committed_outputs_record_the_lms_the_config_names():
 
     cfg = Config.model_validate(json.loads((ROOT / "fits" / "implicature.json").read_text()))
     found = check_identities(cfg.lms)
-    assert set(found["smollm2"]) == {"score", "sample", "interpretations"}
+    assert set(found["smollm2"]) == {"score", "sample", "interpretations", "literal"}
+    assert set(found["gemma3"]) == {"score", "interpretations", "literal"}
+
+
+def test_the_literal_l0_is_fitted_and_the_lm_pragmatic_scores_kept_as_a_named_baseline():
+    """Issue 37 item 13: L0 came from "what they mean" scores, so RSA counted pragmatics twice."""
+    import numpy as np
+
+    from models.implicature import listeners
+    from models.implicature.study import model_variants
+
+    z = {k: np.full((3, 5), v, np.float32) for k, v in (("fit", 1.0), ("prior", 2.0), ("letter", 3.0))}
+    z["consensus"] = np.zeros(3, np.int32)
+    v = model_variants({**z, "literal": np.full((3, 5), 9.0, np.float32)})
+    assert set(v) == {"rsa", "literal", "prior", "letter", "rsa_cost", "rsa_lm_pragmatic", "literal_lm_pragmatic"}
+    assert v["rsa"][1]["fit"][0, 0] == 9.0 and v["rsa_cost"][1]["fit"][0, 0] == 9.0
+    assert v["rsa_lm_pragmatic"][1]["fit"][0, 0] == 1.0 and v["literal_lm_pragmatic"][0] == "literal"
+    assert v["rsa_cost"][2] == {"cost": listeners.COST_PRIOR} and v["rsa"][2] is None
+    assert "literal" not in v["rsa"][1]  # the models take fit, prior, letter, consensus only
+    assert set(model_variants(z)) == {"rsa", "literal", "prior", "letter", "rsa_cost"}
+
+
+def test_the_over_specification_sentence_says_consistent_with_beside_a_lexical_overlap_control():
+    """Issue 37 item 15: the report said the context prior's lean was "in line with" over-specification,
+    with no control for the words an option shares with its context."""
+    import numpy as np
+
+    from models.implicature import prompts
+    from models.implicature.study import _findings, interpretation_table, lexical_overlap
+
+    items = pd.DataFrame({"question": ["q"] * 4, "context": ["the red car is here"] * 4,
+                          **{f"option_{L}": ["a b"] * 4 for L in prompts.LETTERS},
+                          "consensus": ["A"] * 4, "implied_letter": ["B"] * 4, "item_id": list("wxyz")})
+    items["option_B"] = "the red car"
+    jac = lexical_overlap(items)
+    assert jac[0, 1] == 3 / 5 and jac[0, 0] == 0.0
+    lp = np.tile([-5.0, -1.0, -5.0, -5.0, -5.0], (4, 1))
+    interp = pd.DataFrame([{"kind": k, "item_id": i, **{f"logp_{L}": lp[0, j] for j, L in enumerate(prompts.LETTERS)}}
+                           for i in "wxyz" for k in ("fit", "prior")])
+    table = interpretation_table("m", interp, items, n_boot=200, seed=0)
+    ov = table[table["scores"] == "lexical overlap"].set_index("label")["mean"]
+    assert ov["generated label"] == 1.0 and ov["consensus"] == 0.0
+    table["lo"] = table["lo"].where(table["label"] != "generated minus consensus (paired)", 0.5)
+    acc = pd.DataFrame({"reading": ["scored letters"], "condition": ["vanilla"], "n_item": [4], "mean": [0.25],
+                        "lo": [0.0], "hi": [0.75]})
+    text = _findings(acc, table)
+    assert "consistent with the paper's finding" in text and "in line with" not in text
+    assert "Control, no LM: the option sharing the most words with the context" in text
+    assert "so word overlap alone leans the same way" in text
+
+
+def test_the_cost_is_reported_as_not_identified_where_its_profile_is_flat():
+    """Issue 37 item 14: the cost was fixed at 0 with no evidence on whether the data could say more."""
+    from models.implicature.study import cost_sentence
+
+    base = {"mean": 1.0, "lo": -4.0, "hi": 6.0, "sd_ratio": 0.9, "p_positive": 0.6, "profile_max_cost": 3.0,
+            "profile_max_log_lik": -300.0, "grid": [-6.0, 10.0]}
+    flat = cost_sentence({**base, "drop_low": 0.4, "drop_high": 0.1})
+    assert "bounded on neither side" in flat and "do not identify it" in flat
+    assert "bounded only below" in cost_sentence({**base, "drop_low": 3.0, "drop_high": 0.1})
+    sharp = cost_sentence({**base, "drop_low": 3.0, "drop_high": 2.5})
+    assert "bounded on both sides" in sharp and "do not identify" not in sharp
