@@ -306,7 +306,8 @@ def write_manifest(table: str | Path, identity: str, **extra: Any) -> Path:
     """
     from pragmodels.version import __version__
 
-    body = {"lm_identity": identity, "prompt_version": prompts.PROMPT_VERSION, **extra,
+    version = prompts.LITERAL_VERSION if extra.get("pass_") == "literal" else prompts.PROMPT_VERSION
+    body = {"lm_identity": identity, "prompt_version": version, **extra,
             "pragmodels_version": __version__, "written": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     path = manifest_of(table)
     return atomic_write(path, lambda tmp: Path(tmp).write_text(json.dumps(body, indent=1) + "\n"))

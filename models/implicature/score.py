@@ -20,6 +20,7 @@ printed; ``--dry-run`` prints only that.
 from __future__ import annotations
 
 import argparse
+import time
 from pathlib import Path
 
 from models.implicature import generate, lm_outputs, prompts
@@ -66,6 +67,7 @@ def score_lm(argv: list[str] | None = None) -> int:
     lm = open_lm_from_arguments(ap, args, n_ctx=2048)
     out = Path(args.out)
     for pass_ in args.passes:
+        t0 = time.monotonic()
         path = out / f"{args.lm}_{pass_}.csv"
         rows: list[dict] = []
 
@@ -95,7 +97,8 @@ def score_lm(argv: list[str] | None = None) -> int:
             lm_outputs.sample_answers(lm, sub, lm_name=args.lm, conditions=args.conditions, n_draws=N_DRAWS, seed=SEED,
                               on_row=keep, progress=bar)
         lm_outputs.save_rows(rows, path)
-        lm_outputs.write_manifest(path, lm.identity, pass_=pass_)
+        lm_outputs.write_manifest(path, lm.identity, pass_=pass_, rows=len(rows), wall_s=round(time.monotonic() - t0, 1),
+                                  wall_note="this call's wall time (a resumed call's answers from the cache cost ~0)")
         print(f"{path}: {len(rows)} rows (done)", flush=True)
     return 0
 

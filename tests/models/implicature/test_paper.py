@@ -75,6 +75,8 @@ def test_one_command_estimates_first_resumes_after_a_kill_and_fits(scripted, tmp
     lit = lm_outputs.load_outputs(folder / "lm_outputs" / "s_literal.csv", kind="literal")
     assert len(lit) == 3 and set(lit["prompt_version"]) == {prompts.LITERAL_VERSION}
     assert lm_outputs.recorded_identity(folder / "lm_outputs" / "s_literal.csv") == IDENTITY
+    manifest = json.loads(lm_outputs.manifest_of(folder / "lm_outputs" / "s_literal.csv").read_text())
+    assert manifest["prompt_version"] == prompts.LITERAL_VERSION and manifest["rows"] == 3 and manifest["wall_s"] >= 0
     (config, kw), = runs
     cfg = json.loads(config.read_text())
     assert list(cfg["lms"]) == ["s"] and cfg["lms"]["s"]["outputs"] == str((folder / "lm_outputs").resolve())
