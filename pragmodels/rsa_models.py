@@ -28,6 +28,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.custom_derivatives import SymbolicZero
 from jax.typing import ArrayLike
 from numpyro.primitives import Messenger
 
@@ -264,18 +265,61 @@ def item_listener_counts_log_lik(counts: jax.Array, log_semantics: ArrayLike, al
     gap = jnp.sum(jnp.where(seen, counts * jnp.where(seen, d, 0.0), 0.0), axis=(0, 1))  # Σ counts · d
     const = (jnp.sum(jnp.where(seen, counts * jnp.where(seen, lp, 0.0), 0.0), axis=(0, 1))
              - jnp.sum(jnp.where(n > 0, n * lp_ref, 0.0), axis=(0, 1)))
-    a = jnp.asarray(alpha)
+    dd = jnp.where(ok, ds - dmax, 0.0)
+    lpd = jnp.where(ok, lp - lp_ref, 0.0)
+    data = (ok, ds, dd, lpd, dmax, gap, const, m, n)
+    return jnp.sum(_items_log_lik(jnp.asarray(alpha, d.dtype), data))
+
+
+def _items_value_and_slope(a: jax.Array, data: tuple[jax.Array, ...]) -> tuple[jax.Array, jax.Array]:
+    """Per-item ``Σ counts · log L1`` ``[item]`` and its derivative in ``alpha`` (each item's depends on
+    its own alpha only), in one forward pass: the exponentials' shifts make ``z >= 1`` and ``w > 0``."""
+    ok, ds, dd, lpd, dmax, gap, const, m, n = data
     e = jnp.where(ok, jnp.exp(a * ds), 0.0)  # exp(alpha d) <= 1, = 1 at each state's best utterance
     z = jnp.sum(e, axis=0, keepdims=True)  # [1, state, item], >= 1 where a state has a true utterance
     z_ok = z > 0
-    log_z = jnp.where(z_ok, jnp.log(jnp.where(z_ok, z, 1.0)), 0.0)
-    t = jnp.where(ok, jnp.exp(a * jnp.where(ok, ds - dmax, 0.0) - log_z + jnp.where(ok, lp - lp_ref, 0.0)), 0.0)
+    z1 = jnp.where(z_ok, z, 1.0)
+    log_z = jnp.where(z_ok, jnp.log(z1), 0.0)
+    dlog_z = jnp.sum(e * ds, axis=0, keepdims=True) / z1  # d log z / d alpha: the speaker's mean gap
+    t = jnp.where(ok, jnp.exp(a * dd - log_z + lpd), 0.0)
     w = jnp.sum(t, axis=1, keepdims=True)  # [utterance, 1, item]
     w_ok = w > 0
-    log_w = jnp.where(w_ok, jnp.log(jnp.where(w_ok, w, 1.0)), 0.0)
-    per_item = (a * gap + const - jnp.sum(jnp.where(m > 0, m * log_z[0], 0.0), axis=0)
-                - jnp.sum(jnp.where(n > 0, n * (a * dmax + log_w), 0.0), axis=(0, 1)))
-    return jnp.sum(per_item)
+    w1 = jnp.where(w_ok, w, 1.0)
+    log_w = jnp.where(w_ok, jnp.log(w1), 0.0)
+    dlog_w = jnp.sum(t * (dd - dlog_z), axis=1, keepdims=True) / w1
+    has_m, has_n = m > 0, n > 0
+    value = (a * gap + const - jnp.sum(jnp.where(has_m, m * log_z[0], 0.0), axis=0)
+             - jnp.sum(jnp.where(has_n, n * (a * dmax + log_w), 0.0), axis=(0, 1)))
+    slope = (gap - jnp.sum(jnp.where(has_m, m * dlog_z[0], 0.0), axis=0)
+             - jnp.sum(jnp.where(has_n, n * (dmax + dlog_w), 0.0), axis=(0, 1)))
+    return value, slope
+
+
+@jax.custom_jvp
+def _items_log_lik(a: jax.Array, data: tuple[jax.Array, ...]) -> jax.Array:
+    """``[item]`` log-likelihoods; differentiated in alpha by the closed-form slope (forward mode:
+    no reverse pass over ``[utterance, state, item]``), in the data by ordinary AD."""
+    return _items_value_and_slope(a, data)[0]
+
+
+def _items_log_lik_jvp(primals: tuple[Any, ...], tangents: tuple[Any, ...]) -> tuple[jax.Array, jax.Array]:
+    a, data = primals
+    t_a, t_data = tangents
+    if any(not isinstance(t, SymbolicZero) for t in jax.tree.leaves(t_data, is_leaf=lambda x: isinstance(x, SymbolicZero))):
+        # the semantics (or counts) are perturbed too: plain AD through the same closed form
+        t_a = jnp.zeros_like(a) if isinstance(t_a, SymbolicZero) else t_a
+        t_data = jax.tree.map(lambda t, x: jnp.zeros_like(x) if isinstance(t, SymbolicZero) else t, t_data, data,
+                              is_leaf=lambda x: isinstance(x, SymbolicZero))
+        t_data = tuple(jnp.zeros(jnp.shape(x), jax.dtypes.float0) if jnp.issubdtype(jnp.asarray(x).dtype, jnp.bool_)
+                       else t for t, x in zip(t_data, data, strict=True))
+        return jax.jvp(lambda a, d: _items_value_and_slope(a, d)[0], (a, data), (t_a, t_data))
+    value, slope = _items_value_and_slope(a, data)
+    if isinstance(t_a, SymbolicZero):
+        return value, jnp.zeros_like(value)
+    return value, slope * t_a
+
+
+_items_log_lik.defjvp(_items_log_lik_jvp, symbolic_zeros=True)
 
 
 class ItemListenerTable(TableCategorical):
