@@ -250,8 +250,8 @@ def test_wavelength_study_quick(tmp_path):
     t = out / "tables"
     summary = json.loads((out / "summary.json").read_text())["lms"]["smollm2"]
     fits = {p.stem for p in (out / "posteriors").glob("*.nc")}
-    assert {"smollm2_uniform", "smollm2_literal", "smollm2_lm_rsa", "smollm2_lm_rsa_cost",
-            "smollm2_lm_rsa_by_item"} <= fits
+    assert {"smollm2_uniform", "smollm2_literal", "smollm2_lm_rsa", "smollm2_lm_rsa_cost", "smollm2_location",
+            "smollm2_lm_location", "smollm2_lm_rsa_fresh", "smollm2_lm_location_fresh"} <= fits
     assert ("smollm2_appendix_c" in fits) == summary["appendix_c"]
     metrics = pd.read_csv(t / "metrics.csv")
     assert {"Humans", "LM direct (L0)", "LM-RSA, alpha = 1", "fitted lm_rsa"} <= set(metrics.method)
@@ -272,7 +272,7 @@ def test_wavelength_study_quick(tmp_path):
         assert prod["p_target"].between(0, 1).all() and (prod["items"] == summary["n_production"]).all()
         assert "## Production" in report
     figures = sorted(p.name for p in (out / "figures").iterdir())
-    assert figures == sorted(["forest_alpha_beta.png", "items_smollm2.png", "loo_smollm2_all.png"]
+    assert figures == sorted(["forest_alpha_beta.png", "items_smollm2.png", "loo_smollm2_all.png", "loo_smollm2_fresh.png"]
                              + (["loo_smollm2_speaker-pass.png"] if 0 < summary["n_speaker"] < 6 else []))
 
 

@@ -26,11 +26,15 @@ class Config(StudyConfig):
                                                 "models.wavelength.score)")
     quick_items: int = Field(12, ge=2, description="items fitted in quick mode (the first scored ones)")
     cv_folds: int = Field(5, ge=2, description="folds of the item cross-validation (full mode)")
-    cv: bool = Field(True, description="run the item cross-validation with the LM-prior model (full mode)")
+    cv: bool = Field(True, description="run the item cross-validation of the flat models, the no-LM location "
+                                       "control and the LM-prior location model (full mode)")
+    fresh_refit: bool = Field(True, description="refit the baseline, LM-RSA and the location models on each item's "
+                                                "25 fresh guesses (after the 15 the clue was chosen by), for the LMs "
+                                                "of cv_lms (every mode)")
     cv_lms: list[str] | None = Field(None, description="the LMs to cross-validate (default: all of lms)")
     cv_sampler: SamplerSettings | None = Field(None, description="NUTS settings of the cross-validation fits "
                                                                  "(default: the full settings with 2 chains)")
-    by_item_sampler: SamplerSettings | None = Field(None, description="NUTS settings of the per-item (hierarchical) "
+    by_item_sampler: SamplerSettings | None = Field(None, description="NUTS settings of the per-item (location) "
                                                                       "fits in full mode (default: the full settings)")
     n_draws: int = Field(400, ge=10, description="posterior draws for the metrics and checks")
     grid_items: int = Field(12, ge=1, description="items in the figure's grid")

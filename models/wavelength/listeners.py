@@ -757,7 +757,8 @@ def cross_validate(rng_key: int, models: Mapping[str, Callable[..., Any]], data:
     Returns ``{"folds": [test items per fold], "elpd": {model: [item]}, "mc_se": {model:
     [item]}, "total": {model: Σ elpd}, "diff_se": {model: standard error of its total minus
     the best model's total}, "diagnostics": {model: the worst fold's max_rhat, min_ess_bulk,
-    min_ess_tail and the divergences summed over folds}}`` (the paired standard error over items).
+    min_ess_tail over the global sites and the divergences summed over folds}}`` (the paired
+    standard error over items).
 
     Shapes: ``data`` as the models' -> ``elpd[model] [item]``.
     """
@@ -782,10 +783,19 @@ def cross_validate(rng_key: int, models: Mapping[str, Callable[..., Any]], data:
 
 
 def _worst_fold(acc: dict[str, float], tree: Any) -> None:
-    """Fold one fit's convergence into ``acc``: the worst r_hat and ESS so far, divergences summed."""
+    """Fold one fit's convergence into ``acc``: the worst r_hat and ESS so far, divergences summed.
+
+    Over the global sites only (no ``item`` axis): the held-out items are scored with those and
+    fresh prior draws of their own, so the training items' own sites do not enter the CV's elpd.
+    """
+    import xarray as xr
+
     from pragmodels.inference.diagnostics import diagnose
 
-    d = diagnose(tree, emit=False)
+    post = tree["posterior"].to_dataset()
+    post = post[[v for v in post.data_vars if "item" not in post[v].dims]]
+    d = diagnose(xr.DataTree.from_dict({"posterior": post, "sample_stats": tree["sample_stats"].to_dataset()}),
+                 emit=False)
     acc["max_rhat"] = max(acc.get("max_rhat", -np.inf), float(d.max_rhat))
     acc["min_ess_bulk"] = min(acc.get("min_ess_bulk", np.inf), float(d.min_ess_bulk))
     acc["min_ess_tail"] = min(acc.get("min_ess_tail", np.inf), float(d.min_ess_tail))
