@@ -168,6 +168,66 @@ def time_size(n_items: int, args) -> dict:
     return row
 
 
+# ----------------------------------------------------------------------------- count tables
+
+
+def time_count_table(n_items: int, args) -> list[dict]:
+    """The count table ``[utterance, state, item]`` of N items x ``per_item`` trials built three ways
+    (scatter-add, ``segment_sum``, one-hot matmul in item-major layout: jax issues #38806 and #39959
+    report scatter-add and ``segment_sum`` regressions on GPUs), and the likelihood's gradient with
+    respect to the listener table through a per-trial gather (its VJP is a scatter-add) or through the
+    dense count table (no scatter). Median ms of ``--grad-repeats`` jitted calls; every form is checked
+    against the scatter's table (and gradient) first."""
+    data, _ = scale_listener_by_item(0, n_items=n_items, n_per_item=args.per_item, n_states=args.states)
+    n_u, n_s = np.shape(data["log_semantics"])
+    item, utt, ch = (jnp.asarray(data[k], jnp.int32) for k in ("item", "utterance", "choice"))
+    if not bool(jnp.all(item.reshape(n_items, args.per_item) == jnp.arange(n_items)[:, None])):
+        raise RuntimeError("time_count_table: the item-major one-hot form needs the trials grouped by item")
+    cells = n_u * n_s * n_items
+    flat = (utt * n_s + ch) * n_items + item  # [utterance, state, item], item fastest
+    local = (utt * n_s + ch).reshape(n_items, args.per_item)  # cell within its item, item-major
+
+    def scatter(flat, local):
+        return jnp.zeros(cells, jnp.float32).at[flat].add(1.0).reshape(n_u, n_s, n_items)
+
+    def segment(flat, local):
+        return jax.ops.segment_sum(jnp.ones(flat.shape, jnp.float32), flat, num_segments=cells).reshape(n_u, n_s, n_items)
+
+    def one_hot(flat, local):
+        oh = jax.nn.one_hot(local, n_u * n_s, dtype=jnp.float32)  # [item, trial, cell]
+        per_item = jnp.einsum("t,itc->ic", jnp.ones(args.per_item, jnp.float32), oh)  # a batched matvec
+        return per_item.T.reshape(n_u, n_s, n_items)
+
+    table = jnp.asarray(np.random.default_rng(0).normal(size=(n_u, n_s, n_items)), jnp.float32)
+    counts = scatter(flat, local)
+
+    def gather_lik(t, flat):  # data passed as arguments (as the sampler passes them), not folded constants
+        return jnp.square(t).reshape(-1)[flat].sum()
+
+    def dense_lik(t, counts):
+        return jnp.sum(counts * jnp.square(t))
+
+    forms = {"count table: scatter-add": (jax.jit(scatter), (flat, local)),
+             "count table: segment_sum": (jax.jit(segment), (flat, local)),
+             "count table: one-hot matmul (item-major)": (jax.jit(one_hot), (flat, local)),
+             "gradient: per-trial gather (scatter-add VJP)": (jax.jit(jax.grad(gather_lik)), (table, flat)),
+             "gradient: dense count table": (jax.jit(jax.grad(dense_lik)), (table, counts))}
+    rows = []
+    for label, (fn, a) in forms.items():
+        out = jax.block_until_ready(fn(*a))  # compile, and check against the scatter's table (or gradient)
+        want = counts if label.startswith("count") else 2 * counts * table
+        if not np.allclose(np.asarray(out), np.asarray(want), rtol=1e-5, atol=1e-5):
+            raise RuntimeError(f"{label}: differs from the scatter-add count table (or its gradient)")
+        ts = []
+        for _ in range(args.grad_repeats):
+            t0 = time.perf_counter()
+            jax.block_until_ready(fn(*a))
+            ts.append(time.perf_counter() - t0)
+        rows.append(dict(items=n_items, trials=n_items * args.per_item, cells=cells, form=label,
+                         median_ms=1e3 * float(np.median(ts)), min_ms=1e3 * float(np.min(ts))))
+    return rows
+
+
 # ----------------------------------------------------------------------------- batched fits
 
 
@@ -378,7 +438,7 @@ def machine_line() -> str:
             f"pragmodels {pm.__version__}")
 
 
-def render(section: str, title: str, args, sizes_rows, batched_rows, notes) -> str:
+def render(section: str, title: str, args, sizes_rows, batched_rows, notes, count_rows=()) -> str:
     lines = [f"<!-- BEGIN section:{section} -->", f"## {title}", "",
              f"Machine: {machine_line()}. `{shlex.join(['hierarchical.py'] + args.argv)}`", "",
              f"{args.chains} chains (warm-up and draws per chain in the columns), "
@@ -394,6 +454,13 @@ def render(section: str, title: str, args, sizes_rows, batched_rows, notes) -> s
                   "`dataset`-stacked model written in the script (same posteriors, checked by potential "
                   "energy, but one step size, mass matrix and tree for all data sets).",
                   "", md_table(batched_rows, BATCHED_COLS), ""]
+    if count_rows:
+        lines += ["Count table (`time_count_table`): built by scatter-add, `segment_sum` or a one-hot matmul "
+                  "(item-major), and the likelihood's gradient in the listener table through a per-trial gather "
+                  "(a scatter-add VJP) or the dense count table. The sampler's potential builds the count "
+                  "table from data only, so XLA hoists it out of the NUTS loops (checked on the CPU: one "
+                  "scatter, in the entry computation); the gradient it differentiates has no scatter.",
+                  "", md_table(list(count_rows), ["items", "trials", "cells", "form", "median_ms", "min_ms"]), ""]
     lines += [f"- {n}" for n in notes]
     lines += [f"<!-- END section:{section} -->"]
     return "\n".join(lines) + "\n"
@@ -484,6 +551,7 @@ def main(argv=None):
     ap.add_argument("--batched-warmup", type=int, default=None, help="(default --warmup)")
     ap.add_argument("--batched-samples", type=int, default=None, help="(default --samples)")
     ap.add_argument("--no-batched", action="store_true")
+    ap.add_argument("--no-count-table", action="store_true", help="skip the count-table comparison")
     ap.add_argument("--batched-modes", default=",".join(MODES),
                     help=f"which fits of the batched comparison to run (comma-separated of {','.join(MODES)})")
     ap.add_argument("--append", action="store_true",
@@ -533,25 +601,27 @@ def main(argv=None):
                    ([f"batched {[r.get('mode') for r in batched_rows]}"] if batched_rows else [])
             notes.append(f"Rows kept from an earlier run (`--append`): {'; '.join(kept)}.")
     new_sizes: list[dict] = []
+    count_rows: list[dict] = []
 
     def all_sizes():
         return sorted(old_sizes + new_sizes, key=lambda r: r.get("items", 0))
 
     def flush():
         sizes_rows = all_sizes()
-        text = render(section, title, args, sizes_rows, batched_rows, notes)
+        text = render(section, title, args, sizes_rows, batched_rows, notes, count_rows)
         if args.results:
             results = Path(args.results)
             results.parent.mkdir(parents=True, exist_ok=True)
             write_section(results, section, text)
             write_csv(results.with_suffix(".csv"), section,
-                      [{"table": "sizes", **r} for r in sizes_rows] + [{"table": "batched", **r} for r in batched_rows])
+                      [{"table": "sizes", **r} for r in sizes_rows] + [{"table": "batched", **r} for r in batched_rows]
+                      + [{"table": "count_table", **r} for r in count_rows])
         if args.out:
             args.out.mkdir(parents=True, exist_ok=True)
             (args.out / f"gpu_{section}.md").write_text(text)
             write_csv(args.out / f"gpu_{section}.csv", section,
-                      [{"table": "sizes", **r} for r in sizes_rows] + [{"table": "batched", **r} for r in batched_rows],
-                      replace=False)
+                      [{"table": "sizes", **r} for r in sizes_rows] + [{"table": "batched", **r} for r in batched_rows]
+                      + [{"table": "count_table", **r} for r in count_rows], replace=False)
             if args.results:  # the whole updated files too: copy them over benchmarks/results/ here
                 for f in (results, results.with_suffix(".csv")):
                     (args.out / f.name).write_text(f.read_text())
@@ -565,6 +635,12 @@ def main(argv=None):
             return True
         return False
 
+    if not args.no_count_table:  # cheap (seconds): before the fits, so that a budget cut keeps it
+        for n in sizes:
+            count_rows += time_count_table(n, args)
+            for r in count_rows[-5:]:
+                print(f"   count table {n} items: {r['form']}: {r['median_ms']:.3g} ms", flush=True)
+        flush()
     for n in sizes:
         if over_budget(f"size {n}"):
             continue
