@@ -28,6 +28,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax import lax
 from jax.custom_derivatives import SymbolicZero
 from jax.typing import ArrayLike
 from numpyro.primitives import Messenger
@@ -299,7 +300,32 @@ def _items_value_and_slope(a: jax.Array, data: tuple[jax.Array, ...]) -> tuple[j
 def _items_log_lik(a: jax.Array, data: tuple[jax.Array, ...]) -> jax.Array:
     """``[item]`` log-likelihoods; differentiated in alpha by the closed-form slope (forward mode:
     no reverse pass over ``[utterance, state, item]``), in the data by ordinary AD."""
-    return _items_value_and_slope(a, data)[0]
+    return _by_item_blocks(a, data)[0]
+
+
+#: items per block of :func:`_by_item_blocks`: 2 chains x 5 x 21 x 512 float32 arrays (0.4 MB)
+#: stay in a core's L2 cache (2 MB here) through the whole pass
+ITEM_BLOCK = 512
+
+
+def _by_item_blocks(a: jax.Array, data: tuple[jax.Array, ...]) -> tuple[jax.Array, jax.Array]:
+    """:func:`_items_value_and_slope` over equal blocks of at most ``ITEM_BLOCK`` items (``lax.map``):
+    each block's exponentials and sums run in cache rather than as whole-table passes through memory."""
+    n = a.shape[-1]
+    if n <= ITEM_BLOCK:
+        return _items_value_and_slope(a, data)
+    nb = -(-n // ITEM_BLOCK)
+    size = -(-n // nb)  # blocks of equal size <= ITEM_BLOCK: at most nb - 1 padded items
+    pad = nb * size - n
+
+    def blocks(x: jax.Array) -> jax.Array:  # [..., item] -> [block, ..., ITEM_BLOCK] (padded items: zeros)
+        if x.shape[-1] == 1:  # shared across items (the semantics' constants)
+            return jnp.broadcast_to(x, (nb,) + x.shape)
+        x = jnp.pad(x, [(0, 0)] * (x.ndim - 1) + [(0, pad)])
+        return jnp.moveaxis(x.reshape(x.shape[:-1] + (nb, size)), -2, 0)
+
+    value, slope = lax.map(lambda b: _items_value_and_slope(b[0], b[1]), (blocks(a), tuple(blocks(x) for x in data)))
+    return value.reshape(-1)[:n], slope.reshape(-1)[:n]
 
 
 def _items_log_lik_jvp(primals: tuple[Any, ...], tangents: tuple[Any, ...]) -> tuple[jax.Array, jax.Array]:
@@ -313,7 +339,7 @@ def _items_log_lik_jvp(primals: tuple[Any, ...], tangents: tuple[Any, ...]) -> t
         t_data = tuple(jnp.zeros(jnp.shape(x), jax.dtypes.float0) if jnp.issubdtype(jnp.asarray(x).dtype, jnp.bool_)
                        else t for t, x in zip(t_data, data, strict=True))
         return jax.jvp(lambda a, d: _items_value_and_slope(a, d)[0], (a, data), (t_a, t_data))
-    value, slope = _items_value_and_slope(a, data)
+    value, slope = _by_item_blocks(a, data)
     if isinstance(t_a, SymbolicZero):
         return value, jnp.zeros_like(value)
     return value, slope * t_a

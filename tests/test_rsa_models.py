@@ -14,7 +14,7 @@ import pytest
 from numpyro import handlers
 from numpyro.infer.util import log_density, potential_energy
 
-from pragmodels import agents
+from pragmodels import agents, rsa_models
 from pragmodels.likelihoods.categorical import TableCategorical, TableCounts, tabulate_potential
 from pragmodels.params import with_priors
 from pragmodels.rsa_models import ItemListenerTable, hierarchical_listener_model, item_listener_counts_log_lik
@@ -37,8 +37,12 @@ def _case(seed: int, shared: bool, zeros: bool, n_u: int = 4, n_s: int = 7, n_i:
 @pytest.mark.parametrize("shared", [True, False])
 @pytest.mark.parametrize("zeros", [False, True])
 @pytest.mark.parametrize("prior", [None, "all", "top"])
-def test_sufficient_statistics_equal_the_listener_table_value_and_gradient(shared, zeros, prior):
-    """``item_listener_counts_log_lik`` is ``Σ counts · log L1`` of the agents' batched listener."""
+@pytest.mark.parametrize("block", [None, 4])
+def test_sufficient_statistics_equal_the_listener_table_value_and_gradient(shared, zeros, prior, block, monkeypatch):
+    """``item_listener_counts_log_lik`` is ``Σ counts · log L1`` of the agents' batched listener
+    (``block=4``: 9 items in 3 blocks of 4, the last one padded)."""
+    if block:
+        monkeypatch.setattr(rsa_models, "ITEM_BLOCK", block)
     sem, alpha, rng = _case(3 + 2 * shared + zeros, shared, zeros)
     log_prior = None if prior is None else jnp.log(jnp.asarray(rng.dirichlet(np.ones(sem.shape[1])), jnp.float32))
     prior_at = prior or "all"
