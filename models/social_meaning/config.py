@@ -74,6 +74,9 @@ class Config(StudyConfig):
         description="NUTS settings of the calibration refits (one batched run over all replicates)")
     motive_prior: Literal[MOTIVE_PRIORS] = Field("uniform", description="the RSA fits' motive prior "
                                                                        "(models/social_meaning/rsa.py)")
+    rater_nodes: int = Field(81, ge=21, le=401, description="trapezoidal nodes that integrate each rater's score out "
+                                                            "of the human fits' likelihood (models/social_meaning/"
+                                                            "rsa.py, RATER_NODES: the accuracy of fewer)")
     n_draws: int = Field(400, ge=1, description="posterior draws for the model-implied ESR and CDS")
     conditions: list[Annotated[tuple[Literal[LLMS], Literal[PROMPTS]], pydantic.Strict(False)]] | None = (
         Field(None, description="restrict the LLM fits to some [model, prompt] pairs (default: all 12)"))

@@ -196,14 +196,20 @@ def _random_effects(n_attr, n_scenarios, n_participants, noise=None, zeta_param=
     return zeta, param("sigma_participant", PRIORS_COMMON["sigma_participant"], dims={"attribute": n_attr})
 
 
-def _observe(table, cut, noise, condition, rating, lapse, sp, participant, n_participants, slots):
+#: trapezoidal nodes per rater of the rater likelihood (:func:`pragmodels.likelihoods.rater.quadrature`): its
+#: default, 81; the study config's ``rater_nodes`` may lower it (docs/studies/social_meaning.md, "Raters who saw one cell")
+RATER_NODES = 81
+
+
+def _observe(table, cut, noise, condition, rating, lapse, sp, participant, n_participants, slots, rater_nodes=RATER_NODES):
     """Ratings given the latent table ``table [scenario, context, form, attribute]`` (rating
     points), cutpoints ``cut [attribute, 6]`` and the noise scale.
 
     Without rater effects the ordinal probabilities are computed once per condition (144) and
     gathered per rating. With them (``sp``: the loadings ``ω_a``), each rater's one-factor score is
     integrated out (:func:`pragmodels.likelihoods.rater.likert_ratings_by_rater`): the observed
-    site is then the ``[participant, attribute]`` matrix, with one log-likelihood per rater."""
+    site is then the ``[participant, attribute]`` matrix, with one log-likelihood per rater, integrated
+    on ``rater_nodes`` trapezoidal nodes (:data:`RATER_NODES`)."""
     n_attr = cut.shape[0]
     scaled = table / noise  # noise [attribute]: the table's last axis
     if sp is None:
@@ -213,7 +219,7 @@ def _observe(table, cut, noise, condition, rating, lapse, sp, participant, n_par
     return likert_ratings_by_rater("rating", scaled.reshape(-1, n_attr), cut / noise[:, None], sp / noise, rating,
                                    rater=participant, cell=jnp.asarray(condition) // n_attr,
                                    item=jnp.asarray(condition) % n_attr, n_raters=n_participants, slots=slots, lapse=lapse,
-                                   dim="participant", item_dim="attribute")
+                                   dim="participant", item_dim="attribute", n_nodes=check_rater_nodes(rater_nodes))
 
 
 def condition_index(scenario, context, form, attribute, n_attributes: int = 6):
@@ -276,6 +282,15 @@ def check_effect_scale(effect_scale) -> str:
     return check_one_of("effect_scale", effect_scale, EFFECT_SCALES)
 
 
+def check_rater_nodes(rater_nodes) -> int:
+    """``rater_nodes`` if it is an integer from 21 to 401, else a ``ValueError`` naming it (at draws of
+    the human posterior, against 321 nodes, a rater's log-likelihood is missed by up to 1e-5 nats at 81
+    nodes, 6e-4 at 61, 0.026 at 41, 0.19 at 31 and 0.8 at 21)."""
+    if isinstance(rater_nodes, bool) or not isinstance(rater_nodes, (int, np.integer)) or not 21 <= rater_nodes <= 401:
+        raise ValueError(f"rater_nodes must be an integer from 21 to 401; got {rater_nodes!r}.")
+    return int(rater_nodes)
+
+
 def _effects(name, prior, dims, n_attributes, n_scenarios, n_participants, effect_scale, zeta_param="non-centred"):
     """The loadings (``name``: ``beta`` or ``b``), the cutpoints and the random effects, with the
     loadings and ``τ`` sampled in rating points (``effect_scale="rating"``; this order of sites
@@ -295,7 +310,7 @@ def _effects(name, prior, dims, n_attributes, n_scenarios, n_participants, effec
 def rsa_model(condition, rating=None, participant=None, *, n_scenarios: int = 6,
               n_attributes: int = 6, n_participants: int = 0, motive_prior: str = "uniform",
               link: str = "qud_fit", theta_param: str = "centred", effect_scale: str = "rating",
-              zeta_param: str = "non-centred", rater_slots=None):
+              zeta_param: str = "non-centred", rater_slots=None, rater_nodes: int = RATER_NODES):
     """The RSA social-meaning model (docs/studies/social_meaning.md). Data are per rating: ``condition
     [response]`` (:func:`condition_index` of scenario, context (0 low, 1 high), form (0 precise,
     1 approx) and attribute), ``rating [response]`` in 1..7, optional ``participant [response]``.
@@ -317,7 +332,10 @@ def rsa_model(condition, rating=None, participant=None, *, n_scenarios: int = 6,
 
     ``zeta_param``: the scenario effects ``ζ`` sampled ``"non-centred"`` (default; the human fits)
     or ``"centred"`` on their sum-to-zero contrasts (the LLM fits, whose ratings pin each effect).
-    Same posterior (docs/studies/social_meaning.md, "Scenario effects"); :func:`baseline_model` takes it too."""
+    Same posterior (docs/studies/social_meaning.md, "Scenario effects"); :func:`baseline_model` takes it too.
+
+    ``rater_nodes``: the trapezoidal nodes that integrate each rater's score out (with rater effects;
+    :data:`RATER_NODES`, and docs/studies/social_meaning.md, "Raters who saw one cell", for the accuracy of fewer)."""
     check_motive_prior(motive_prior)
     features = FEATURE_SETS[check_link(link)]
     centred = check_theta_param(theta_param) == "centred"
@@ -336,7 +354,8 @@ def rsa_model(condition, rating=None, participant=None, *, n_scenarios: int = 6,
     feats = link_features(alpha, cost, theta, psi, link)
     lapse = param("lapse", PRIORS_COMMON["lapse"])
     table = jnp.einsum("scuf,fa->scua", feats, beta) + level + zeta[:, None, None, :]
-    return _observe(table, cut, noise, condition, rating, lapse, sp, participant, n_participants, rater_slots)
+    return _observe(table, cut, noise, condition, rating, lapse, sp, participant, n_participants, rater_slots,
+                    rater_nodes)
 
 
 rsa_model.name = "social_meaning_rsa"
@@ -356,16 +375,17 @@ def baseline_linear_predictor(b, n_scenarios: int = 6) -> jax.Array:
 
 def baseline_model(condition, rating=None, participant=None, *, n_scenarios: int = 6,
                    n_attributes: int = 6, n_participants: int = 0, effect_scale: str = "rating",
-                   zeta_param: str = "non-centred", rater_slots=None):
+                   zeta_param: str = "non-centred", rater_slots=None, rater_nodes: int = RATER_NODES):
     """Non-pragmatic baseline: form, context and form x context effects per attribute, with the
     same ordinal likelihood, scenario effects and (``n_participants > 0``) rater scores integrated
-    out as :func:`rsa_model` (and its ``effect_scale``)."""
+    out as :func:`rsa_model` (and its ``effect_scale`` and ``rater_nodes``)."""
     dims = {"effect": 3, "attribute": n_attributes}
     b, cut, level, noise, zeta, sp = _effects("b", PRIORS_BASELINE["b"], dims, n_attributes, n_scenarios,
                                               n_participants, effect_scale, zeta_param)
     lapse = param("lapse", PRIORS_COMMON["lapse"])
     table = baseline_linear_predictor(b, n_scenarios) + level + zeta[:, None, None, :]
-    return _observe(table, cut, noise, condition, rating, lapse, sp, participant, n_participants, rater_slots)
+    return _observe(table, cut, noise, condition, rating, lapse, sp, participant, n_participants, rater_slots,
+                    rater_nodes)
 
 
 baseline_model.name = "social_meaning_baseline"

@@ -11,8 +11,10 @@ re-renders a finished run's report from its ``run.json``. Notes: ``docs/studies/
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
+import math
 import warnings
 from pathlib import Path
 
@@ -143,7 +145,7 @@ COORDS = {"attribute": list(datasets.ATTRIBUTES), "scenario": list(SCENARIOS),
 
 def fit_spec(name: str, kind: str, df: pd.DataFrame, participants: bool, seed: int, sampler: dict,
              motive_prior: str = "uniform", priors: dict | None = None, link: str = "qud_fit",
-             label: str | None = None, effect_scale: str = "rating") -> pm.FitSpec:
+             label: str | None = None, effect_scale: str = "rating", rater_nodes: int = rsa.RATER_NODES) -> pm.FitSpec:
     """A :class:`pragmodels.FitSpec` for the RSA (``kind="rsa"``, with ``motive_prior`` and ``link``) or the
     baseline model on a ratings frame (``participants``: with rater effects, i.e. the human data; a
     ``"human"`` entry of ``sampler`` then applies, :func:`split_sampler`; for an LLM fit, the
@@ -151,7 +153,8 @@ def fit_spec(name: str, kind: str, df: pd.DataFrame, participants: bool, seed: i
     model's default priors by parameter name (names the fitted model does not declare are left out,
     so one mapping serves the RSA and baseline fits, with and without raters); the fit records the
     priors it sampled. ``effect_scale`` (:func:`models.social_meaning.rsa.rsa_model`) is the default
-    parametrisation; a ``"fits"`` entry's ``effect_scale`` replaces it for that fit."""
+    parametrisation; a ``"fits"`` entry's ``effect_scale`` replaces it for that fit. ``rater_nodes``: the
+    quadrature of the rater likelihood (with ``participants``; :data:`models.social_meaning.rsa.RATER_NODES`)."""
     data = encode(df, participants)
     settings = split_sampler(sampler, label)[0 if participants else 1]  # "human" / "fits" entries apply
     effect_scale = settings.pop("effect_scale", effect_scale)  # a "fits" entry's parametrisation
@@ -169,6 +172,8 @@ def fit_spec(name: str, kind: str, df: pd.DataFrame, participants: bool, seed: i
         data["zeta_param"] = "centred"
     if rsa.check_effect_scale(effect_scale) != "rating":  # the default stays out of the data (and its hash)
         data["effect_scale"] = effect_scale
+    if participants and rsa.check_rater_nodes(rater_nodes) != rsa.RATER_NODES:  # likewise
+        data["rater_nodes"] = rater_nodes
     declared = pm.inspect_model(model, data)
     names = set(declared.priors) | set(declared.fixed) | {how["parameter"] for how in declared.scaled.values()}
     own = {k: v for k, v in (priors or {}).items() if k in names}
@@ -306,20 +311,22 @@ def sampler_words(sampler: dict) -> str:
 
 
 def fit_all(human, llm, seed: int, sampler: dict, progress: bool, motive_prior: str, conditions, stamp, log,
-            executor="sequential", new=None):
+            executor="sequential", new=None, rater_nodes: int = rsa.RATER_NODES):
     """The RSA model and the baseline fitted to the humans (compared by LOO), and the RSA model
     fitted to each LLM x prompt, all 14 through :func:`pragmodels.inference.fit_many` (``executor``:
     ``"sequential"``, ``"process"`` or a Dask ``Client``). Returns ``(trees, baseline,
     loo_compare)``; ``trees["human"]`` first, then ``trees["<model> <prompt>"]`` (the published
     LLMs', then those of the new LMs in ``new``, :func:`models.social_meaning.new_lms.read_checked`:
     fitted beside them, each with a seed of its own). A failed fit does not stop the others; the
-    study raises at the end, naming every failure."""
+    study raises at the end, naming every failure. ``rater_nodes``: the human fits' rater quadrature
+    (config ``rater_nodes``)."""
     rsa_label, motives_label, base_label = HUMAN_LABELS
     speaker = rsa.PRIORS_SPEAKER  # what no ratings identify, humans' or LLMs' (models/social_meaning/rsa.py)
-    specs = [fit_spec("human_rsa", "rsa", human, True, seed, sampler, motive_prior, speaker, label=rsa_label),
+    nodes = {"rater_nodes": rater_nodes}
+    specs = [fit_spec("human_rsa", "rsa", human, True, seed, sampler, motive_prior, speaker, label=rsa_label, **nodes),
              fit_spec("human_rsa_motives", "rsa", human, True, seed + 2, sampler, motive_prior, speaker,
-                      link="motives", label=motives_label),
-             fit_spec("human_baseline", "baseline", human, True, seed + 1, sampler, label=base_label)]
+                      link="motives", label=motives_label, **nodes),
+             fit_spec("human_baseline", "baseline", human, True, seed + 1, sampler, label=base_label, **nodes)]
     labels, invalid = {"human_rsa": "human", "human_rsa_motives": "motives", "human_baseline": "baseline"}, {}
     kinds = dict(human_rsa="rsa", human_rsa_motives="rsa_motives", human_baseline="baseline")
     wanted = None if conditions is None else set(map(tuple, conditions))
@@ -345,9 +352,10 @@ def fit_all(human, llm, seed: int, sampler: dict, progress: bool, motive_prior: 
         warnings.simplefilter("ignore", FitWarning)  # kept per fit in tree.attrs["warnings"]
         result = pm.fit_many(specs, executor=executor, progress=progress, log=stamp)
     result.raise_on_error()
+    outcomes = top_up(specs, result, executor, progress, stamp)
     trees = {}
-    for outcome in result:
-        tree = _annotate(result.trees[outcome.name], kinds[outcome.name], motive_prior, outcome.warnings)
+    for outcome in outcomes:
+        tree = _annotate(outcome.tree, kinds[outcome.name], motive_prior, outcome.warnings)
         if outcome.name in invalid:
             tree.attrs["n_invalid_excluded"] = invalid[outcome.name]
         log(f"{labels[outcome.name]}: " + diagnostics_line(tree))
@@ -358,6 +366,67 @@ def fit_all(human, llm, seed: int, sampler: dict, progress: bool, motive_prior: 
         warnings.simplefilter("ignore")
         cmp = pm.compare(human_models(trees, baseline))  # unrounded: the report rounds
     return trees, baseline, cmp
+
+
+#: the ESS standard (bulk and tail, every parameter: report.STANDARDS) that :func:`top_up` sizes draws to
+ESS_STANDARD = 400.0
+
+
+def _least_ess(outcome) -> float:
+    d = outcome.diagnostics
+    return min(float(d.get("min_ess_bulk", math.nan)), float(d.get("min_ess_tail", math.nan)))
+
+
+def _scale(outcome, standard: float, max_rhat: float, margin: float) -> float:
+    """How many times more draws a fit needs (1: none): ``margin x standard / ESS`` below the ESS
+    standard, at least 2 where r_hat exceeds ``max_rhat``."""
+    ess, rhat = _least_ess(outcome), float(outcome.diagnostics.get("max_rhat", math.nan))
+    by_ess = margin * standard / max(ess, 1.0) if ess < standard else 1.0
+    return max(by_ess, 2.0 if rhat > max_rhat else 1.0)
+
+
+def top_up(specs, result, executor, progress, stamp, standard: float = ESS_STANDARD, max_rhat: float = 1.01,
+           margin: float = 1.25, most: float = 4.0) -> list:
+    """Draws sized to the sampling standards: the outcomes of ``result`` in order, each fit whose least
+    bulk or tail ESS fell below ``standard`` or whose r_hat exceeds ``max_rhat`` replaced by a refit
+    (same seed and settings) with its draws per chain scaled by ``margin x standard / ESS`` (at least
+    2x for r_hat), at most ``most`` times (NaN: left for the diagnostics to fail). The config's draws
+    are sized from an earlier run's ESS per draw; this catches a run that falls short by chance. A
+    refit's tree records ``draws_resized`` (``{"from", "to", "ess", "max_rhat"}``) and its
+    ``wall_time_s`` includes the first fit's."""
+    outcomes = list(result)
+    by_name = {s.name: s for s in specs}
+    short = {o.name: o for o in outcomes if _scale(o, standard, max_rhat, margin) > 1.0}
+    if not short:
+        return [dataclasses.replace(o, tree=result.trees[o.name]) for o in outcomes]
+    again = []
+    for name, o in short.items():
+        spec = by_name[name]
+        n = int(spec.sampler.get("num_samples", 1000))
+        to = int(math.ceil(n * min(most, _scale(o, standard, max_rhat, margin))))
+        again.append(dataclasses.replace(spec, sampler={**spec.sampler, "num_samples": to}))
+        stamp(f"{name}: least ESS {_least_ess(o):.0f} (standard {standard:.0f}), max r_hat "
+              f"{o.diagnostics.get('max_rhat', math.nan):.3f} (standard {max_rhat}); sampled again with {to} draws "
+              f"per chain (was {n})")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FitWarning)
+        second = pm.fit_many(again, executor=executor, progress=progress, log=stamp)
+    second.raise_on_error()
+    redone = {o.name: o for o in second}
+    merged = []
+    for o in outcomes:
+        if o.name not in redone:
+            merged.append(dataclasses.replace(o, tree=result.trees[o.name]))
+            continue
+        r = redone[o.name]
+        tree = second.trees[o.name]
+        n = int(by_name[o.name].sampler.get("num_samples", 1000))
+        tree.attrs["draws_resized"] = json.dumps({"from": n, "to": int(tree.posterior.sizes["draw"]),
+                                                  "ess": round(_least_ess(o), 1),
+                                                  "max_rhat": round(float(o.diagnostics.get("max_rhat", math.nan)), 4)})
+        tree.attrs["wall_time_s"] = float(tree.attrs["wall_time_s"]) + float(result.trees[o.name].attrs["wall_time_s"])
+        merged.append(dataclasses.replace(r, tree=tree, wall_s=r.wall_s + o.wall_s))
+    return merged
 
 
 #: the three models of the human ratings compared by LOO (labels in ``loo_compare.csv``)
@@ -709,7 +778,7 @@ def run(config: dict, out_dir: Path, mode: str, progress: bool, record: Run) -> 
         new_lms.metrics_table(human, new).to_csv(tables / "lm_metrics.csv", index=False)
         new_lms.answer_table(new, lm_info).to_csv(tables / "lm_answers.csv", index=False)
     trees, baseline, cmp = fit_all(human, llm, seed, sampler, progress, motive_prior, conditions, stamp, log,
-                                   executor=executor, new=new)
+                                   executor=executor, new=new, rater_nodes=cfg.rater_nodes)
     cmp.to_csv(tables / "loo_compare.csv")
     contrasts(trees).to_csv(tables / "contrasts.csv", index=False)
 

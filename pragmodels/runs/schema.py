@@ -76,7 +76,11 @@ class SamplerSettings(Strict):
     max_tree_depth: int = Field(10, ge=1, le=30, description="maximum NUTS tree depth")
     dense_mass: bool | DenseMassBlocks = Field(False, description="dense mass matrix: true, or blocks of latent "
                                                                   "site names (each site in one block)")
-    init: Literal["median", "uniform", "optimize"] = Field("median", description="how chains are initialised")
+    init: Literal["median", "uniform", "optimize", "basins"] = Field(
+        "median", description="how chains are initialised ('basins': chains in every optimised basin within "
+                              "basin_nats of the best, combined by the basins' estimated masses)")
+    basin_nats: float = Field(10.0, gt=0, description="with init 'basins': how far below the best basin "
+                                                      "(nats of log density) a basin still gets chains")
     posterior_predictive: bool = Field(True, description="draw the posterior predictive")
     prior_predictive: int = Field(0, ge=0, description="number of prior predictive draws")
     strict: bool = Field(False, description="raise FitDiagnosticsError when the diagnostics fail")

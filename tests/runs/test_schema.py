@@ -12,6 +12,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+import pydantic
 import pytest
 
 from pragmodels import errors, rsa_models, runs, simulate
@@ -247,6 +248,19 @@ def test_sampler_settings_are_fits_arguments_with_fits_defaults():
     sig = _defaults(fit)
     fields = SamplerSettings.model_fields
     assert {k: f.default for k, f in fields.items()} == {k: sig[k] for k in fields}
+
+
+def test_sampler_settings_take_every_init_of_fit():
+    """A config can ask for every ``init`` that :func:`pragmodels.fit` knows ("basins" included), and
+    nothing else."""
+    import typing
+
+    from pragmodels.inference.fitting import INITS
+
+    assert typing.get_args(SamplerSettings.model_fields["init"].annotation) == INITS
+    assert SamplerSettings(init="basins", basin_nats=4.0).basin_nats == 4.0
+    with pytest.raises(pydantic.ValidationError):
+        SamplerSettings(basin_nats=0)
 
 
 def test_model_and_data_schemas_match_the_factories_and_simulators():
