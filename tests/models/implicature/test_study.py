@@ -126,3 +126,20 @@ def test_the_cost_is_reported_as_not_identified_where_its_profile_is_flat():
     assert "bounded only below" in cost_sentence({**base, "drop_low": 3.0, "drop_high": 0.1})
     sharp = cost_sentence({**base, "drop_low": 3.0, "drop_high": 2.5})
     assert "bounded on both sides" in sharp and "do not identify" not in sharp
+
+
+def test_the_report_puts_the_small_lms_beside_the_published_figures():
+    """Issue 36 item 5: the report had no comparison with the paper's models and humans."""
+    from models.implicature.study import published_section
+
+    acc = pd.DataFrame({"lm": ["a", "a"], "reading": ["scored letters"] * 2, "condition": ["vanilla"] * 2,
+                        "label": ["consensus", "generated label"], "n_item": [40, 40], "mean": [0.1, 0.5]})
+    pp = pd.DataFrame({"lm": ["a"], "model": ["rsa"], "n_item": [40], "argmax_mean": [0.15]})
+    gen = pd.DataFrame({"lm": ["b"], "condition": ["vanilla"], "n_item": [20], "mean": [0.3]})
+    text = "\n".join(published_section(acc, pp, gen))
+    for row in ("GPT-4o, the paper's best model (paper, hard subset)", "humans: annotator average",
+                "a, scored letters, vanilla", "b, generated JSON (the paper's reading), vanilla",
+                "a, the fitted RSA listener's choice"):
+        assert row in text
+    assert "0.76" in text and "0.89" in text
+    assert "its accuracy here is 10%-30% across the readings above" in text  # the generated-label row left out
