@@ -225,6 +225,18 @@ def _versions() -> dict:
     return out
 
 
+def _basins_record(attrs: Mapping[str, Any]) -> list[dict[str, Any]] | None:
+    """The basins a fit sampled (``init="basins"``: ``attrs["basins"]``), each its weight, the
+    weight's log-mass standard error, its optimum's gap below the best (nats), its starts and chains;
+    None for a fit started otherwise."""
+    raw = _json_attr(attrs, "basins")
+    if not raw:
+        return None
+    best = min(b["potential"] for b in raw["basins"])
+    return [{"weight": b["weight"], "log_mass_se": b["log_mass_se"], "gap_nats": round(b["potential"] - best, 3),
+             "starts": b["starts"], "chains": b["chains"]} for b in raw["basins"]]
+
+
 def _json_attr(attrs: Mapping[Any, Any], key: str, default: Any = None) -> Any:
     value = attrs.get(key, default)
     if isinstance(value, str):
@@ -295,6 +307,7 @@ class Run:
             "warnings": _json_attr(a, "warnings", "[]"),
             # step -> error of the steps after sampling that failed (absent attr: none did)
             "postprocessing_error": _json_attr(a, "postprocessing_error"),
+            "basins": _basins_record(a),
         }
 
     def data(self, name: str, sha256: str) -> None:

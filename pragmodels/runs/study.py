@@ -223,7 +223,9 @@ def run_study(config_path: str | os.PathLike, *, mode: str = "full", out: str | 
 
 def convergence_table(fits: Mapping[str, Any]) -> pd.DataFrame:
     """One row per fit from a run manifest's ``fits``: divergences, max r_hat, min bulk and tail
-    ESS, whether the diagnostics pass, wall time.
+    ESS, whether the diagnostics pass, wall time, and for a fit started in its basins
+    (``init="basins"``) how many basins it sampled, how many carried a weight of at least 0.01, and
+    their weights (empty for a fit started otherwise).
 
     Parameters
     ----------
@@ -239,9 +241,12 @@ def convergence_table(fits: Mapping[str, Any]) -> pd.DataFrame:
     rows = []
     for label, f in fits.items():
         d = f.get("diagnostics") or {}
+        basins = f.get("basins") or []
         rows.append({"fit": label, "divergences": d.get("divergences"), "max_rhat": d.get("max_rhat"),
                      "min_ess_bulk": d.get("min_ess_bulk"), "min_ess_tail": d.get("min_ess_tail"),
-                     "converged": f.get("diagnostics_ok"), "wall_s": f.get("wall_time_s")})
+                     "converged": f.get("diagnostics_ok"), "wall_s": f.get("wall_time_s"),
+                     "basins": len(basins) or None, "basins_with_mass": sum(b["weight"] >= 0.01 for b in basins) or None,
+                     "basin_weights": " / ".join(f"{b['weight']:.3f}" for b in basins) or None})
     return pd.DataFrame(rows)
 
 

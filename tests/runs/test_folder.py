@@ -474,3 +474,35 @@ def test_convergence_table_reads_a_manifests_fits():
     assert list(t["fit"]) == ["a/rsa", "a/bad"]
     assert t.loc[0, "max_rhat"] == 1.004 and bool(t.loc[0, "converged"]) and t.loc[0, "wall_s"] == 12.5
     assert t.loc[1, "divergences"] is None or t["divergences"].isna()[1]
+
+
+def test_a_fit_started_in_its_basins_records_them_and_the_convergence_table_counts_them():
+    """``init="basins"``: the manifest keeps each basin's weight, its gap below the best and its
+    chains (from ``attrs["basins"]``), and the convergence table says how many basins a fit sampled
+    and how many carried a weight of at least 0.01; a fit started otherwise has none."""
+    import json
+
+    import xarray as xr
+
+    from pragmodels.runs.folder import Run
+    from pragmodels.runs.study import convergence_table
+
+    basins = {"method": "bridge sampling", "basin_nats": 10.0, "basins": [
+        {"potential": 100.0, "starts": 12, "chains": 4, "log_mass": 0.0, "log_mass_se": 0.01, "weight": 0.995,
+         "diagnostics": {}, "summary": {}},
+        {"potential": 104.1, "starts": 4, "chains": 4, "log_mass": -5.3, "log_mass_se": 0.2, "weight": 0.005,
+         "diagnostics": {}, "summary": {}}]}
+    run = Run.__new__(Run)
+    run.manifest = {"fits": {}}
+    two, plain = xr.DataTree(), xr.DataTree()
+    two.attrs.update(basins=json.dumps(basins), wall_time_s="1.0")
+    plain.attrs.update(wall_time_s="1.0")
+    run.fit("two", two)
+    run.fit("plain", plain)
+    rec = run.manifest["fits"]["two"]["basins"]
+    assert [b["gap_nats"] for b in rec] == [0.0, 4.1] and [b["weight"] for b in rec] == [0.995, 0.005]
+    assert run.manifest["fits"]["plain"]["basins"] is None
+    t = convergence_table(run.manifest["fits"]).set_index("fit")
+    assert t.loc["two", "basins"] == 2 and t.loc["two", "basins_with_mass"] == 1
+    assert t.loc["two", "basin_weights"] == "0.995 / 0.005"
+    assert t["basins"].isna()["plain"]
