@@ -237,6 +237,15 @@ def _basins_record(attrs: Mapping[str, Any]) -> list[dict[str, Any]] | None:
              "starts": b["starts"], "chains": b["chains"]} for b in raw["basins"]]
 
 
+def _cpu_seconds() -> float:
+    """User + system CPU seconds of this process and of its children that have ended (a process
+    pool's workers, once joined): the run's core-seconds."""
+    import resource
+
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
 def _json_attr(attrs: Mapping[Any, Any], key: str, default: Any = None) -> Any:
     value = attrs.get(key, default)
     if isinstance(value, str):
@@ -284,6 +293,7 @@ class Run:
     def __init__(self, path: Path, final: Path, manifest: dict, log: Callable[[str], None]):
         self.path, self.final, self.manifest, self.log = path, final, manifest, log
         self._t0 = time.perf_counter()
+        self._cpu0 = _cpu_seconds()
         self._finished = False
 
     @property
@@ -319,11 +329,12 @@ class Run:
         self.manifest["notes"][key] = value
 
     def finish(self) -> dict:
-        """Stop the clock and write ``run.json`` into the staging folder (idempotent: the end time
-        and wall time are fixed by the first call). Returns the manifest."""
+        """Stop the clock and write ``run.json`` into the staging folder (idempotent: the end time,
+        wall time and CPU time are fixed by the first call). Returns the manifest."""
         if not self._finished:
             self.manifest["finished_at"] = _now()
             self.manifest["wall_time_s"] = round(time.perf_counter() - self._t0, 3)
+            self.manifest["cpu_time_s"] = round(_cpu_seconds() - self._cpu0, 3)
             self._finished = True
         self._write()
         return self.manifest
@@ -419,6 +430,7 @@ def open_run(final: str | os.PathLike, *, mode: str, entry_point: str, config: d
         "started_at": _now(),
         "finished_at": None,
         "wall_time_s": None,
+        "cpu_time_s": None,
         "fits": {},
         "notes": {},
         "files": {},
