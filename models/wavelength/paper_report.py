@@ -496,6 +496,27 @@ def _sampled_sections(folders: list[Path], tables: Path, figures: Path, long: pd
     return text
 
 
+def _samples_only_notes(folders: list[Path], tables: Path) -> list[str]:
+    """What the samples-only runs can and cannot show, from their tables."""
+    out = ["## The samples-only runs: what they can and cannot show", ""]
+    for f in folders:
+        parse = pd.read_csv(tables / f"parse_{f.name}.csv")
+        req, ok = int(parse["requests"].sum()), int(parse["parsed"].sum())
+        cot = parse[parse["route"].str.startswith("listener_cot")]
+        out.append(f"- {f.name}: {req} requests, {ok} parsed answers ({1 - ok / req:.0%} of requests failed to parse); "
+                   f"chains of thought parsed: {int(cot['parsed'].sum())} of {int(cot['samples'].sum())}.")
+    out += ["- They can show that every step of the paper runs on an LM that only samples, through a real server, "
+            "and how often a model this small keeps the answer format; the `fixed` and `fitted, cut` rows are what "
+            "its own samples say against the humans.",
+            "- They cannot show whether such an LM is pragmatic: 4 items, 4 guesses per alternative and per produced "
+            "clue, one alternative per target for 3 targets; LM-RSA on a literal listener this noisy and this far "
+            "from the humans (compare the L0 rows' error with the humans') has nothing to sharpen, and a chain-of-"
+            "thought listener that parses for too few items has no fit. Production's judge is the LM's own sampled "
+            "L0 from 4 guesses per clue: it separates clues little, and it is circular for Inverse-RSA.",
+            "- The `fitted, joint` rows are not the LM's: the human guesses move theta there (see above).", ""]
+    return out
+
+
 def build(out: Path, only: str | None = None) -> Path:
     """Fit and report every LM folder under ``out`` (one with a ``run.json``); writes ``out/report.md``.
 
@@ -557,6 +578,8 @@ def build(out: Path, only: str | None = None) -> Path:
              "token caps above allow (the paper finds pragmatic gains only in large models); with a handful of items "
              f"the intervals are wide, the LOO differences rest on few guesses, and Pearson r over {n_items} items "
              "estimates little.", ""]
+    if samples_only:
+        text += _samples_only_notes(samples_only, tables)
     path = out / "report.md"
     path.write_text("\n".join(text))
     return path
