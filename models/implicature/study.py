@@ -669,7 +669,8 @@ def figure_table(acc: pd.DataFrame, pp: pd.DataFrame, lm_name: str) -> pd.DataFr
     rows = [{"series": r["reading"], "condition": r["condition"], "mean": r["mean"], "lo": r["lo"], "hi": r["hi"],
              "n_item": r["n_item"]} for _, r in a.iterrows()]
     for _, r in pp[pp["lm"] == lm_name].iterrows():
-        rows.append({"series": "fitted listener model", "condition": f"model: {r['model']}", "mean": r["argmax_mean"],
+        label = f"model: {r['model']}".replace("_lm_pragmatic", "·p").replace("_cost", "·c")
+        rows.append({"series": "fitted listener model", "condition": label, "mean": r["argmax_mean"],
                      "lo": r["argmax_lo"], "hi": r["argmax_hi"], "n_item": r["n_item"]})
     return pd.DataFrame(rows)
 
@@ -701,6 +702,10 @@ def no_interval_note(pp: pd.DataFrame) -> str:
     return " ".join(parts)
 
 
+#: the accuracy figure's short labels of the model variants (:func:`figure_table`)
+LABEL_NOTE = "·c: the cost fitted (rsa_cost); ·p: L0 the LM-pragmatic reading (rsa_lm_pragmatic, literal_lm_pragmatic)."
+
+
 def _figure(acc: pd.DataFrame, pp: pd.DataFrame, loo: pd.DataFrame, figures: Path) -> None:
     import matplotlib.pyplot as plt
 
@@ -716,12 +721,14 @@ def _figure(acc: pd.DataFrame, pp: pd.DataFrame, loo: pd.DataFrame, figures: Pat
         order = [c for c in prompts.CONDITIONS if c in set(t["condition"])] + list(
             dict.fromkeys(c for c in t["condition"] if str(c).startswith("model: ")))
         fig = accuracy_by_condition(
-            t, order=order, figsize=(10.5, 4.4),
+            t, order=order, figsize=(14.5, 4.6),
             references={"chance (1 of 5)": 0.2, "consensus floor: at least 4 of 5 annotators": 0.8,
                         f"paper: human average on its hard subset ({PAPER['human_average_hard']:.0%})":
                             PAPER["human_average_hard"]},
             title=f"DRInQ, {lm_name}: accuracy against the human consensus\n(95% item bootstrap, exact where it has no "
-                  "width; fitted models: 94% posterior)", note=no_interval_note(pp[pp["lm"] == lm_name]))
+                  "width; fitted models: 94% posterior)",
+            note=" ".join(x for x in (no_interval_note(pp[pp["lm"] == lm_name]), LABEL_NOTE
+                                      if (pp["lm"] == lm_name).sum() > len(listeners.MODELS) else "") if x))
         fig.savefig(figures / f"accuracy_{lm_name}.png", dpi=130)
         plt.close(fig)
 
