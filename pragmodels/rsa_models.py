@@ -312,7 +312,7 @@ def _by_item_blocks(a: jax.Array, data: tuple[jax.Array, ...]) -> tuple[jax.Arra
     """:func:`_items_value_and_slope` over equal blocks of at most ``ITEM_BLOCK`` items (``lax.map``):
     each block's exponentials and sums run in cache rather than as whole-table passes through memory."""
     n = a.shape[-1]
-    if n <= ITEM_BLOCK:
+    if n <= ITEM_BLOCK or jax.default_backend() != "cpu":  # a GPU wants the whole table in one kernel
         return _items_value_and_slope(a, data)
     nb = -(-n // ITEM_BLOCK)
     size = -(-n // nb)  # blocks of equal size <= ITEM_BLOCK: at most nb - 1 padded items
