@@ -225,7 +225,7 @@ def _versions() -> dict:
     return out
 
 
-def _basins_record(attrs: Mapping[str, Any]) -> list[dict[str, Any]] | None:
+def _basins_record(attrs: Mapping[Any, Any]) -> list[dict[str, Any]] | None:
     """The basins a fit sampled (``init="basins"``: ``attrs["basins"]``), each its weight, the
     weight's log-mass standard error, its optimum's gap below the best (nats), its starts and chains;
     None for a fit started otherwise."""
