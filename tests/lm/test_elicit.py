@@ -239,3 +239,60 @@ def test_a_resume_in_another_prompt_format_is_refused(tmp_path):
     lm.prompt_format = PromptFormat("chat", "<|user|>", "<|assistant|>", "<|end|>")
     with pytest.raises(ElicitationError, match=r"started with prompt format .*plain.*this run's is .*chat"):
         run(lm, tmp_path / "p.jsonl", queries=QUERIES[:2], n_samples=1)
+
+
+def test_a_chat_apis_samples_need_no_prompt_format(tmp_path):
+    """A server's chat route renders its own template; llama-cpp-python's server shows none, and reading
+    the format for the manifest raised before any request (SmolLM2's social elicitation through
+    llama_cpp.server failed so; found by the one-command test)."""
+    from pragmodels.lm.base import LMError
+
+    class ChatLM(FakeLM):
+        sample_api = "chat"
+
+        @property
+        def prompt_format(self):
+            raise LMError("the server renders no chat template")
+
+    class Cached:  # a wrapper that forwards the format and hides sample_api (as pragmodels.lm.cache's)
+        def __init__(self, model):
+            self.model, self.identity, self.sample = model, model.identity, model.sample
+
+        @property
+        def prompt_format(self):
+            return self.model.prompt_format
+
+    run(ChatLM(), tmp_path / "p.jsonl", queries=QUERIES[:1], n_samples=1)
+    run(Cached(ChatLM()), tmp_path / "q.jsonl", queries=QUERIES[:1], n_samples=1)
+    assert json.loads(manifest_path(tmp_path / "p.jsonl").read_text())["prompt_format"] == \
+        "chat API (the server's template)"
+
+@pytest.mark.lm
+@pytest.mark.subprocess
+@pytest.mark.nuts
+@pytest.mark.slow
+def test_one_command_elicits_fits_and_reports_a_new_lm_through_a_local_server(server_url, mirror, tmp_path, capsys):
+    """`pragmodels lm elicit CONFIG --lm NAME --fit --quick` with SmolLM2 behind llama_cpp.server (issue 36,
+    item 4): the estimate before any request, 24 MIN queries x 1 sample (one block of the fixed order, a tiny
+    answer cap), the config's quick study with the published GPT MIN only, its report with the new LM's section."""
+    from models.social_meaning import elicit as sm
+    from pragmodels.cli import main as cli
+
+    base = json.loads(sm.LMS_CONFIG.read_text())
+    base.pop("$schema")
+    for key in ("study", "tables", "lm_step"):  # (absolute: the config is outside the repository)
+        base[key] = str(sm.ROOT / base[key])
+    base.update(conditions=[["gpt", "MIN"]], executor="sequential",  # the config's quick samplers (shorter ones
+                # left the human chains unmoved: every draw alike, and PSIS-LOO refused)
+                lms={"srv": {"backend": "openai", "base_url": server_url, "model": "SmolLM2", "sample_api": "chat",
+                             "semantics": "samples", "outputs": str(tmp_path / "srv")}})
+    cfg = tmp_path / "lms.json"
+    cfg.write_text(json.dumps(base))
+    argv = ["lm", "elicit", str(cfg), "--lm", "srv", "--fit", "--quick", "--limit", "24", "--samples", "1",
+            "--conditions", "MIN", "--max-tokens", "4"]
+    assert cli(argv) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("social meaning for srv: 24 queries x 1 samples = 24 requests")
+    assert len(json.loads((tmp_path / "srv" / "results_MIN.json").read_text())) == 24
+    report = (tmp_path / "lms" / "quick" / "report.md").read_text()
+    assert "srv" in report and f"report: {tmp_path / 'lms' / 'quick' / 'report.md'}" in out
