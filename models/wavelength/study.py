@@ -645,7 +645,8 @@ def _ppc_summary(ppc: pd.DataFrame) -> list[str]:
     if flat.empty:
         return []
     fail = 1 - flat["mean_inside_94"]
-    out = [f"**Every flat model fails its posterior predictive check on {fail.min():.0%} to {fail.max():.0%} of "
+    share = f"{fail.min():.0%}" if f"{fail.min():.0%}" == f"{fail.max():.0%}" else f"{fail.min():.0%} to {fail.max():.0%}"
+    out = [f"**Every flat model fails its posterior predictive check on {share} of "
            f"items** (of {int(flat['items'].max())}; the observed mean outside the 94% interval of replicated data), "
            "and **every fitted flat "
            f"listener is uniform**: none is further than {flat['w1_fitted_vs_uniform_max'].max():.2g} scale units "

@@ -138,4 +138,9 @@ def test_the_full_report_states_what_each_number_rests_on(tmp_path):
             in text and "upstream resamples until a clue parses" in text)  # item 12
     assert "`<answer>clue</answer>` plus the end-of-turn token" in text
     assert "base model" not in text
-    assert "Departure: gemma3 was run as a base model, its prompts as plain text" in _full_run(tmp_path / "g", "plain")
+    plain = _full_run(tmp_path / "g", "plain")
+    assert "Departure: gemma3 was run as a base model, its prompts as plain text" in plain
+    ppc = pd.read_csv(tmp_path / "g" / "tables" / "ppc.csv")
+    ppc["mean_inside_94"] = ppc["mean_inside_94"].where(ppc["model"].isin(["location", "lm_location"]), 0.19)
+    ppc.to_csv(tmp_path / "g" / "tables" / "ppc.csv", index=False)
+    assert "check on 81% of items** (of 100;" in report_markdown(tmp_path / "g", "full")  # not "81% to 81%"
