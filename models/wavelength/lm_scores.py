@@ -58,7 +58,7 @@ def normalise_clue(text: str) -> str:
     return " ".join(text.split()).casefold()
 
 
-def _clean(text: str | None) -> str | None:
+def clean_clue(text: str | None) -> str | None:
     if text is None:
         return None
     text = " ".join(text.split()).strip(" .\"'")
@@ -70,16 +70,16 @@ def _clean(text: str | None) -> str | None:
 def _speak(lm: LanguageModel, prompt: str, n: int, *, seed: int, max_tokens: int, variant: str,
            answer_prefix: str = "") -> list[tuple[str, str | None]]:
     """``n`` sampled clues as (text, clue or None): the project's (answer begun with ``<answer>``, stop at
-    the tag or a line break, :func:`_clean`) or the paper's (stop at the tag, upstream's parse
-    :func:`~models.wavelength.sampled.parse_clue`, then :func:`_clean`; begun with ``answer_prefix``,
+    the tag or a line break, :func:`clean_clue`) or the paper's (stop at the tag, upstream's parse
+    :func:`~models.wavelength.sampled.parse_clue`, then :func:`clean_clue`; begun with ``answer_prefix``,
     upstream: none)."""
     if variant == "project":
         texts = lm.sample(prompt, n, temperature=1.0, max_tokens=max_tokens, stop=list(STOP), seed=seed,
                           answer_prefix="<answer>")
-        return [(t, _clean(tagged(t))) for t in texts]
+        return [(t, clean_clue(tagged(t))) for t in texts]
     kw = {"answer_prefix": answer_prefix} if answer_prefix else {}
     texts = lm.sample(prompt, n, temperature=1.0, max_tokens=max_tokens, stop=["</answer>"], seed=seed, **kw)
-    return [(t, _clean(sampled.parse_clue(t))) for t in texts]
+    return [(t, clean_clue(sampled.parse_clue(t))) for t in texts]
 
 
 def generate_alternatives(lm: LanguageModel, items: pd.DataFrame, *, seed: int, max_tokens: int = 16,

@@ -272,7 +272,7 @@ def _judge_cot_clues(lm: Any, items: pd.DataFrame, folder: Path, variant: str) -
         key = (int(r["item"]), int(r["sample_id"]))
         if key in have or int(r["item"]) not in by:
             continue
-        clue = lm_scores._clean(r["value"]) if r["valid"] else None
+        clue = lm_scores.clean_clue(r["value"]) if r["valid"] else None
         row: dict[str, Any] = {"item": key[0], "sample_id": key[1], "clue": clue or ""}
         if clue:
             it = by[key[0]]

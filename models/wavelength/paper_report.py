@@ -37,7 +37,7 @@ __all__ = ["build", "records", "listener_counts", "fixed_listeners", "production
 SAMPLER = {"num_warmup": 400, "num_samples": 400, "num_chains": 2, "target_accept": 0.9}
 SEED = 20261205
 S = len(prompts.STATES)
-_V = np.asarray(prompts.STATES, float)
+STATE_VALUES = np.asarray(prompts.STATES, float)
 
 
 def records(path: Path) -> list[dict[str, Any]]:
@@ -156,7 +156,7 @@ def rsa_on_counts(c: np.ndarray, m: np.ndarray) -> np.ndarray:
     return rsa
 
 
-def _metrics(probs: np.ndarray, items: pd.DataFrame) -> dict[str, Any]:
+def paper_metrics(probs: np.ndarray, items: pd.DataFrame) -> dict[str, Any]:
     from models.wavelength.study import listener_metrics
 
     ok = ~np.isnan(probs).any(-1)
@@ -187,7 +187,7 @@ def sampled_listener_metrics(folder: Path, items: pd.DataFrame) -> pd.DataFrame:
          "L0 chain-of-thought": sampled.counts(records(folder / "listener_cot.jsonl"), ids, 1)}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", scipy.stats.ConstantInputWarning)
-        return pd.DataFrame([{"listener": k, **_metrics(_freq(v[:, 0]), items)} for k, v in c.items()])
+        return pd.DataFrame([{"listener": k, **paper_metrics(_freq(v[:, 0]), items)} for k, v in c.items()])
 
 
 def parse_table(folder: Path, names: tuple[str, ...] = ("listener_sample", "listener_sample_alt", "listener_cot",
@@ -246,13 +246,13 @@ def production_table(ds: Any, clues: pd.DataFrame, cot_scores: pd.DataFrame | No
     rng = np.random.default_rng(seed)
     rows = []
     for k, it in enumerate(items.itertuples()):
-        t = int(np.argmin(np.abs(_V - it.target)))
+        t = int(np.argmin(np.abs(STATE_VALUES - it.target)))
         cnt = ds["prod_count"].to_numpy()[k].astype(float)
         keep = cnt > 0
         if not keep.any():
             continue
         l0 = np.exp(np.asarray(jax.nn.log_softmax(jnp.asarray(ds["prod_log_lm"].to_numpy()[k][keep]), -1)))
-        err, pt = np.abs(l0 @ _V - it.target), l0[:, t]
+        err, pt = np.abs(l0 @ STATE_VALUES - it.target), l0[:, t]
         s0 = cnt[keep] / cnt[keep].sum()
         s1 = s0 * l0[:, t] / (s0 * l0[:, t]).sum()
         for name, dist in (("direct (S0)", s0), ("Inverse-RSA (S1, alpha = 1)", s1)):
@@ -269,7 +269,7 @@ def production_table(ds: Any, clues: pd.DataFrame, cot_scores: pd.DataFrame | No
             if len(g):
                 lp = g[[f"s{s}" for s in prompts.STATES]].to_numpy(float)
                 lc = np.exp(np.asarray(jax.nn.log_softmax(jnp.asarray(lp), -1)))
-                e, p = np.abs(lc @ _V - it.target), lc[:, t]
+                e, p = np.abs(lc @ STATE_VALUES - it.target), lc[:, t]
                 u = rng.integers(len(g))
                 rows.append({"item": int(it.item), "speaker": "chain-of-thought", "clues": len(g),
                              "exp_p_target": float(p.mean()), "exp_abs_error": float(e.mean()),
@@ -300,7 +300,7 @@ def _fit_specs(log_lm: np.ndarray, mask: np.ndarray, counts: dict[str, np.ndarra
     return out
 
 
-def _posterior_listener(name: str, model: Any, tree: Any, data: dict[str, Any], n: int = 200) -> np.ndarray:
+def posterior_listener(name: str, model: Any, tree: Any, data: dict[str, Any], n: int = 200) -> np.ndarray:
     post = tree["posterior"].to_dataset().stack(sample=("chain", "draw"))
     take = np.linspace(0, post.sizes["sample"] - 1, min(n, post.sizes["sample"])).astype(int)
     draws = {v: np.moveaxis(post[v].to_numpy(), -1, 0)[take] for v in ("alpha", "beta", "theta") if v in post}
@@ -330,7 +330,7 @@ def _lm_section(folder: Path, tables: Path, figures: Path, long: pd.DataFrame, i
     rows = [{"lm": lm, "listener": "Humans", "items": len(ids), **_human(items)}]
     fixed = fixed_listeners(log_lm, mask, counts)
     for name, probs in fixed.items():
-        rows.append({"lm": lm, "listener": f"{name} (fixed)", **_metrics(probs, items)})
+        rows.append({"lm": lm, "listener": f"{name} (fixed)", **paper_metrics(probs, items)})
     index = {int(i): k for k, i in enumerate(ids)}
     tr = long[long["item"].isin(ids)]
     trials = {"item": tr["item"].map(index).to_numpy(np.int32), "guess": tr["guess"].to_numpy(np.int32)}
@@ -338,8 +338,8 @@ def _lm_section(folder: Path, tables: Path, figures: Path, long: pd.DataFrame, i
     for k, (name, (model, data)) in enumerate(_fit_specs(log_lm, mask, counts, trials).items()):
         tree = pm.fit(SEED + k, model, data, progress_bar=False, **SAMPLER)
         fits[name] = tree
-        probs = _posterior_listener(name, model, tree, data)
-        rows.append({"lm": lm, "listener": f"{name} (fitted)", **_metrics(probs, items)})
+        probs = posterior_listener(name, model, tree, data)
+        rows.append({"lm": lm, "listener": f"{name} (fitted)", **paper_metrics(probs, items)})
         post = tree["posterior"].to_dataset()
         for v in ("alpha", "beta", "width", "lapse", "rounding"):
             if v in post:
@@ -387,7 +387,7 @@ def _cut_row(name: str, model: Any, data: dict[str, Any], trials: dict[str, np.n
                        "hi": np.quantile(x, 0.97)})
     params.append({"lm": lm, "fit": f"{name} (cut)", "parameter": "max r_hat / divergences", "mean": rhat,
                    "lo": np.nan, "hi": np.nan})
-    return {"listener": f"{name} (fitted, cut)", **_metrics(probs, items)}
+    return {"listener": f"{name} (fitted, cut)", **paper_metrics(probs, items)}
 
 
 def _human(items: pd.DataFrame) -> dict[str, float]:
@@ -413,7 +413,7 @@ def _figure(lm: str, items: pd.DataFrame, fixed: dict[str, np.ndarray], figures:
     plt.close(fig)
 
 
-def _md(df: pd.DataFrame) -> str:
+def markdown_table(df: pd.DataFrame) -> str:
     return df.to_markdown(index=False, floatfmt=".3g")
 
 
@@ -452,18 +452,18 @@ def _section(lm: str, run: dict[str, Any], ds: Any, metrics: pd.DataFrame, loo: 
            f"- Alternatives: {int(ds['utt_mask'].sum()) - ds.sizes['item']} parsed over {ds.sizes['item']} items; "
            f"{int(ds['alt_failed'].sum())} of {ds.sizes['item'] * len(st['alt_states'])} samples did not parse.", "",
            "### Parse failures (each request is one sampled answer; a failure is resampled up to the cap)", "",
-           _md(parse.drop(columns="lm")) if len(parse) else "(no sampled route ran)", "",
+           markdown_table(parse.drop(columns="lm")) if len(parse) else "(no sampled route ran)", "",
            "### The paper's metrics per listener (mean over the items that have the listener)", "",
            "abs_error_of_mean: |E[listener] - target|; w1_to_humans: W1 to the 40 raw human guesses (humans: "
            "half against half); entropy in nats over the 21 states; pearson_r_means over items. `fixed`: the paper's "
            "settings (L0; LM-RSA at alpha = beta = 1); `fitted`: the posterior-mean listener of the NUTS fit below. "
            "With a handful of items, r is computed over that handful and is not an estimate of anything.", "",
-           _md(metrics.drop(columns="lm")), "",
+           markdown_table(metrics.drop(columns="lm")), "",
            "### Fits (NUTS on the raw guesses of these items; sampled listeners through the sampled-semantics "
            "likelihood: the LM's distribution a Dirichlet(1 + counts) latent, sampled jointly with alpha)", "",
-           _md(loo.drop(columns="lm")[[c for c in ("fit", "rank", "elpd", "p", "elpd_diff", "dse", "weight")
+           markdown_table(loo.drop(columns="lm")[[c for c in ("fit", "rank", "elpd", "p", "elpd_diff", "dse", "weight")
                                         if c in loo.columns]]), "",
-           _md(params.drop(columns="lm")), ""]
+           markdown_table(params.drop(columns="lm")), ""]
     if len(prod):
         g = prod.groupby("speaker", sort=False)[["exp_p_target", "exp_abs_error", "draw_abs_error"]].mean()
         out += ["### Production: sampled clues judged by the LM's own log-prob L0", "",

@@ -216,10 +216,10 @@ def alternatives_from(items: pd.DataFrame, records: Sequence[dict[str, Any]]) ->
     dict
         ``{item: [real clue, alternative, ...]}``.
     """
-    from models.wavelength.lm_scores import _clean, utterance_sets
+    from models.wavelength.lm_scores import clean_clue, utterance_sets
 
     rows = [{"item": int(r["item"]), "state": int(r["state"]),
-             "clue": _clean(r["value"]) if r["valid"] else None} for r in records]
+             "clue": clean_clue(r["value"]) if r["valid"] else None} for r in records]
     return utterance_sets(items, pd.DataFrame(rows, columns=["item", "state", "clue"]))
 
 
@@ -237,11 +237,11 @@ def produced_clues(records: Sequence[dict[str, Any]]) -> dict[int, list[tuple[st
     dict
         ``{item: [(clue, count), ...]}``.
     """
-    from models.wavelength.lm_scores import _clean, normalise_clue
+    from models.wavelength.lm_scores import clean_clue, normalise_clue
 
     out: dict[int, dict[str, list[Any]]] = {}
     for r in records:
-        clue = _clean(r["value"]) if r["valid"] else None
+        clue = clean_clue(r["value"]) if r["valid"] else None
         d = out.setdefault(int(r["item"]), {})
         if clue is not None:
             d.setdefault(normalise_clue(clue), [clue, 0])[1] += 1

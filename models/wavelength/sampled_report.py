@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from models.wavelength import listeners, sampled
-from models.wavelength.paper_report import _V, SEED, S, _metrics, records, rsa_on_counts
+from models.wavelength.paper_report import SEED, STATE_VALUES, S, paper_metrics, records, rsa_on_counts
 from pragmodels.likelihoods.samples import dirichlet_draws
 
 __all__ = ["CUT", "utterances", "counts", "fixed_listeners", "cut_fit", "production_table", "section"]
@@ -188,8 +188,8 @@ def production_table(folder: Path, items: pd.DataFrame, seed: int = SEED) -> pd.
         clues = produced.get(int(it.item), [])
         n = c[k, :len(clues)].sum(-1)
         l0 = (c[k, :len(clues)] + SMOOTHING) / (n[:, None] + SMOOTHING * S)
-        t = int(np.argmin(np.abs(_V - it.target)))
-        err, pt = np.abs(l0 @ _V - it.target), l0[:, t]
+        t = int(np.argmin(np.abs(STATE_VALUES - it.target)))
+        err, pt = np.abs(l0 @ STATE_VALUES - it.target), l0[:, t]
         index = {normalise_clue(cl): j for j, (cl, _) in enumerate(clues)}
         d = [(index[normalise_clue(cl)], m) for cl, m in direct.get(int(it.item), []) if n[index[normalise_clue(cl)]]]
         if d:
@@ -216,14 +216,14 @@ def _fits(c: dict[str, np.ndarray], masks: dict[str, np.ndarray], trials: dict[s
     """Joint and cut fits of each listener that has a parsed guess for every item's real clue: the
     posterior-mean listeners, the parameters' rows and the joint fits' LOO comparison."""
     import pragmodels as pm
-    from models.wavelength.paper_report import SAMPLER, _posterior_listener
+    from models.wavelength.paper_report import SAMPLER, posterior_listener
     from pragmodels.inference.diagnostics import diagnose
 
     probs, params, trees = {}, [], {}
     n_item = c["sample"].shape[0]
     base = {"log_lm": np.zeros((n_item, 1, S), np.float32), **trials}
     trees["uniform"] = pm.fit(SEED, listeners.uniform_model, base, progress_bar=False, **SAMPLER)
-    probs["uniform (fitted)"] = _posterior_listener("uniform", listeners.uniform_model, trees["uniform"], base)
+    probs["uniform (fitted)"] = posterior_listener("uniform", listeners.uniform_model, trees["uniform"], base)
     for k, name in (("sample", "sampled"), ("cot", "chain-of-thought")):
         if not (c[k][:, 0].sum(-1) > 0).all():
             continue
@@ -235,7 +235,7 @@ def _fits(c: dict[str, np.ndarray], masks: dict[str, np.ndarray], trials: dict[s
         for j, (label, joint, cut, data) in enumerate(specs):
             tree = pm.fit(SEED + j, joint, data, progress_bar=False, **SAMPLER)
             trees[label] = tree
-            probs[f"{label} (fitted, joint)"] = _posterior_listener(label, joint, tree, data)
+            probs[f"{label} (fitted, joint)"] = posterior_listener(label, joint, tree, data)
             post = tree["posterior"].to_dataset()
             draws = {v: post[v].to_numpy().ravel() for v in ("alpha", "beta", "width", "lapse", "rounding") if v in post}
             _param_rows(params, label, "joint", draws, float(diagnose(tree, emit=False).max_rhat))
@@ -284,9 +284,9 @@ def section(folder: Path, tables: Path, figures: Path, long: pd.DataFrame, items
     trials = {"item": tr["item"].map(index).to_numpy(np.int32), "guess": tr["guess"].to_numpy(np.int32)}
     rows = [{"listener": "Humans", "items": len(items), **paper_report._human(items)}]
     fixed = fixed_listeners(c, masks)
-    rows += [{"listener": f"{k} (fixed)", **_metrics(p, items)} for k, p in fixed.items()]
+    rows += [{"listener": f"{k} (fixed)", **paper_metrics(p, items)} for k, p in fixed.items()]
     probs, params, loo = _fits(c, masks, trials)
-    rows += [{"listener": k, **_metrics(p, items)} for k, p in probs.items()]
+    rows += [{"listener": k, **paper_metrics(p, items)} for k, p in probs.items()]
     parse = paper_report.parse_table(folder, names=SAMPLED_FILES)
     prod = production_table(folder, items)
     metrics, params_df = pd.DataFrame(rows), pd.DataFrame(params)
@@ -305,7 +305,7 @@ SAMPLED_FILES = ("speaker_alt", "listener_sample", "listener_sample_alt", "liste
 
 def _lines(lm: str, run: dict[str, Any], items: pd.DataFrame, metrics: pd.DataFrame, loo: pd.DataFrame,
            params: pd.DataFrame, parse: pd.DataFrame, prod: pd.DataFrame, masks: dict[str, np.ndarray]) -> list[str]:
-    from models.wavelength.paper_report import _md
+    from models.wavelength.paper_report import markdown_table
 
     st = run["settings"]
     runs = run.get("runs", [run])
@@ -327,16 +327,16 @@ def _lines(lm: str, run: dict[str, Any], items: pd.DataFrame, metrics: pd.DataFr
            f"run(s); at most {int(est['prompt_tokens']):,} prompt and {int(est['answer_tokens_max']):,} answer tokens "
            f"by the estimate printed first; the answers came to about {int(parse['answer_tokens_est'].sum()):,} tokens. "
            f"Alternatives with a parsed guess: {n_alt['sample']} (sampled listener), {n_alt['cot']} (chain of thought).",
-           "", "### Parse failures", "", _md(parse) if len(parse) else "(nothing asked)", "",
+           "", "### Parse failures", "", markdown_table(parse) if len(parse) else "(nothing asked)", "",
            "### The paper's metrics per listener", "",
            "`fixed`: the paper's settings (frequencies; LM-RSA at alpha = beta = 1 on frequencies with 0.5 per cell). "
            "`fitted, joint`: the sampled-semantics likelihood, theta sampled with alpha, so the 40 human guesses per "
            "item move theta too (feedback). `fitted, cut`: theta from the LM's samples alone (one fit per Dirichlet "
            f"draw, {CUT['draws']} draws pooled), alpha and the response parameters fitted to the humans given it: "
            "what the LM's own semantics support, the rows this report reads as the LM's.", "",
-           _md(metrics), "",
-           "### Parameters (joint and cut) and the joint fits' LOO", "", _md(params), "",
-           _md(loo[[x for x in ("fit", "rank", "elpd", "p", "elpd_diff", "dse", "weight") if x in loo.columns]]), ""]
+           markdown_table(metrics), "",
+           "### Parameters (joint and cut) and the joint fits' LOO", "", markdown_table(params), "",
+           markdown_table(loo[[x for x in ("fit", "rank", "elpd", "p", "elpd_diff", "dse", "weight") if x in loo.columns]]), ""]
     if len(prod):
         g = prod.groupby("speaker", sort=False)[["exp_p_target", "exp_abs_error", "draw_abs_error"]].mean()
         out += ["### Production: sampled clues judged by the LM's sampled L0", "",

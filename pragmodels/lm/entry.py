@@ -36,7 +36,7 @@ from pragmodels.errors import ConfigError, PragmodelsError
 from pragmodels.lm.base import LanguageModel, LMError, PromptFormat
 
 __all__ = ["LMEntry", "SamplesOnlyLM", "BUNDLED_PROMPT_FORMATS", "OPENAI_COMPATIBLE_SERVERS", "add_lm_arguments",
-           "lm_entry_from_arguments", "lm_from_arguments", "open_lm_from_arguments"]
+           "lm_entry_from_arguments", "lm_from_arguments", "open_lm_from_arguments", "study_config_file"]
 
 _ENV_URL = "PRAGMODELS_LM_BASE_URL"
 _ENV_MODEL = "PRAGMODELS_LM_MODEL"
@@ -663,9 +663,25 @@ def _validated(data: dict[str, Any], given: dict[str, tuple[str, Any]], where: s
                          else f"{where}: {message}.") from None
 
 
-def _study_config_file(config: str) -> Path:
-    """``config`` if it is a file or ends in ``.json``, else ``fits/<config>.json`` from the current
-    folder up to the repository's root (as ``pragmodels run`` and ``pragmodels tables`` read a study's name)."""
+def study_config_file(config: str) -> Path:
+    """A study config's path, from a path or a study's name (as ``pragmodels run`` and ``pragmodels
+    tables`` read it).
+
+    Parameters
+    ----------
+    config : str
+        A file, or a name ending in ``.json``: itself; else a study's name, looked up as
+        ``fits/<config>.json`` from the current folder up to the repository's root.
+
+    Returns
+    -------
+    Path
+
+    Raises
+    ------
+    ConfigError
+        No such file, naming the places tried.
+    """
     path = Path(config)
     if path.suffix == ".json" or path.is_file():
         return path
@@ -681,7 +697,7 @@ def _study_config_file(config: str) -> Path:
 
 def _config_entry(config: str, name: str) -> tuple[Path, dict[str, Any]]:
     """The study config ``config`` names and its (unvalidated) entry ``lms[name]``."""
-    path = _study_config_file(config)
+    path = study_config_file(config)
     try:
         cfg = json.loads(path.read_text(encoding="utf-8"))
     except OSError as e:

@@ -173,9 +173,9 @@ def test_the_section_says_whether_the_rsa_fit_identifies_alpha_and_what_the_lm_c
            "humans' 95%, whose ratings narrow it little either)" in text
     assert f"its valid ratings are not near-constant (sd {answers.sd[0]:.2f}; the commonest rating " \
            f"{answers.modal_share[0]:.0%} of them)" in text
-    assert f"- **In short, fake MIN**: it shows that the pipeline runs end to end for a new LM; it cannot show how " \
-           f"its pragmatic sensitivity compares with people's: the RSA fit does not identify its alpha; its response " \
-           f"noise is 4 times the humans'." in text
+    assert "- **In short, fake MIN**: it shows that the pipeline runs end to end for a new LM; it cannot show how " \
+           "its pragmatic sensitivity compares with people's: the RSA fit does not identify its alpha; its response " \
+           "noise is 4 times the humans'." in text
     _params(tmp_path, (1.0, 2.0), human_alpha=(1.0, 1.5))  # ln 2 / 2.82 = 25%
     text = new_lms.section(tmp_path, quick=False, lm_names=["fake"])
     assert "its ratings identify alpha: its 94% interval spans 25% of its prior's on the log scale (the humans' " \

@@ -179,7 +179,7 @@ def test_the_cut_posterior_is_not_pulled_toward_the_humans_as_the_joint_fit_is()
     directions, not tolerances: 16 samples against 40 guesses per item make the joint pull large)."""
     import pragmodels as pm
     from models.wavelength import listeners, sampled_report
-    from models.wavelength.paper_report import _posterior_listener
+    from models.wavelength.paper_report import posterior_listener
 
     c = np.zeros((2, 1, 21), np.int64)
     c[:, 0, 4] = 16
@@ -190,7 +190,7 @@ def test_the_cut_posterior_is_not_pulled_toward_the_humans_as_the_joint_fit_is()
     data = {"counts": c, **trials}
     tree = pm.fit(0, listeners.sampled_literal_model, data, num_warmup=300, num_samples=300, num_chains=1,
                   progress_bar=False)
-    joint_mean = _posterior_listener("j", listeners.sampled_literal_model, tree, data) @ np.linspace(0, 100, 21)
+    joint_mean = posterior_listener("j", listeners.sampled_literal_model, tree, data) @ np.linspace(0, 100, 21)
     assert (cut_mean <= 50).all() and (joint_mean > cut_mean + 10).all(), (cut_mean, joint_mean)
 
 
