@@ -89,12 +89,13 @@ def test_sampler_overrides_apply_to_the_human_fits_and_to_single_llm_fits():
     # the committed full run was sampled with exactly these settings (its numbers stay valid)
     assert read_manifest(root / "fits" / "social_meaning" / "full")["sampler"] == full
     human, llm = study.split_sampler(full, "claude MIN")
-    assert human["num_samples"] == 1000 and human["dense_mass"] is False and "fits" not in human
-    assert llm["num_samples"] == 4000 and llm["dense_mass"] is True and "human" not in llm
-    assert study.split_sampler(full, "gpt MIN")[1]["num_samples"] == 2000
+    assert human["num_samples"] == 400 and human["dense_mass"] is False and "fits" not in human
+    assert llm["num_samples"] == 1000 and llm["dense_mass"] is True and "human" not in llm
+    assert study.split_sampler(full, "gpt MIN")[1]["num_samples"] == 600
+    assert human["chain_method"] == llm["chain_method"] == "sequential" and human["init"] == "basins"
     # the human RSA fits adapt a dense block over the RSA parameters; the baseline, which has none, does not
     rsa = study.split_sampler(full, "human")[0]
-    assert rsa["dense_mass"] == [list(study.RSA_BLOCK)] and rsa["num_samples"] == 1000
+    assert rsa["dense_mass"] == [list(study.RSA_BLOCK)] and rsa["num_samples"] == 400
     assert study.split_sampler(full, "human baseline")[0]["dense_mass"] is False
     # the measurement model and its calibration: the settings the committed run used
     assert cfg["measurement_sampler"] == {"quick": dict(num_warmup=200, num_samples=200, num_chains=2),
