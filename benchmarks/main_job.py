@@ -1,0 +1,187 @@
+"""The main job (``make run``: the social-meaning study) before and after issue 38's levers.
+
+Usage: python -m benchmarks.main_job [--quick] [--no-compile] [--before REV]
+
+Three parts, each printed and written to ``results/main_job.{csv,md}`` with the load average:
+
+- the job itself: wall and core seconds of the committed full run (``fits/social_meaning/full/run.json``)
+  against the run at git revision ``--before`` (default: the last run before the levers); a run
+  without ``cpu_time_s`` counts its fits' wall times, each on one core, as its core seconds;
+- the levers in this process, each against its anchor measured beside it: the human RSA fit's
+  gradient at 81 and 41 quadrature nodes (one chain; four chains under ``vmap``), and (unless
+  ``--no-compile``) the CPU seconds to compile the NUTS program of one chain and of four
+  vectorized chains, for an LLM fit and the human fit, each in a fresh process;
+- the draws: NUTS iterations of every fit (chains x (warm-up + draws)) under the two configs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+os.environ.setdefault("PRAGMODELS_DATA_DIR", str(ROOT.parent / "shared" / "data"))
+#: the last full run and config before the levers (issue 38 item 1)
+BEFORE = "429e692"
+
+
+def _load() -> str:
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
+def _git_json(rev: str, path: str) -> dict:
+    return json.loads(subprocess.run(["git", "show", f"{rev}:{path}"], cwd=ROOT, check=True,
+                                     capture_output=True, text=True).stdout)
+
+
+def job_rows(before: str) -> list[dict]:
+    """Wall and core seconds of the two full runs."""
+    rows = []
+    for label, run in (("before", _git_json(before, "fits/social_meaning/full/run.json")),
+                       ("after", json.loads((ROOT / "fits/social_meaning/full/run.json").read_text()))):
+        fits = sum(float(f.get("wall_time_s") or 0.0) for f in run["fits"].values())
+        cpu = run.get("cpu_time_s")
+        rows.append({"part": "job", "case": f"{label}: make run ({run['started_at'][:10]})",
+                     "wall_s": run["wall_time_s"], "core_s": cpu if cpu is not None else fits, "fits_core_s": fits,
+                     "note": "core seconds measured (cpu_time_s)" if cpu is not None else
+                     "core seconds = the fits' wall times, each on one core (no cpu_time_s recorded)"})
+    rows[1]["ratio"] = rows[1]["wall_s"] / rows[0]["wall_s"]
+    rows[1]["core_ratio"] = rows[1]["core_s"] / rows[0]["core_s"]
+    return rows
+
+
+def _human_spec(nodes: int):
+    from models.social_meaning import rsa, study
+    from pragmodels import datasets
+
+    return study.fit_spec("human_rsa", "rsa", datasets.load_social_human(), True, 1, {}, "uniform",
+                          rsa.PRIORS_SPEAKER, label="human", rater_nodes=nodes)
+
+
+def _median_ms(fn, *args, n: int) -> float:
+    import jax
+    import numpy as np
+
+    jax.block_until_ready(fn(*args))
+    times = []
+    for _ in range(n):
+        t = time.perf_counter()
+        jax.block_until_ready(fn(*args))
+        times.append(time.perf_counter() - t)
+    return float(np.median(times) * 1e3)
+
+
+def gradient_rows(repeats: int) -> list[dict]:
+    """The human RSA fit's potential gradient: nodes x chain layout, in this process."""
+    import jax
+    from jax.flatten_util import ravel_pytree
+    from numpyro.infer.util import initialize_model
+
+    rows = []
+    for nodes in (81, 41):
+        spec = _human_spec(nodes)
+        info = initialize_model(jax.random.PRNGKey(0), spec.model, model_kwargs=spec.data, dynamic_args=False)
+        flat, unravel = ravel_pytree(info.param_info.z)
+        grad = jax.value_and_grad(lambda x: info.potential_fn(unravel(x)))  # noqa: B023 - used in this iteration
+        four = flat + 0.01 * jax.random.normal(jax.random.PRNGKey(1), (4, flat.size))
+        one_ms = _median_ms(jax.jit(grad), flat, n=repeats)
+        four_ms = _median_ms(jax.jit(jax.vmap(grad)), four, n=repeats)
+        rows += [{"part": "gradient", "case": f"human RSA, {nodes} nodes, 1 chain", "ms": one_ms},
+                 {"part": "gradient", "case": f"human RSA, {nodes} nodes, 4 chains (vmap)", "ms": four_ms,
+                  "note": f"{four_ms / one_ms:.2f}x one chain"}]
+    anchor = rows[0]["ms"]
+    for r in rows:
+        r["ratio"] = r["ms"] / anchor
+    return rows
+
+
+_COMPILE = """
+import json, resource, sys, time, warnings
+import pragmodels as pm
+from benchmarks.main_job import _compile_spec
+spec = _compile_spec(sys.argv[1])
+warnings.simplefilter("ignore")
+t = time.perf_counter()
+tree = pm.fit(spec.seed, spec.model, spec.data, progress_bar=False, priors=spec.priors, num_warmup=2, num_samples=2,
+              num_chains=4, chain_method=sys.argv[2], init="median", posterior_predictive=False)
+u = resource.getrusage(resource.RUSAGE_SELF)
+print(json.dumps({"compile_wall_s": float(tree.attrs["compile_time_s"]), "process_cpu_s": u.ru_utime + u.ru_stime}))
+"""
+
+
+def _compile_spec(which: str):
+    from models.social_meaning import rsa, study
+    from pragmodels import datasets, metrics
+
+    if which == "human":
+        return _human_spec(41)
+    llm = datasets.load_social_llm()
+    frame = metrics.valid_ratings(llm[(llm.model == "gpt") & (llm.prompt == "MIN")]).frame
+    return study.fit_spec("gpt_MIN_rsa", "rsa", frame, False, 10, {"dense_mass": True}, "uniform", rsa.PRIORS_SPEAKER,
+                          label="gpt MIN")
+
+
+def compile_rows() -> list[dict]:
+    """CPU seconds of a fresh process that compiles one NUTS program (2 + 2 draws), per layout."""
+    rows = []
+    for which in ("llm", "human"):
+        for method in ("vectorized", "sequential"):
+            out = subprocess.run([sys.executable, "-c", _COMPILE, which, method], cwd=ROOT, check=True,
+                                 capture_output=True, text=True).stdout.strip().splitlines()[-1]
+            got = json.loads(out)
+            rows.append({"part": "compile", "case": f"{which} fit, 4 chains {method}", **got})
+        rows[-1]["ratio"] = rows[-1]["process_cpu_s"] / rows[-2]["process_cpu_s"]
+    return rows
+
+
+def _iterations(sampler: dict) -> dict:
+    from models.social_meaning.study import FIT_LABELS, split_sampler
+
+    out = {}
+    for label in FIT_LABELS:
+        settings = split_sampler(sampler, label)[0 if label.startswith("human") else 1]
+        out[label] = settings.get("num_chains", 4) * (settings.get("num_warmup", 1000) + settings.get("num_samples", 1000))
+    return out
+
+
+def draw_rows(before: str) -> list[dict]:
+    """NUTS iterations per fit under the config before and now (human fits and LLM fits apart)."""
+    old = _iterations(_git_json(before, "fits/social_meaning.json")["sampler"]["full"])
+    new = _iterations(json.loads((ROOT / "fits/social_meaning.json").read_text())["sampler"]["full"])
+    rows = []
+    for group, pick in (("human fits", lambda k: k.startswith("human")), ("LLM fits", lambda k: not k.startswith("human"))):
+        a, b = sum(v for k, v in old.items() if pick(k)), sum(v for k, v in new.items() if pick(k))
+        rows.append({"part": "draws", "case": f"{group}: iterations (chains x (warm-up + draws))", "before": a,
+                     "after": b, "ratio": b / a})
+    return rows
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="fewer gradient repeats")
+    ap.add_argument("--no-compile", action="store_true", help="skip the compile-time processes (about 4 minutes)")
+    ap.add_argument("--before", default=BEFORE, help="git revision of the run before the levers")
+    args = ap.parse_args(argv)
+    from benchmarks._results import write_results
+
+    load0 = _load()
+    rows = job_rows(args.before) + draw_rows(args.before) + gradient_rows(5 if args.quick else 30)
+    if not args.no_compile:
+        rows += compile_rows()
+    load1 = _load()
+    for r in rows:
+        print({k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.items()})
+    write_results(rows, "main_job", "The main job (make run) and issue 38's levers",
+                  f"Load average (1, 5, 15 min) {load0} at the start, {load1} at the end. Before: git {args.before}.",
+                  notes="`ratio`: against the first row of its part (job: before; gradient: 81 nodes, one chain; "
+                        "compile: vectorized; draws: before). Gradients are medians in one process; compile "
+                        "figures are CPU seconds of a fresh process that imports, traces and compiles one program.")
+
+
+if __name__ == "__main__":
+    main()
