@@ -465,7 +465,7 @@ def _main(argv: list[str] | None = None) -> int:
     config = None
     if args.fit:  # the config, its entry and the folder the study reads: checked before any request
         args.config = args.config or str(LMS_CONFIG)
-        from pragmodels.lm.entry import study_config_file, lm_entry_from_arguments
+        from pragmodels.lm.entry import lm_entry_from_arguments, study_config_file
 
         config = fit_config(study_config_file(args.config), args.lm)
         args.config = str(config)
