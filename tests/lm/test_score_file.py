@@ -342,4 +342,4 @@ def test_lm_elicit_help_lists_the_studies_with_an_lm_step(capsys, monkeypatch):
     with pytest.raises(SystemExit) as e:
         main(["lm", "elicit", "--help"])
     assert e.value.code == 0
-    assert "studies with an LM step: implicature, social_meaning, wavelength" in capsys.readouterr().out
+    assert "studies with an LM step: implicature, social_meaning, social_meaning_lms, wavelength" in capsys.readouterr().out
