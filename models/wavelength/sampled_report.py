@@ -343,6 +343,6 @@ def _lines(lm: str, run: dict[str, Any], items: pd.DataFrame, metrics: pd.DataFr
                 "A clue sampled from the direct speaker against one sampled from the Inverse-RSA speaker (alpha = 1, "
                 "S0 the direct clues' frequencies, L0 the LM's sampled listener of each produced clue); the judge is "
                 "that same sampled L0 (circular for Inverse-RSA, as in the scored route); the argmax is a named "
-                "variant. Mean over items:", "", g.reset_index().to_markdown(index=False, floatfmt=".3g"), ""]
+                "variant. Mean over items:", "", markdown_table(g.reset_index()), ""]
     out += [f"![listeners {lm}](figures/listeners_{lm}.png)", ""]
     return out
