@@ -11,8 +11,16 @@ posterior's mass. Here:
 1. **Basins.** The optimised end points (:func:`pragmodels.inference.multistart.multistart_inits`)
    are grouped by place: an end point joins the best-placed basin whose optimum lies within
    :data:`SAME_BASIN_DISTANCE` of it on every unconstrained coordinate, else it opens a basin. Basins
-   whose optimum lies within ``basin_nats`` (default :data:`BASIN_NATS`) of the best get
-   ``num_chains`` chains each (at most :data:`MAX_BASINS` basins), started at their end points.
+   whose optimum lies within ``basin_nats`` (default :data:`BASIN_NATS`) of the best are kept (at
+   most :data:`MAX_BASINS`).
+   **Connected basins** (:func:`barriers`, :func:`merge_connected`): two kept basins are one when a
+   path between their optima (the straight segment, or its points settled into the valley) never
+   rises above the higher optimum by more than :func:`merge_threshold`: :data:`BARRIER_NATS`, or,
+   in many dimensions, the lower edge of the energies NUTS's draws hold anyway. An optimiser stops short on a flat ridge (a hierarchical scale, a weakly
+   identified cost), so end points of one basin can lie far apart by place; without this test each
+   got chains of its own, merged only after sampling (in the social-meaning study that was 12 or 16
+   chains where 4 were enough). A merged basin's chains start at its different end points, so its
+   r_hat still sees a barrier the path test missed. Each kept basin gets ``num_chains`` chains.
 2. **Mixing.** Basins whose chains reached one another (the r_hat of their pooled draws, one
    basin as one chain, at most :data:`MIXED_RHAT` for every sampled element) are one basin.
 3. **Masses.** Each basin's mass, ``Z_k``, the integral of the unnormalised posterior over the
@@ -36,6 +44,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from itertools import zip_longest
 from typing import Any
 
 import jax
@@ -44,9 +53,9 @@ import numpy as np
 from jax.flatten_util import ravel_pytree
 from numpyro.infer.util import potential_energy, unconstrain_fn
 
-__all__ = ["BASIN_NATS", "MAX_BASINS", "SAME_BASIN_DISTANCE", "MIXED_RHAT", "Basin", "find_basins",
-           "chain_inits", "merge_mixed", "log_masses", "combine", "take", "summarise", "disagreements",
-           "bridge_log_mass"]
+__all__ = ["BASIN_NATS", "MAX_BASINS", "SAME_BASIN_DISTANCE", "BARRIER_NATS", "BARRIER_POINTS", "RELAX_STEPS",
+           "MIXED_RHAT", "Basin", "find_basins", "barriers", "merge_threshold", "merge_connected", "chain_inits",
+           "merge_mixed", "log_masses", "combine", "take", "summarise", "disagreements", "bridge_log_mass"]
 
 #: basins whose optimum lies within this many nats of the best get chains
 BASIN_NATS = 10.0
@@ -54,6 +63,12 @@ BASIN_NATS = 10.0
 MAX_BASINS = 4
 #: end points closer than this on every unconstrained coordinate are one basin
 SAME_BASIN_DISTANCE = 0.5
+#: basins whose optima are joined by a segment that rises at most this far above the higher optimum are one
+BARRIER_NATS = 1.0
+#: interior points of the path between two optima
+BARRIER_POINTS = 16
+#: Adam steps that settle each interior point of the path in the valley (within its hyperplane)
+RELAX_STEPS = 300
 #: basins whose pooled draws have r_hat at most this (one basin as one chain) have mixed: one basin
 MIXED_RHAT = 1.05
 #: a basin with at least this weight counts in the disagreement check
@@ -119,6 +134,149 @@ def find_basins(end_params: Mapping[str, Any], potentials: np.ndarray, *, nats: 
             centres.append(flat[i])
     best = basins[0].potential
     return [b for b in basins if b.potential <= best + nats][:max_basins]
+
+
+def barriers(potential: Callable[[jax.Array], jax.Array], end_params: Mapping[str, Any], basins: list[Basin],
+             points: int = BARRIER_POINTS, relax_steps: int = RELAX_STEPS, lr: float = 0.02,
+             enough: float = -np.inf) -> np.ndarray:
+    """The barrier between each pair of basins: the highest potential on a path between their optima
+    (unconstrained scale), above the higher of the two optima (nats; ``inf`` where the path meets a
+    non-finite potential). An upper bound on the lowest pass between them, so a small barrier means one
+    basin.
+
+    The path starts as the straight segment; unless every pair's segment already stays within
+    ``enough`` nats, each of its ``points`` interior points then descends
+    the potential (``relax_steps`` Adam steps, the step size decaying to 0) within the hyperplane through it normal to the segment,
+    so it keeps its place along the segment and settles in the valley. A straight segment
+    between two ends of a curved valley climbs its wall (the social-meaning motives fit: 22.7 nats on
+    the segment, chains that mixed); the relaxed path follows the floor. The barrier is read on
+    the polyline through the relaxed points, four points per piece; each pair keeps the lower of its
+    two paths' barriers (both bound the pass from above).
+
+    Shapes: ``end_params[site] [start, ...]`` (unconstrained); ``potential`` maps one flat vector
+    ``[dim]`` (``end_params`` raveled per start, in :func:`jax.flatten_util.ravel_pytree`'s order) to
+    a scalar -> ``[basin, basin]`` (symmetric, zero diagonal).
+
+    Parameters
+    ----------
+    potential : callable
+        The potential energy (minus the unnormalised log density) of a flat unconstrained vector.
+    end_params : dict of arrays
+        Where each start ended.
+    basins : list of Basin
+        From :func:`find_basins`; ``starts[0]`` is each basin's optimum.
+    points : int
+        Interior points of each path.
+    relax_steps : int
+        Adam steps of each interior point within its hyperplane (0: the straight segment).
+    lr : float
+        Adam's step size.
+    enough : float
+        Barriers this low need no relaxed path (the straight segment's is kept when every pair's is).
+
+    Returns
+    -------
+    array
+    """
+    optima = np.stack([np.asarray(ravel_pytree({k: np.asarray(v)[b.starts[0]] for k, v in end_params.items()})[0])
+                       for b in basins])
+    n = len(basins)
+    out = np.zeros((n, n))
+    pairs = [(i, j) for i in range(n) for j in range(i + 1, n)]
+    if not pairs:
+        return out
+    a, b = jnp.asarray(optima[[i for i, _ in pairs]]), jnp.asarray(optima[[j for _, j in pairs]])
+    t = jnp.linspace(0.0, 1.0, points + 2)[1:-1]
+    path = a[:, None] + t[None, :, None] * (b - a)[:, None]  # [pair, point, dim]
+    unit = (b - a) / jnp.maximum(jnp.linalg.norm(b - a, axis=-1, keepdims=True), 1e-12)
+    grad = jax.vmap(jax.vmap(jax.grad(potential)))
+
+    def step(carry: tuple[jax.Array, jax.Array, jax.Array], k: jax.Array
+             ) -> tuple[tuple[jax.Array, jax.Array, jax.Array], None]:
+        x, m, v = carry
+        g = grad(x)
+        g = jnp.where(jnp.isfinite(g), g, 0.0)
+        g = g - jnp.sum(g * unit[:, None], -1, keepdims=True) * unit[:, None]  # within the hyperplane
+        m = 0.9 * m + 0.1 * g
+        v = 0.999 * v + 0.001 * g * g
+        rate = lr * (1.0 - k / relax_steps)  # decays to 0, so the points settle rather than hover
+        x = x - rate * (m / (1 - 0.9 ** (k + 1))) / (jnp.sqrt(v / (1 - 0.999 ** (k + 1))) + 1e-8)
+        return (x, m, v), None
+
+    def along(path: jax.Array) -> np.ndarray:
+        """The potential on the polyline a -> path -> b, four points per piece: ``[pair, 4 * (points + 1)]``."""
+        full = jnp.concatenate([a[:, None], path, b[:, None]], axis=1)  # [pair, point + 2, dim]
+        s = jnp.linspace(0.0, 1.0, 5)[:-1]
+        line = full[:, :-1, None] + s[None, None, :, None] * (full[:, 1:] - full[:, :-1])[:, :, None]
+        return np.asarray(jax.jit(jax.vmap(jax.vmap(potential)))(line.reshape(len(pairs), -1, a.shape[-1])), float)
+
+    tops = np.array([max(basins[i].potential, basins[j].potential) for i, j in pairs])
+
+    def rise(values: np.ndarray) -> np.ndarray:
+        return np.where(np.isfinite(values).all(-1), values.max(-1, initial=-np.inf) - tops, np.inf)
+
+    height = rise(along(path))
+    if relax_steps and not (height <= enough).all():
+        relaxed = jax.jit(lambda x: jax.lax.scan(step, (x, jnp.zeros_like(x), jnp.zeros_like(x)),
+                                                 jnp.arange(relax_steps))[0][0])(path)
+        height = np.minimum(height, rise(along(relaxed)))
+    for (i, j), h in zip(pairs, height, strict=True):
+        out[i, j] = out[j, i] = float(h)
+    return out
+
+
+def merge_threshold(dim: int) -> float:
+    """The highest barrier that still counts as one basin, for a posterior of ``dim`` unconstrained
+    dimensions: :data:`BARRIER_NATS`, or the lower edge of the typical set's energy where that is
+    higher.
+
+    NUTS draws sit at the typical set's energy, not at the optimum: for a posterior near normal the
+    potential at a draw is the optimum's plus half a chi-square with ``dim`` degrees of freedom, so
+    ``dim / 2 +- sqrt(dim / 2)`` nats above it. A pass lower than ``dim / 2 - 2 sqrt(dim / 2)`` lies
+    within the energies the chains hold anyway (the social-meaning motives fit, 119 dimensions: its
+    two optima 1.3 nats apart, a pass about 19 nats high, its chains mixed). This bounds the pass by
+    energy only, not by its width; a merged basin's chains start in each of its pieces, so r_hat
+    within the basin reports a pass too narrow to cross.
+    """
+    half = dim / 2
+    return max(BARRIER_NATS, half - 2 * math.sqrt(half))
+
+
+def merge_connected(basins: list[Basin], barrier: np.ndarray, nats: float = BARRIER_NATS) -> list[Basin]:
+    """Merge basins joined by a path that rises at most ``nats`` above the higher optimum (best first: a
+    basin joins the best-placed one it connects to; :func:`merge_threshold` gives ``nats`` for a posterior).
+
+    Shapes: ``barrier [basin, basin]`` (:func:`barriers`).
+
+    Parameters
+    ----------
+    basins : list of Basin
+        Best first.
+    barrier : array
+        From :func:`barriers`.
+    nats : float
+        The highest barrier that still counts as one basin.
+
+    Returns
+    -------
+    list of Basin
+        Best first; a merged basin keeps its best optimum's potential and lists its starts taken from each
+        merged piece in turn (best piece first), so that :func:`chain_inits` starts chains in each piece.
+    """
+    if barrier.shape != (len(basins), len(basins)):
+        raise ValueError(f"barrier must be [{len(basins)}, {len(basins)}] (one row per basin); got {barrier.shape}.")
+    owner = list(range(len(basins)))
+    for j in range(len(basins)):
+        for i in range(j):
+            if barrier[i, j] <= nats:
+                owner[j] = owner[i]
+                break
+    pieces: dict[int, list[list[int]]] = {}
+    for j, b in enumerate(basins):
+        pieces.setdefault(owner[j], []).append(list(b.starts))
+    # starts taken from each piece in turn, so that a merged basin's chains start in each piece
+    return [Basin(basins[i].potential, [s for rank in zip_longest(*parts) for s in rank if s is not None])
+            for i, parts in pieces.items()]
 
 
 def chain_inits(basins: list[Basin], end_params: Mapping[str, Any], num_chains: int

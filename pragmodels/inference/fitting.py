@@ -28,16 +28,21 @@ from typing import Any, Literal
 import jax
 import numpy as np
 import xarray as xr
+from jax.flatten_util import ravel_pytree
+from numpyro.infer.util import potential_energy
 
 from pragmodels.inference.basins import (
     BASIN_NATS,
     Basin,
+    barriers,
     chain_inits,
     combine,
     disagreements,
     find_basins,
     log_masses,
+    merge_connected,
     merge_mixed,
+    merge_threshold,
     summarise,
     take,
 )
@@ -342,8 +347,9 @@ def fit(
         that warm-up does not reliably reach). Where every start ended is recorded in the
         ``init_optima`` attribute. Use it with non-centred hierarchies only: a centred one has
         no joint mode and the optimiser walks into its scale-to-zero funnel. ``"basins"``: the
-        same starts, grouped into basins by place; ``num_chains`` chains start in each basin within
-        ``basin_nats`` of the best (at most 4), and the result combines the basins by their
+        same starts, grouped into basins by place and then by the barrier between them (optima joined
+        by a path that rises less than the chains' typical energies are one basin); ``num_chains`` chains start in
+        each basin within ``basin_nats`` of the best (at most 4), and the result combines the basins by their
         posterior mass, estimated by bridge sampling (:mod:`pragmodels.inference.basins`; the
         basins, weights and per-basin diagnostics are in ``attrs["basins"]``).
     basin_nats : float
@@ -420,14 +426,21 @@ def fit(
         return {k: cut_padding(v, plan.n, plan.padded_to) for k, v in draws.items()}
 
     key_mcmc, key_pp = jax.random.split(key)
-    init_params, optima, basins = None, None, None
+    init_params, optima, basins, found_by_place, barrier, threshold = None, None, None, None, None, None
     static, arrays = split_data(run_data)
     if init in ("optimize", "basins"):
         key_mcmc, key_init = jax.random.split(key_mcmc)
         found = multistart_inits(key_init, bound_model(run_model, static), arrays, num_chains)
         init_params, optima = found.init_params, found.summary()
         if init == "basins":
+            bound = bound_model(run_model, static)
             basins = find_basins(found.end_params, found.potentials, nats=basin_nats)
+            flat, unravel = ravel_pytree({k: v[0] for k, v in found.end_params.items()})
+            threshold = merge_threshold(int(flat.size))
+            barrier = barriers(lambda z: potential_energy(bound, (), arrays, unravel(z)), found.end_params, basins,
+                               enough=threshold)
+            found_by_place = [b.record() for b in basins]
+            basins = merge_connected(basins, barrier, threshold)
             init_params, _ = chain_inits(basins, found.end_params, num_chains)
     run = run_nuts(key_mcmc, run_model, run_data, num_warmup=num_warmup, num_samples=num_samples,
                    num_chains=num_chains * (len(basins) if basins else 1), chain_method=chain_method,
@@ -495,7 +508,9 @@ def fit(
         if basins is not None:
             tree.attrs["basins"] = json.dumps(dict(
                 method="bridge sampling (normal proposal, 4 repeats; unconstrained scale)", basin_nats=basin_nats,
-                basins=[b.record() for b in basins]))
+                merge_barrier_nats=threshold, basins=[b.record() for b in basins],
+                by_place=[dict(potential=b["potential"], starts=b["starts"]) for b in found_by_place or []],
+                barriers=np.round(barrier, 3).tolist() if barrier is not None else None))
 
     steps.attempt("provenance", provenance)
     if steps.errors:

@@ -3,6 +3,7 @@
 import json
 import warnings
 
+import jax.numpy as jnp
 import numpy as np
 import numpyro
 import numpyro.distributions as dist
@@ -10,7 +11,17 @@ import pytest
 from scipy import special, stats
 
 import pragmodels as pm
-from pragmodels.inference.basins import Basin, bridge_log_mass, combine, disagreements, find_basins
+from pragmodels.inference.basins import (
+    Basin,
+    barriers,
+    bridge_log_mass,
+    chain_inits,
+    combine,
+    disagreements,
+    find_basins,
+    merge_connected,
+    merge_threshold,
+)
 
 Y = np.array([9.0, 9.2, 8.8, 9.1, 8.9])
 
@@ -50,6 +61,59 @@ def test_end_points_are_grouped_by_place_and_cut_by_nats():
     assert len(find_basins(ends, np.array([1.0, 2.5, 1.2, 30.0, 1.1]), nats=1.0)) == 1
 
 
+def ring(z):
+    """A ring of radius 3 (a curved valley, potential 0 on it): its points are one basin, but the straight
+    segment between two of them cuts through the middle (20 x (3 - r)^2 nats)."""
+    return 20.0 * (jnp.linalg.norm(z) - 3.0) ** 2
+
+
+def double_well(z):
+    """Two wells at x = +-3 with a pass 81/4 = 20.25 nats high at x = 0."""
+    return (z[0] ** 2 - 9.0) ** 2 / 4.0 + z[1] ** 2
+
+
+def test_a_curved_valley_is_one_basin_and_a_real_pass_keeps_two():
+    """On the ring the straight segment from angle 0 to 135 degrees rises by 20 x (3 - 3 cos 67.5 deg)^2 =
+    69 nats; the relaxed path follows the ring: 0.116 nats, all of it the polyline's first and last chords,
+    which cut about 0.08 inside the ring where the hyperplanes' points spread furthest along it.
+    The double well's pass is 20.25 nats whichever path: kept (the two basins stay two)."""
+    angle = np.deg2rad(135.0)
+    ends = {"z": np.array([[3.0, 0.0], [3.0 * np.cos(angle), 3.0 * np.sin(angle)]])}
+    basins = [Basin(0.0, [0]), Basin(0.0, [1])]
+    straight = barriers(ring, ends, basins, relax_steps=0)
+    assert straight[0, 1] == pytest.approx(20 * (3 - 3 * np.cos(angle / 2)) ** 2, rel=0.01)
+    relaxed = barriers(ring, ends, basins)
+    assert relaxed[0, 1] < 0.2 and relaxed[1, 0] == relaxed[0, 1] and relaxed[0, 0] == 0
+    assert barriers(ring, ends, basins, enough=100.0)[0, 1] == pytest.approx(straight[0, 1])  # no relaxing
+    assert len(merge_connected(basins, relaxed, merge_threshold(2))) == 1
+    wells = {"z": np.array([[3.0, 0.3], [-3.0, -0.2]])}
+    pass_ = barriers(double_well, wells, [Basin(0.09, [0]), Basin(0.04, [1])])
+    assert pass_[0, 1] == pytest.approx(81 / 4 - 0.09, abs=0.05)
+    assert len(merge_connected([Basin(0.09, [0]), Basin(0.04, [1])], pass_, merge_threshold(2))) == 2
+
+
+def test_merging_is_transitive_and_starts_chains_in_each_piece():
+    """Basin 2 connects only to basin 1, which connects to basin 0: all three are one, and its first chains
+    start at each piece's optimum in turn."""
+    basins = [Basin(1.0, [0, 3]), Basin(1.5, [1, 4]), Basin(2.0, [2])]
+    barrier = np.array([[0.0, 0.5, 9.0], [0.5, 0.0, 0.2], [9.0, 0.2, 0.0]])
+    merged = merge_connected(basins, barrier, 1.0)
+    assert len(merged) == 1 and merged[0].potential == 1.0 and merged[0].starts == [0, 1, 2, 3, 4]
+    inits, owner = chain_inits(merged, {"x": np.arange(5.0)}, 3)
+    np.testing.assert_array_equal(inits["x"], [0.0, 1.0, 2.0])
+    kept = merge_connected(basins, barrier, 0.1)
+    assert [b.starts for b in kept] == [[0, 3], [1, 4], [2]]
+    with pytest.raises(ValueError, match=r"barrier must be \[3, 3\]"):
+        merge_connected(basins, np.zeros((2, 2)))
+
+
+def test_merge_threshold_is_the_typical_sets_lower_edge_in_many_dimensions():
+    """d / 2 - 2 sqrt(d / 2): 119 dimensions (the motives fit) give 44.07 nats; two give the floor of 1."""
+    assert merge_threshold(2) == 1.0
+    assert merge_threshold(119) == pytest.approx(59.5 - 2 * np.sqrt(59.5))
+    assert merge_threshold(119) == pytest.approx(44.07, abs=0.01)
+
+
 def test_each_chain_draws_from_each_basin_by_its_weight():
     basins = [Basin(0.0, [0], chains=[0, 1], weight=0.75), Basin(1.0, [1], chains=[2, 3], weight=0.25)]
     index = combine({"x": np.zeros((4, 100))}, basins, 2, np.random.default_rng(0))
@@ -83,6 +147,11 @@ def test_two_mode_posterior_weights_recovered_and_missed_by_one_basin():
     assert any("disagree on mu" in str(w.message) for w in caught)
     record = json.loads(tree.attrs["basins"])
     assert len(record["basins"]) == 2
+    # found by place (end points short of the optimum on sigma's ridge open basins of their own), joined
+    # where no pass rises above 1 nat, kept apart by the pass at mu = 0 (y = 0 against 9: far above 1 nat)
+    assert len(record["by_place"]) >= 2 and record["merge_barrier_nats"] == 1.0
+    assert sum(b["starts"] for b in record["by_place"]) == sum(b["starts"] for b in record["basins"])
+    assert np.max(record["barriers"]) > 50
     weights = {np.sign(b["summary"]["mu"][0]): b["weight"] for b in record["basins"]}
     assert weights[1.0] == pytest.approx(truth, abs=0.03)
     mu = tree.posterior["mu"].values
