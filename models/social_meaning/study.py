@@ -386,46 +386,64 @@ def _scale(outcome, standard: float, max_rhat: float, margin: float) -> float:
 
 
 def top_up(specs, result, executor, progress, stamp, standard: float = ESS_STANDARD, max_rhat: float = 1.01,
-           margin: float = 1.25, most: float = 4.0) -> list:
+           margin: float = 1.25, most: float = 4.0, rounds: int = 2) -> list:
     """Draws sized to the sampling standards: the outcomes of ``result`` in order, each fit whose least
     bulk or tail ESS fell below ``standard`` or whose r_hat exceeds ``max_rhat`` replaced by a refit
     (same seed and settings) with its draws per chain scaled by ``margin x standard / ESS`` (at least
-    2x for r_hat), at most ``most`` times (NaN: left for the diagnostics to fail). The config's draws
-    are sized from an earlier run's ESS per draw; this catches a run that falls short by chance. A
-    refit's tree records ``draws_resized`` (``{"from", "to", "ess", "max_rhat"}``) and its
-    ``wall_time_s`` includes the first fit's."""
+    2x for r_hat), in at most ``rounds`` rounds (a refit still short is scaled again from its own
+    ESS), never beyond ``most`` times the config's draws (NaN: left for the diagnostics to fail). The
+    config's draws are sized from an earlier run's ESS per draw; this catches a run that falls short
+    by chance. A refit's tree records ``draws_resized`` (``{"from", "to", "ess", "max_rhat",
+    "rounds"}``: the config's draws, the last refit's, the first fit's least ESS and r_hat) and its
+    ``wall_time_s`` includes every earlier attempt's."""
     outcomes = list(result)
+    trees = {o.name: result.trees[o.name] for o in outcomes}
     by_name = {s.name: s for s in specs}
-    short = {o.name: o for o in outcomes if _scale(o, standard, max_rhat, margin) > 1.0}
-    if not short:
-        return [dataclasses.replace(o, tree=result.trees[o.name]) for o in outcomes]
-    again = []
-    for name, o in short.items():
-        spec = by_name[name]
-        n = int(spec.sampler.get("num_samples", 1000))
-        to = int(math.ceil(n * min(most, _scale(o, standard, max_rhat, margin))))
-        again.append(dataclasses.replace(spec, sampler={**spec.sampler, "num_samples": to}))
-        stamp(f"{name}: least ESS {_least_ess(o):.0f} (standard {standard:.0f}), max r_hat "
-              f"{o.diagnostics.get('max_rhat', math.nan):.3f} (standard {max_rhat}); sampled again with {to} draws "
-              f"per chain (was {n})")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", FitWarning)
-        second = pm.fit_many(again, executor=executor, progress=progress, log=stamp)
-    second.raise_on_error()
-    redone = {o.name: o for o in second}
+    first = {o.name: o for o in outcomes}
+    drawn = {name: int(spec.sampler.get("num_samples", 1000)) for name, spec in by_name.items()}
+    spent: dict[str, float] = {}  # the earlier attempts' tree wall times
+    walls: dict[str, float] = {}  # and their outcomes' wall times
+    done_rounds: dict[str, int] = {}
+    current = {o.name: o for o in outcomes}
+    for round_ in range(1, rounds + 1):
+        again = []
+        for name, o in current.items():
+            n0, n = int(by_name[name].sampler.get("num_samples", 1000)), drawn[name]
+            scale = _scale(o, standard, max_rhat, margin)
+            if scale <= 1.0 or n >= most * n0:
+                continue
+            to = int(math.ceil(min(most * n0, n * scale)))
+            again.append(dataclasses.replace(by_name[name], sampler={**by_name[name].sampler, "num_samples": to}))
+            stamp(f"{name}: least ESS {_least_ess(o):.0f} (standard {standard:.0f}), max r_hat "
+                  f"{o.diagnostics.get('max_rhat', math.nan):.3f} (standard {max_rhat}); sampled again with {to} "
+                  f"draws per chain (was {n}; round {round_} of at most {rounds})")
+        if not again:
+            break
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FitWarning)
+            second = pm.fit_many(again, executor=executor, progress=progress, log=stamp)
+        second.raise_on_error()
+        previous, current = current, {}
+        for r in second:
+            spent[r.name] = spent.get(r.name, 0.0) + float(trees[r.name].attrs["wall_time_s"])
+            walls[r.name] = walls.get(r.name, 0.0) + float(previous[r.name].wall_s)
+            trees[r.name] = second.trees[r.name]
+            drawn[r.name] = int(trees[r.name].posterior.sizes["draw"])
+            done_rounds[r.name] = round_
+            current[r.name] = r
+        outcomes = [current.get(o.name, o) for o in outcomes]
     merged = []
     for o in outcomes:
-        if o.name not in redone:
-            merged.append(dataclasses.replace(o, tree=result.trees[o.name]))
-            continue
-        r = redone[o.name]
-        tree = second.trees[o.name]
-        n = int(by_name[o.name].sampler.get("num_samples", 1000))
-        tree.attrs["draws_resized"] = json.dumps({"from": n, "to": int(tree.posterior.sizes["draw"]),
-                                                  "ess": round(_least_ess(o), 1),
-                                                  "max_rhat": round(float(o.diagnostics.get("max_rhat", math.nan)), 4)})
-        tree.attrs["wall_time_s"] = float(tree.attrs["wall_time_s"]) + float(result.trees[o.name].attrs["wall_time_s"])
-        merged.append(dataclasses.replace(r, tree=tree, wall_s=r.wall_s + o.wall_s))
+        tree = trees[o.name]
+        if o.name in done_rounds:
+            f = first[o.name]
+            tree.attrs["draws_resized"] = json.dumps({
+                "from": int(by_name[o.name].sampler.get("num_samples", 1000)), "to": drawn[o.name],
+                "ess": round(_least_ess(f), 1), "max_rhat": round(float(f.diagnostics.get("max_rhat", math.nan)), 4),
+                "rounds": done_rounds[o.name]})
+            tree.attrs["wall_time_s"] = float(tree.attrs["wall_time_s"]) + spent[o.name]
+            o = dataclasses.replace(o, wall_s=o.wall_s + walls[o.name])
+        merged.append(dataclasses.replace(o, tree=tree))
     return merged
 
 
