@@ -1,17 +1,21 @@
 """The main job (``make run``: the social-meaning study) before and after issue 38's levers.
 
-Usage: python -m benchmarks.main_job [--quick] [--no-compile] [--before REV]
+Usage: python -m benchmarks.main_job [--quick] [--no-compile] [--fits] [--before REV]
 
 Three parts, each printed and written to ``results/main_job.{csv,md}`` with the load average:
 
 - the job itself: wall and core seconds of the committed full run (``fits/social_meaning/full/run.json``)
-  against the run at git revision ``--before`` (default: the last run before the levers); a run
-  without ``cpu_time_s`` counts its fits' wall times, each on one core, as its core seconds;
+  against the run at git revision ``--before`` (default: the last run before the levers), and of the
+  trial runs in :data:`TRIALS` (manifests kept under ``results/runs/``); a run without ``cpu_time_s``
+  counts its fits' wall times, each on one core, as its core seconds;
 - the levers in this process, each against its anchor measured beside it: the human RSA fit's
   gradient at 81 and 41 quadrature nodes (one chain; four chains under ``vmap``), and (unless
   ``--no-compile``) the CPU seconds to compile the NUTS program of one chain and of four
   vectorized chains, for an LLM fit and the human fit, each in a fresh process;
-- the draws: NUTS iterations of every fit (chains x (warm-up + draws)) under the two configs.
+- the draws: NUTS iterations of every fit (chains x (warm-up + draws)) under the two configs, and the
+  iterations each run sampled (every basin's chains, from its run.json);
+- with ``--fits``, whole fits of the full run (GPT ALT and the human RSA fit) in fresh processes, the
+  chains vectorized and sequential: wall and CPU seconds, r_hat and ESS.
 """
 
 from __future__ import annotations
@@ -28,6 +32,13 @@ ROOT = Path(__file__).resolve().parents[1]
 os.environ.setdefault("PRAGMODELS_DATA_DIR", str(ROOT.parent / "shared" / "data"))
 #: the last full run and config before the levers (issue 38 item 1)
 BEFORE = "429e692"
+#: full runs measured but not committed as the study's result, their manifests kept under results/runs/
+TRIALS = [
+    {"run": "benchmarks/results/runs/social_meaning_2026-12-06T06-25.json",
+     "what": "basins joined before sampling, human RSA warm-up 300",
+     "note": "idle cores, cold cache; 14 of 15 fits at the standards: the motives link, topped up once to 800 "
+             "draws (r_hat 1.018 at 400), tail ESS 353 for theta_z; not committed as the study's run"},
+]
 
 
 def _load() -> str:
@@ -50,8 +61,15 @@ def job_rows(before: str) -> list[dict]:
                      "wall_s": run["wall_time_s"], "core_s": cpu if cpu is not None else fits, "fits_core_s": fits,
                      "note": "core seconds measured (cpu_time_s)" if cpu is not None else
                      "core seconds = the fits' wall times, each on one core (no cpu_time_s recorded)"})
-    rows[1]["ratio"] = rows[1]["wall_s"] / rows[0]["wall_s"]
-    rows[1]["core_ratio"] = rows[1]["core_s"] / rows[0]["core_s"]
+    for trial in TRIALS:
+        run = json.loads((ROOT / trial["run"]).read_text())
+        fits = sum(float(f.get("wall_time_s") or 0.0) for f in run["fits"].values())
+        rows.append({"part": "job", "case": f"trial: {trial['what']} ({run['started_at'][:16]})",
+                     "wall_s": run["wall_time_s"], "core_s": run["cpu_time_s"], "fits_core_s": fits,
+                     "note": trial["note"]})
+    for r in rows[1:]:
+        r["ratio"] = r["wall_s"] / rows[0]["wall_s"]
+        r["core_ratio"] = r["core_s"] / rows[0]["core_s"]
     return rows
 
 
@@ -161,25 +179,111 @@ def draw_rows(before: str) -> list[dict]:
     return rows
 
 
+def _sampled(run: dict, sampler: dict) -> dict:
+    """NUTS iterations each fit of a run sampled: its chains (every basin's, from ``attrs["basins"]`` as
+    run.json records them; else the config's) x (warm-up + draws)."""
+    out = {}
+    iters = _iterations(sampler)
+    for label, fit in run["fits"].items():
+        if label not in iters:
+            continue
+        basins = fit.get("basins")
+        out[label] = iters[label] * (sum(len(b["chains"]) for b in basins) / 4 if basins else 1)  # the config's 4
+    return out
+
+
+def sampled_rows(before: str) -> list[dict]:
+    """NUTS iterations the two runs sampled, basins' extra chains included (human and LLM fits apart)."""
+    old = _sampled(_git_json(before, "fits/social_meaning/full/run.json"),
+                   _git_json(before, "fits/social_meaning.json")["sampler"]["full"])
+    new = _sampled(json.loads((ROOT / "fits/social_meaning/full/run.json").read_text()),
+                   json.loads((ROOT / "fits/social_meaning.json").read_text())["sampler"]["full"])
+    trials = []
+    for trial in TRIALS:
+        run = json.loads((ROOT / trial["run"]).read_text())
+        trials.append((trial, _sampled(run, run["config"]["sampler"]["full"])))
+    rows = []
+    for group, pick in (("human fits", lambda k: k.startswith("human")), ("LLM fits", lambda k: not k.startswith("human"))):
+        a, b = sum(v for k, v in old.items() if pick(k)), sum(v for k, v in new.items() if pick(k))
+        rows.append({"part": "sampled", "case": f"{group}: iterations sampled (every basin's chains)", "before": a,
+                     "after": b, "ratio": b / a})
+        for trial, it in trials:
+            t = sum(v for k, v in it.items() if pick(k))
+            rows.append({"part": "sampled", "case": f"{group}, trial: {trial['what']}", "before": a, "after": t,
+                         "ratio": t / a, "note": "first attempts only (a top-up's refit not counted)"})
+    return rows
+
+
+_FIT = """
+import json, resource, sys, time, warnings
+import pragmodels as pm
+from benchmarks.main_job import _fit_spec
+spec = _fit_spec(sys.argv[1], sys.argv[2])
+warnings.simplefilter("ignore")
+t = time.perf_counter()
+tree = pm.fit(spec.seed, spec.model, spec.data, progress_bar=False, priors=spec.priors, **spec.sampler)
+wall = time.perf_counter() - t
+u = resource.getrusage(resource.RUSAGE_SELF)
+d = json.loads(tree.attrs["diagnostics"])
+print(json.dumps({"wall_s": wall, "core_s": u.ru_utime + u.ru_stime, "compile_wall_s": float(tree.attrs["compile_time_s"]),
+                  "max_rhat": d.get("max_rhat"), "min_ess_bulk": d.get("min_ess_bulk"),
+                  "chains": sum(len(b["chains"]) for b in json.loads(tree.attrs["basins"])["basins"])}))
+"""
+
+
+def _fit_spec(which: str, method: str):
+    """A whole fit of the full run (its config's settings and seed), with ``chain_method`` set."""
+    from models.social_meaning import rsa, study
+    from pragmodels import datasets, metrics
+
+    config = json.loads((ROOT / "fits/social_meaning.json").read_text())
+    sampler, seed = dict(config["sampler"]["full"], chain_method=method), config["seed"]
+    if which == "human":
+        return study.fit_spec("human_rsa", "rsa", datasets.load_social_human(), True, seed, sampler, "uniform",
+                              rsa.PRIORS_SPEAKER, label="human", rater_nodes=config["rater_nodes"])
+    llm = datasets.load_social_llm()
+    frame = metrics.valid_ratings(llm[(llm.model == "gpt") & (llm.prompt == "ALT")]).frame
+    i, j = datasets.LLMS.index("gpt"), datasets.PROMPTS.index("ALT")
+    return study.fit_spec("gpt_ALT_rsa", "rsa", frame, False, seed + 10 + 4 * i + j, sampler, "uniform",
+                          rsa.PRIORS_SPEAKER, label="gpt ALT")
+
+
+def fit_rows() -> list[dict]:
+    """Whole fits of the full run in fresh processes, the chains vectorized and sequential: wall and CPU."""
+    rows = []
+    for which in ("gpt ALT", "human"):
+        for method in ("vectorized", "sequential"):
+            out = subprocess.run([sys.executable, "-c", _FIT, which.split()[0] if which == "human" else "llm", method],
+                                 cwd=ROOT, check=True, capture_output=True, text=True).stdout.strip().splitlines()[-1]
+            rows.append({"part": "fit", "case": f"{which} fit, 4 chains {method}", **json.loads(out)})
+        rows[-1]["ratio"] = rows[-1]["core_s"] / rows[-2]["core_s"]
+    return rows
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="fewer gradient repeats")
     ap.add_argument("--no-compile", action="store_true", help="skip the compile-time processes (about 4 minutes)")
     ap.add_argument("--before", default=BEFORE, help="git revision of the run before the levers")
+    ap.add_argument("--fits", action="store_true",
+                    help="also whole fits, chains vectorized and sequential (about 12 minutes on idle cores)")
     args = ap.parse_args(argv)
     from benchmarks._results import write_results
 
     load0 = _load()
-    rows = job_rows(args.before) + draw_rows(args.before) + gradient_rows(5 if args.quick else 30)
+    rows = job_rows(args.before) + draw_rows(args.before) + sampled_rows(args.before)
+    rows += gradient_rows(5 if args.quick else 30)
     if not args.no_compile:
         rows += compile_rows()
+    if args.fits:
+        rows += fit_rows()
     load1 = _load()
     for r in rows:
         print({k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.items()})
     write_results(rows, "main_job", "The main job (make run) and issue 38's levers",
                   f"Load average (1, 5, 15 min) {load0} at the start, {load1} at the end. Before: git {args.before}.",
                   notes="`ratio`: against the first row of its part (job: before; gradient: 81 nodes, one chain; "
-                        "compile: vectorized; draws: before). Gradients are medians in one process; compile "
+                        "compile and fit: vectorized, CPU; draws and sampled: before). Gradients are medians in one process; compile "
                         "figures are CPU seconds of a fresh process that imports, traces and compiles one program.")
 
 
