@@ -1,0 +1,118 @@
+"""Issue 38's figures in one table, read from the benchmarks' own results (no measurement here).
+
+Usage: python -m benchmarks.speed_summary
+
+Each row: the figure, before and after, the ratio against its anchor (measured in the same run by
+the script named in ``source``), the target and whether it is met, and the load while it ran, as
+that script recorded it. Writes ``results/speed_summary.{csv,md}``. Rerun the source scripts first
+(their own docstrings say how); this one only gathers.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from benchmarks._results import RESULTS
+
+#: the main job's target (issue 38 item 1): 10 minutes wall on 2 idle cores, cold compilation cache
+JOB_TARGET_S = 600.0
+#: the 100-item hierarchical fit's target (item 2)
+HIER_TARGET_S = 5.0
+
+
+def _csv(stem: str) -> pd.DataFrame:
+    return pd.read_csv(RESULTS / f"{stem}.csv")
+
+
+def job_rows() -> list[dict]:
+    """The main job: the run before the levers against the committed run and each trial."""
+    df = _csv("main_job")
+    jobs = df[df["part"] == "job"].reset_index(drop=True)
+    before = jobs.iloc[0]
+    rows = []
+    for _, r in jobs.iloc[1:].iterrows():
+        rows.append({"item": "1 main job", "figure": f"make run wall (s): {r['case']}", "before": before["wall_s"],
+                     "after": r["wall_s"], "ratio": r["ratio"], "target": f"<= {JOB_TARGET_S:.0f} s",
+                     "met": "yes" if r["wall_s"] <= JOB_TARGET_S else "no", "load": "see note",
+                     "note": r["note"], "source": "main_job.py"})
+        rows.append({"item": "1 main job", "figure": f"make run core seconds: {r['case']}", "before": before["core_s"],
+                     "after": r["core_s"], "ratio": r["core_ratio"], "target": "", "met": "", "load": "see note",
+                     "note": "", "source": "main_job.py"})
+    grad = df[df["part"] == "gradient"].set_index("case")
+    one81, one41 = grad.loc["human RSA, 81 nodes, 1 chain", "ms"], grad.loc["human RSA, 41 nodes, 1 chain", "ms"]
+    rows.append({"item": "1 main job", "figure": "human RSA gradient (ms), 81 -> 41 rater nodes", "before": one81,
+                 "after": one41, "ratio": one41 / one81, "target": "", "met": "", "load": "main_job.md header",
+                 "note": "one chain, median in one process", "source": "main_job.py"})
+    comp = df[df["part"] == "compile"].set_index("case")
+    for which in ("llm", "human"):
+        v, s = (comp.loc[f"{which} fit, 4 chains {m}", "process_cpu_s"] for m in ("vectorized", "sequential"))
+        rows.append({"item": "1 main job", "figure": f"{which} fit compile CPU (s), vectorized -> sequential",
+                     "before": v, "after": s, "ratio": s / v, "target": "", "met": "", "load": "main_job.md header",
+                     "note": "fresh process, 4 chains", "source": "main_job.py"})
+    return rows
+
+
+def hier_rows() -> list[dict]:
+    """The hierarchical listener: the 100-item fit and the cost per item at the largest size."""
+    df = _csv("hier_scaling")
+    fit = df[df["kind"].astype(str).str.startswith("fit")].set_index("variant")
+    b, a = fit.loc["before"], fit.loc["after"]
+    load = f"{min(b['load_min'], a['load_min']):.1f}-{max(b['load_max'], a['load_max']):.1f}"
+    rows = [{"item": "2 hierarchical", "figure": "100 items x 40, 4 x (1,000 + 1,000), repeat fit wall (s)",
+             "before": b["fit_repeat_wall_s"], "after": a["fit_repeat_wall_s"],
+             "ratio": a["fit_repeat_wall_s"] / b["fit_repeat_wall_s"], "target": f"<= {HIER_TARGET_S:.0f} s",
+             "met": "yes" if a["fit_repeat_wall_s"] <= HIER_TARGET_S else "no", "load": load, "note": "",
+             "source": "hier_scaling.py --fit"}]
+    loop = df[df["kind"] == "per leapfrog"]
+    top = int(loop["n_items"].max())
+    for variant in ("before", "after"):
+        r = loop[(loop["variant"] == variant) & (loop["n_items"] == top)].iloc[0]
+        rows.append({"item": "2 hierarchical", "figure": f"CPU ns per item per leapfrog at {top:,} items ({variant} form) "
+                     "against 100 items", "before": float(loop[(loop["variant"] == variant)
+                                                             & (loop["n_items"] == 100)]["cpu_ns_per_item"].iloc[0]),
+                     "after": r["cpu_ns_per_item"], "ratio": r["per_item_vs_anchor"], "target": "1 (linear)",
+                     "met": "see note", "load": f"{r['load_min']:.1f}-{r['load_max']:.1f}",
+                     "note": "after form: flat per item from 1,600 items on; the rise below is the cache hierarchy "
+                             "(hier_scaling.md)" if variant == "after" else "", "source": "hier_scaling.py"})
+    return rows
+
+
+def listener_rows() -> list[dict]:
+    """The listener against the plain-JAX floor at the largest sizes, depth 1."""
+    df = _csv("listener_table")
+    rows = []
+    for n in sorted(df["n"].unique())[-2:]:
+        r = df[(df["n"] == n) & (df["depth"] == 1)].iloc[0]
+        for what, col in (("general", "pragmodels_ms"), ("boolean=True", "boolean_ms")):
+            ratio = r[col] / r["floor_ms"]
+            rows.append({"item": "3 listener", "figure": f"{n}x{n} depth 1, {what} (ms) against the floor",
+                         "before": r["floor_ms"], "after": r[col], "ratio": ratio, "target": "<= 1 (floor)",
+                         "met": "yes" if ratio <= 1.0 else "no", "load": f"{r['load_avg_1min']:.1f}", "note": "",
+                         "source": "listener_table.py"})
+    return rows
+
+
+def overhead_rows() -> list[dict]:
+    """A repeat fit (kept, issue 38's opening)."""
+    df = _csv("fit_overhead")
+    r = df[df["metric"].str.startswith("repeat call wall")].iloc[0]
+    return [{"item": "kept", "figure": f"repeat fit wall (s), {r['case']}", "before": r["old"], "after": r["new"],
+             "ratio": r["new_over_old"], "target": r["target"], "met": r["met"], "load": "fit_overhead.md header",
+             "note": "before: NumPyro's MCMC, which recompiles per run", "source": "fit_overhead.py"}]
+
+
+def main() -> None:
+    from benchmarks._results import write_results
+
+    rows = job_rows() + hier_rows() + listener_rows() + overhead_rows()
+    for r in rows:
+        print({k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.items()})
+    write_results(rows, "speed_summary", "Issue 38 in one table",
+                  "Gathered from the benchmarks' own CSVs by `python -m benchmarks.speed_summary` (nothing is measured "
+                  "here); each row's source script measured its before and after in the same run.",
+                  notes="`ratio`: after / before. Item 4 (install and CI) is measured by hand and recorded in the "
+                        "README's set-up section, not in a CSV.")
+
+
+if __name__ == "__main__":
+    main()
