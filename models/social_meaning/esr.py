@@ -19,6 +19,7 @@ import numpy as np
 import numpyro
 import numpyro.distributions as dist
 import pandas as pd
+from jax.scipy.special import log_ndtr
 
 from pragmodels import metrics
 from pragmodels.inference.diagnostics import FitWarning
@@ -94,13 +95,26 @@ def llm_statistics(llm: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     return effect_statistics(metrics.valid_ratings(llm).frame, None, ("scenario",))
 
 
-def esr_model(d_h, cov_h, d_m, cov_m):
+def selection_log_prob(delta_h, cov_h, z_select):
+    """``log P(|Δ̂_j| / se_j > z_select | Δ_H)`` per effect: the chance that effect ``j`` reaches
+    two-sided significance, ``se_j = sqrt(Σ_H[j, j])`` (docs/studies/social_meaning.md,
+    "Effects selected for significance")."""
+    z = delta_h / jnp.sqrt(jnp.diagonal(cov_h))
+    return jnp.logaddexp(log_ndtr(z - z_select), log_ndtr(-z - z_select))
+
+
+def esr_model(d_h, cov_h, d_m, cov_m, z_select=None):
     """The measurement model (docs/studies/social_meaning.md, "The model"). ``d_h [effect]``,
-    ``cov_h [effect, effect]``, ``d_m [condition, effect]``, ``cov_m [condition, effect, effect]``."""
+    ``cov_h [effect, effect]``, ``d_m [condition, effect]``, ``cov_m [condition, effect, effect]``.
+    ``z_select``: the human effects are there because each reached ``|Δ̂_j| / se_j > z_select``
+    (the paper's ten significant effects); their likelihood is then conditioned on it, divided by
+    :func:`selection_log_prob`'s probabilities (``None``: not conditioned)."""
     n_cond, n_eff = d_m.shape
     delta_h = numpyro.sample("delta_h", dist.Normal(0.0, PRIOR_EFFECT_SD).expand([n_eff]).to_event(1))
     delta_m = numpyro.sample("delta_m", dist.Normal(0.0, PRIOR_EFFECT_SD).expand([n_cond, n_eff]).to_event(2))
     numpyro.sample("human_effects", dist.MultivariateNormal(delta_h, covariance_matrix=cov_h), obs=d_h)
+    if z_select is not None:
+        numpyro.factor("selection", -selection_log_prob(delta_h, cov_h, z_select).sum())
     with numpyro.plate("condition", n_cond):
         numpyro.sample("llm_effects", dist.MultivariateNormal(delta_m, covariance_matrix=cov_m), obs=d_m)
     esr = numpyro.deterministic("esr", delta_m / delta_h)

@@ -79,6 +79,25 @@ def test_bad_input_is_named():
         esr.effect_statistics(frame.assign(rating=[np.nan, 4.0]), None, ())
 
 
+def test_selection_conditions_the_human_likelihood_on_significance():
+    """``selection_log_prob`` is the two-sided chance of |t| > z (against scipy, rtol 1e-5: float32),
+    and ``z_select`` divides the model's density by its product over the effects."""
+    import jax.numpy as jnp
+    from numpyro.infer.util import log_density
+    from scipy.stats import norm
+
+    cov = np.diag([0.04, 0.09, 0.01, 0.25])
+    delta = np.array([0.0, 0.3, 0.3, -1.0])
+    z = delta / np.sqrt(np.diag(cov))
+    log_p = np.asarray(esr.selection_log_prob(delta, cov, 1.96))
+    np.testing.assert_allclose(np.exp(log_p), norm.cdf(z - 1.96) + norm.cdf(-z - 1.96), rtol=1e-5)
+    data = dict(d_h=delta + 0.5, cov_h=cov, d_m=np.ones((2, 4)), cov_m=np.stack([0.01 * np.eye(4)] * 2))
+    params = dict(delta_h=jnp.asarray(delta), delta_m=jnp.full((2, 4), 0.8))
+    plain = log_density(esr.esr_model, (), data, params)[0]
+    selected = log_density(esr.esr_model, (), dict(data, z_select=1.96), params)[0]
+    np.testing.assert_allclose(selected - plain, -log_p.sum(), rtol=1e-5)
+
+
 @pytest.mark.nuts
 def test_nuts_matches_the_exact_gaussian_posterior():
     """With normal priors on the effects and normal likelihoods the posterior is Gaussian in
