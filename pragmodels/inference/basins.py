@@ -83,6 +83,7 @@ class Basin:
     potential: float
     starts: list[int]
     chains: list[int] = field(default_factory=list)
+    pieces: int = 1
     log_mass: float = float("nan")
     log_mass_se: float = float("nan")
     weight: float = float("nan")
@@ -91,7 +92,7 @@ class Basin:
 
     def record(self) -> dict[str, Any]:
         """JSON-ready."""
-        return dict(potential=round(self.potential, 3), starts=len(self.starts), chains=self.chains,
+        return dict(potential=round(self.potential, 3), starts=len(self.starts), pieces=self.pieces, chains=self.chains,
                     log_mass=round(self.log_mass, 4), log_mass_se=round(self.log_mass_se, 4),
                     weight=round(self.weight, 4), diagnostics=self.diagnostics, summary=self.summary)
 
@@ -275,8 +276,8 @@ def merge_connected(basins: list[Basin], barrier: np.ndarray, nats: float = BARR
     for j, b in enumerate(basins):
         pieces.setdefault(owner[j], []).append(list(b.starts))
     # starts taken from each piece in turn, so that a merged basin's chains start in each piece
-    return [Basin(basins[i].potential, [s for rank in zip_longest(*parts) for s in rank if s is not None])
-            for i, parts in pieces.items()]
+    return [Basin(basins[i].potential, [s for rank in zip_longest(*parts) for s in rank if s is not None],
+                  pieces=len(parts)) for i, parts in pieces.items()]
 
 
 def chain_inits(basins: list[Basin], end_params: Mapping[str, Any], num_chains: int
@@ -322,6 +323,7 @@ def merge_mixed(basins: list[Basin], latent: Mapping[str, np.ndarray]) -> list[B
             if _pooled_rhat(latent, m.chains, b.chains) <= MIXED_RHAT:
                 m.chains = m.chains + b.chains
                 m.starts = m.starts + b.starts
+                m.pieces = m.pieces + b.pieces
                 break
         else:
             merged.append(b)

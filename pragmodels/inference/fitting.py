@@ -86,6 +86,8 @@ class FitPostprocessingError(FitDiagnosticsError):
     """Raised by ``fit(..., strict=True)`` when a step after sampling failed; nothing is written
     to disk. The partial result (posterior and sample_stats at least) is on :attr:`tree`."""
 
+#: a basin joined before sampling whose r_hat exceeds this gets the basin_merge hint
+MIXED_RHAT_HINT = 1.01
 INITS = ("median", "uniform", "optimize", "basins")
 Init = Literal["median", "uniform", "optimize", "basins"]
 
@@ -264,6 +266,19 @@ class _Steps:
         self.tracebacks.append(f"{step}:\n" + "".join(traceback.format_exception(error)))
 
 
+def _predictive_shapes(pp: dict[str, np.ndarray] | None, info: ModelInfo) -> dict[str, np.ndarray] | None:
+    """The posterior predictive, each site checked to replicate its observations' shape: a distribution whose
+    shape is smaller than its observations (``Normal(mu, s)`` scoring a vector, no plate) scores every
+    observation but draws one value. Shapes: ``pp[site] [chain, draw, *obs]``."""
+    for k, v in (pp or {}).items():
+        want = np.shape(info.observed_values[k])
+        if v.shape[2:] != want:
+            raise ValueError(f"observed site {k!r}: its distribution draws shape {v.shape[2:]} but its observations have "
+                             f"shape {want}, so it cannot replicate them; declare the observations' axes "
+                             "(a numpyro.plate over them, or dist.expand(...)).")
+    return pp
+
+
 def _weigh_basins(rng_key: jax.Array, bound: Callable[..., Any], arrays: Mapping[str, Any], run: NutsRun,
                   basins: list[Basin], max_tree_depth: int) -> tuple[list[Basin], Diagnostics]:
     """Merge basins whose chains mixed, estimate their masses, diagnose each; the basins and the
@@ -279,6 +294,10 @@ def _weigh_basins(rng_key: jax.Array, bound: Callable[..., Any], arrays: Mapping
         b.diagnostics = {**d.as_attrs(), "ok": int(d.ok)}
         parts.append(d)
         problems += [f"basin {k} (weight {b.weight:.2f}): {p}" for p in d.problems]
+        if d.max_rhat > MIXED_RHAT_HINT and b.pieces > 1:
+            problems.append(f"basin {k} was joined from {b.pieces} basins before sampling (no pass between their "
+                            "optima above the chains' energies) and its chains, started in each, did not mix: "
+                            "fit with basin_merge=False to sample them apart and weigh them by their masses")
     problems += [f"{m}: the posterior has separated modes that answer differently" for m in disagreements(basins)]
     diag = Diagnostics(divergences=sum(d.divergences for d in parts),
                        max_rhat=float(np.nanmax([d.max_rhat for d in parts])),
@@ -312,6 +331,7 @@ def fit(
     strict: bool = False,
     pad_trials: bool = True,
     basin_nats: float = BASIN_NATS,
+    basin_merge: bool = True,
 ) -> xr.DataTree:
     """Fit ``model(**data)`` with NUTS and return an ArviZ ``DataTree``.
 
@@ -355,6 +375,10 @@ def fit(
     basin_nats : float
         With ``init="basins"``: basins whose optimum lies within this many nats of the best get
         chains (default 10).
+    basin_merge : bool
+        With ``init="basins"``: join basins that no pass separates before sampling (default). A
+        joined basin's chains start in each of its pieces, so r_hat within it reports a pass too
+        narrow to cross; ``False`` gives every basin found by place chains of its own.
     chain_method : {None, "parallel", "vectorized", "sequential"}
         ``parallel`` splits the chains over the CPU devices (see
         :func:`pragmodels.configure_host_devices`) or GPUs that divide them evenly, vectorised
@@ -436,11 +460,12 @@ def fit(
             bound = bound_model(run_model, static)
             basins = find_basins(found.end_params, found.potentials, nats=basin_nats)
             flat, unravel = ravel_pytree({k: v[0] for k, v in found.end_params.items()})
-            threshold = merge_threshold(int(flat.size))
-            barrier = barriers(lambda z: potential_energy(bound, (), arrays, unravel(z)), found.end_params, basins,
-                               enough=threshold)
             found_by_place = [b.record() for b in basins]
-            basins = merge_connected(basins, barrier, threshold)
+            if basin_merge:
+                threshold = merge_threshold(int(flat.size))
+                barrier = barriers(lambda z: potential_energy(bound, (), arrays, unravel(z)), found.end_params,
+                                   basins, enough=threshold)
+                basins = merge_connected(basins, barrier, threshold)
             init_params, _ = chain_inits(basins, found.end_params, num_chains)
     run = run_nuts(key_mcmc, run_model, run_data, num_warmup=num_warmup, num_samples=num_samples,
                    num_chains=num_chains * (len(basins) if basins else 1), chain_method=chain_method,
@@ -459,7 +484,8 @@ def fit(
     steps = _Steps()
     loglik = steps.attempt("log_likelihood", lambda: cut(pointwise_log_likelihood(run_model, run, run_data)), {})
     pp = (steps.attempt("posterior_predictive",
-                        lambda: cut(_posterior_predictive(key_pp, run_model, run.latent, run_data, observed)))
+                        lambda: _predictive_shapes(cut(_posterior_predictive(key_pp, run_model, run.latent, run_data,
+                                                                             observed)), info))
           if posterior_predictive else None)
     basin_diag = None
     if basins is not None:  # the basins' masses, then every chain of the result draws from each by its weight

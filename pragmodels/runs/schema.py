@@ -81,6 +81,8 @@ class SamplerSettings(Strict):
                               "basin_nats of the best, combined by the basins' estimated masses)")
     basin_nats: float = Field(10.0, gt=0, description="with init 'basins': how far below the best basin "
                                                       "(nats of log density) a basin still gets chains")
+    basin_merge: bool = Field(True, description="with init 'basins': join basins that no pass separates before "
+                                                "sampling (false: every basin found by place gets chains)")
     posterior_predictive: bool = Field(True, description="draw the posterior predictive")
     prior_predictive: int = Field(0, ge=0, description="number of prior predictive draws")
     strict: bool = Field(False, description="raise FitDiagnosticsError when the diagnostics fail")

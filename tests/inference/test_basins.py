@@ -30,7 +30,8 @@ def two_modes(y):
     """mu^2 is what the data see, so mu = -3 and +3 both fit; the prior N(1, 2) prefers +3."""
     mu = numpyro.sample("mu", dist.Normal(1.0, 2.0))
     sigma = numpyro.sample("sigma", dist.HalfNormal(1.0))
-    numpyro.sample("y", dist.Normal(mu ** 2, sigma), obs=y)
+    with numpyro.plate("obs", y.shape[0]):
+        numpyro.sample("y", dist.Normal(mu ** 2, sigma), obs=y)
 
 
 def exact_weight_of_positive_mode():
@@ -99,6 +100,7 @@ def test_merging_is_transitive_and_starts_chains_in_each_piece():
     barrier = np.array([[0.0, 0.5, 9.0], [0.5, 0.0, 0.2], [9.0, 0.2, 0.0]])
     merged = merge_connected(basins, barrier, 1.0)
     assert len(merged) == 1 and merged[0].potential == 1.0 and merged[0].starts == [0, 1, 2, 3, 4]
+    assert merged[0].pieces == 3 and merged[0].record()["pieces"] == 3
     inits, owner = chain_inits(merged, {"x": np.arange(5.0)}, 3)
     np.testing.assert_array_equal(inits["x"], [0.0, 1.0, 2.0])
     kept = merge_connected(basins, barrier, 0.1)
@@ -162,3 +164,20 @@ def test_two_mode_posterior_weights_recovered_and_missed_by_one_basin():
     single = pm.fit(0, two_modes, dict(y=Y), init="optimize", **kw)
     share = (single.posterior["mu"].values > 0).mean()
     assert abs(share - truth) > 0.15
+
+
+@pytest.mark.nuts
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore::pragmodels.inference.diagnostics.FitWarning")
+def test_basin_merge_false_samples_every_basin_found_by_place():
+    """The escape hatch: with ``basin_merge=False`` no barrier is computed and each basin found by place gets
+    chains of its own (``basins`` records one piece each); with the default the same starts are joined."""
+    kw = dict(num_warmup=100, num_samples=100, num_chains=1, progress_bar=False, init="basins")
+    fits = [pm.fit(0, two_modes, dict(y=Y), basin_merge=merge, **kw) for merge in (False, True)]
+    assert all("postprocessing_error" not in t.attrs for t in fits)
+    apart, joined = (json.loads(t.attrs["basins"]) for t in fits)
+    assert apart["barriers"] is None and apart["merge_barrier_nats"] is None
+    assert sum(len(b["chains"]) for b in apart["basins"]) == len(apart["by_place"]) > 2
+    # (basins that mixed are merged after sampling: pieces count what each final basin holds)
+    assert sum(b["pieces"] for b in apart["basins"]) == len(apart["by_place"])
+    assert joined["by_place"] == apart["by_place"] and len(joined["basins"]) < len(apart["by_place"])

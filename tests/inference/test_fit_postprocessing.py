@@ -154,3 +154,22 @@ def test_run_manifest_records_postprocessing_errors(reference, monkeypatch, tmp_
     run.fit("clean", reference)
     assert run.manifest["fits"]["partial"]["postprocessing_error"] == {"log_likelihood": "RuntimeError: injected failure"}
     assert run.manifest["fits"]["clean"]["postprocessing_error"] is None
+
+
+def unplated_model(y):
+    """The observations scored by a scalar distribution (no plate): each is scored, but a draw is one value."""
+    mu = numpyro.sample("mu", dist.Normal(0.0, 1.0))
+    numpyro.sample("y", dist.Normal(mu, 1.0), obs=y)
+
+
+def test_a_predictive_that_cannot_replicate_its_observations_is_named_not_garbled():
+    """Before, the shape mismatch surfaced as ArviZ's conversion error about dims; now the posterior predictive
+    step names the site, both shapes and the fix, and the rest of the result is kept."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tree = pm.fit(0, unplated_model, {"y": Y}, **KW)
+    errors = json.loads(tree.attrs["postprocessing_error"])
+    assert list(errors) == ["posterior_predictive"]
+    assert "observed site 'y'" in errors["posterior_predictive"] and "shape (6,)" in errors["posterior_predictive"]
+    assert "numpyro.plate" in errors["posterior_predictive"]
+    assert tree.posterior["mu"].shape == (2, 40) and tree.log_likelihood["y"].shape == (2, 40, 6)
