@@ -323,8 +323,8 @@ def report_section(table: pd.DataFrame) -> str:
     return ("\n### ESR coverage under misspecification\n\n"
             "Coverage of the 90% intervals on simulated data the measurement model's Gaussian likelihood does not "
             "describe: whole 1-7 rating data sets with ceilings on the real design (`likert`), and human effects "
-            "reported only when significant (`winners-curse`); `gaussian` is the model as fitted above, "
-            "`selection-adjusted` its human likelihood conditioned on significance (± the larger of the binomial "
+            "reported only when significant (`winners-curse`); `gaussian` is the model as fitted above "
+            "(`selection-adjusted`, where listed: its human likelihood conditioned on significance; ± the larger of the binomial "
             "and the per-replicate Monte Carlo SE; docs/studies/social_meaning.md, \"Coverage under "
             f"misspecification\"; `tables/esr_calibration_scenarios.csv`).\n\n"
             f"{shown.to_markdown(index=False, floatfmt='.3g')}\n")

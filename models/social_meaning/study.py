@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 import pragmodels as pm
-from models.social_meaning import checks, claims, esr, new_lms, paper, rsa
+from models.social_meaning import checks, claims, esr, esr_checks, new_lms, paper, rsa
 from models.social_meaning.config import (  # noqa: F401 - the config's schema, importable from here too
     FIT_LABELS,
     HUMAN_LABELS,
@@ -559,6 +559,16 @@ def calibration_table(human, llm, conditions, seed: int, n_replicates: int, samp
     return esr.calibration(data, n_replicates, seed=seed, **sampler)
 
 
+def scenario_table(human, llm, conditions, seed: int, n_replicates: int, sampler: dict) -> pd.DataFrame:
+    """Coverage of the measurement model's intervals under misspecification (Likert ratings with
+    ceilings, effects selected for significance; the model-consistent simulation is
+    :func:`calibration_table`'s): :func:`models.social_meaning.esr_checks.summary` of
+    :func:`~models.social_meaning.esr_checks.scenarios`, the study's (Gaussian) model only."""
+    rows = esr_checks.scenarios(human, llm_sets(llm, conditions), n_replicates, seed, models={"gaussian": None},
+                                which=("likert", "winners-curse"), **sampler)
+    return esr_checks.summary(rows)
+
+
 def human_checks(trees: dict, baseline, human: pd.DataFrame, n_draws: int, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Posterior predictive checks of the three human fits with new raters
     (:mod:`models.social_meaning.checks`): the ten effects and the 144 condition means, one block
@@ -828,6 +838,10 @@ def run(config: dict, out_dir: Path, mode: str, progress: bool, record: Run) -> 
         stamp(f"ESR calibration: {n_replicates} simulated data sets, and the negative control")
         calibration_table(human, llm, conditions, seed, n_replicates, config["calibration_sampler"]).to_csv(
             tables / "esr_calibration.csv", index=False)
+        stamp(f"ESR coverage under misspecification: Likert ratings and the winner's curse, {n_replicates} "
+              "simulated data sets each")
+        scenario_table(human, llm, conditions, seed, n_replicates, config["calibration_sampler"]).to_csv(
+            tables / "esr_calibration_scenarios.csv", index=False)
 
     stamp("each LLM's observed condition means against the human-fitted model's")
     predicted, _, ppc = means_against_human_fit(human_implied_effects(trees, n_draws, seed), human, fig1)
@@ -909,6 +923,8 @@ def analysis_markdown(run_dir: str | Path, trees: dict, baseline, params: pd.Dat
                              ppc=read("ppc_condition_means.csv"), calibration=read("esr_calibration.csv"))
     if (tables / "contrasts.csv").exists():
         report += contrast_section(pd.read_csv(tables / "contrasts.csv"), trees)
+    if (tables / "esr_calibration_scenarios.csv").exists():
+        report += esr_checks.report_section(pd.read_csv(tables / "esr_calibration_scenarios.csv"))
     return report
 
 
