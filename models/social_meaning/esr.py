@@ -98,7 +98,7 @@ def llm_statistics(llm: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
 def selection_log_prob(delta_h, cov_h, z_select):
     """``log P(|Δ̂_j| / se_j > z_select | Δ_H)`` per effect: the chance that effect ``j`` reaches
     two-sided significance, ``se_j = sqrt(Σ_H[j, j])`` (docs/studies/social_meaning.md,
-    "Effects selected for significance")."""
+    "Coverage under misspecification")."""
     z = delta_h / jnp.sqrt(jnp.diagonal(cov_h))
     return jnp.logaddexp(log_ndtr(z - z_select), log_ndtr(-z - z_select))
 

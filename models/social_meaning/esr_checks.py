@@ -1,21 +1,14 @@
 r"""Coverage of the ESR measurement model's intervals where its Gaussian likelihood is wrong.
 
 :func:`models.social_meaning.esr.calibration` simulates from the model's own likelihood, so it
-cannot reveal misspecification. Here three simulations (:data:`SCENARIOS`) are refitted by
-:func:`~models.social_meaning.esr.esr_model` as it stands (``gaussian``) and with the human
-likelihood conditioned on significance (``selection-adjusted``, ``z_select``):
+cannot reveal misspecification. Here three simulations (:data:`SCENARIOS`: ``model-consistent``,
+``likert`` (whole 1-7 rating data sets on the real design, :class:`LikertDesign`; true effects
+exact, :func:`expected_rating`) and ``winners-curse`` (human effects kept only when all ten are
+significant)) are refitted by :func:`~models.social_meaning.esr.esr_model` as it stands
+(``gaussian``) and with the human likelihood conditioned on significance (``selection-adjusted``).
 
-- ``model-consistent``: :func:`esr.calibration`'s simulation (Gaussian effects at the real
-  covariances, the truth of the human effects at their estimates, ratios from N(1.2, 0.8^2));
-- ``likert``: whole rating data sets on the 1-7 scale on the real design (:class:`LikertDesign`:
-  the same rows, raters, scenarios and conditions), a latent normal per rating rounded and
-  clipped, its effects computed as the study computes them (:func:`esr.model_data`); true
-  effects exact (:func:`expected_rating`);
-- ``winners-curse``: the human effects reported only when all ten are significant (redrawn until
-  they are), the weak ones (observed ``|t| < 3``) given a true ``t`` from U(1, 3).
-
-``python -m models.social_meaning.esr_checks --replicates 100`` writes the summary
-(``fits/social_meaning/esr_checks/coverage.csv`` and ``.md``); the study's full run writes it as
+``python -m models.social_meaning.esr_checks --replicates 100`` writes
+``fits/social_meaning/esr_checks/coverage.{csv,md}``; the study's full run writes
 ``tables/esr_calibration_scenarios.csv``. Why and what it found: docs/studies/social_meaning.md,
 "Coverage under misspecification".
 """
@@ -304,13 +297,17 @@ def summary(rows: pd.DataFrame, prob: float = 0.90) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
+#: where the checks are explained
+DOCS_SECTION = 'docs/studies/social_meaning.md, "Coverage under misspecification"'
+
+
 def markdown(table: pd.DataFrame, provenance: dict) -> str:
     """The summary as a markdown page: provenance, then the table."""
     head = "\n".join(f"- {k}: {v}" for k, v in provenance.items())
     shown = table.drop(columns=["shortfall"]).rename(columns={"n_replicates": "replicates", "n_intervals": "intervals"})
     return ("# Coverage of the ESR measurement model's 90% intervals under misspecification\n\n"
-            "Written by `python -m models.social_meaning.esr_checks` (docs/studies/social_meaning.md, \"Coverage "
-            f"under misspecification\").\n\n{head}\n\n{shown.to_markdown(index=False, floatfmt='.3g')}\n")
+            "Written by `python -m models.social_meaning.esr_checks` ("
+            f"{DOCS_SECTION}).\n\n{head}\n\n{shown.to_markdown(index=False, floatfmt='.3g')}\n")
 
 
 def report_section(table: pd.DataFrame) -> str:
@@ -325,8 +322,7 @@ def report_section(table: pd.DataFrame) -> str:
             "describe: whole 1-7 rating data sets with ceilings on the real design (`likert`), and human effects "
             "reported only when significant (`winners-curse`); `gaussian` is the model as fitted above "
             "(`selection-adjusted`, where listed: its human likelihood conditioned on significance; ± the larger of the binomial "
-            "and the per-replicate Monte Carlo SE; docs/studies/social_meaning.md, \"Coverage under "
-            f"misspecification\"; `tables/esr_calibration_scenarios.csv`).\n\n"
+            f"and the per-replicate Monte Carlo SE; {DOCS_SECTION}; `tables/esr_calibration_scenarios.csv`).\n\n"
             f"{shown.to_markdown(index=False, floatfmt='.3g')}\n")
 
 

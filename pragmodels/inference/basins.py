@@ -238,6 +238,16 @@ def merge_threshold(dim: int) -> float:
     two optima 1.3 nats apart, a pass about 19 nats high, its chains mixed). This bounds the pass by
     energy only, not by its width; a merged basin's chains start in each of its pieces, so r_hat
     within the basin reports a pass too narrow to cross.
+
+    Parameters
+    ----------
+    dim : int
+        The posterior's unconstrained dimensions.
+
+    Returns
+    -------
+    float
+        Nats above the higher of two optima.
     """
     half = dim / 2
     return max(BARRIER_NATS, half - 2 * math.sqrt(half))
