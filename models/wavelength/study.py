@@ -394,8 +394,8 @@ def run(config: dict, out_dir: Path, mode: str, progress: bool, record: Run) -> 
     if prod_rows:
         pd.concat(prod_rows).to_csv(tables / "production.csv", index=False)
     folder.write_summary(report)
-    folder.write_convergence()
-    _figures(grid, folder.figures, cfg.grid_items)
+    convergence = folder.write_convergence()
+    _figures(grid, folder.figures, cfg.grid_items, unconverged_labels(convergence))
     folder.write_report(report_markdown(folder.path, mode))
     log("done")
 
@@ -484,10 +484,27 @@ def cv_pairs(elpd: dict[str, np.ndarray], mc_se: dict[str, np.ndarray],
     return pd.DataFrame(rows, columns=["model", "against", "elpd_diff", "se", "mc_se"])
 
 
-def _figures(grid: dict[str, Any], figures: Path, n: int) -> None:
+def unconverged_labels(convergence: pd.DataFrame) -> list[str]:
+    """The forest's labels (``"<lm> <model>"``) of the fits below the sampling standards, from
+    ``tables/convergence.csv`` (fits named ``"<lm>/<model>"``)."""
+    bad = convergence[convergence["converged"].astype(str) != "True"]["fit"]
+    return [str(f).replace("/", " ", 1) for f in bad]
+
+
+def forest_figure(trees: dict[str, xr.DataTree], unconverged: list[str]) -> Any:
+    """The fitted listeners' shared parameters, a fit below the sampling standards marked."""
+    from pragmodels.plots import forest
+
+    return forest(trees, ["alpha", "beta", "width", "lapse", "rounding"], figsize=(15.0, 1.9 + 0.4 * len(trees)),
+                  labels={"alpha": "alpha (rationality)", "beta": "beta (semantic temperature)",
+                          "width": "kernel width (scale units)", "lapse": "lapse", "rounding": "rounded to tens"},
+                  unconverged=[u for u in unconverged if u in trees])
+
+
+def _figures(grid: dict[str, Any], figures: Path, n: int, unconverged: list[str] | None = None) -> None:
     import matplotlib.pyplot as plt
 
-    from pragmodels.plots import distribution_grid, elpd_compare, forest
+    from pragmodels.plots import distribution_grid, elpd_compare
 
     for lm_name, g in grid.items():
         items = g["items"]
@@ -500,9 +517,7 @@ def _figures(grid: dict[str, Any], figures: Path, n: int) -> None:
         fig.savefig(figures / f"items_{lm_name}.png", dpi=110)
         plt.close(fig)
     trees = {k: v for g in grid.values() for k, v in g["trees"].items()}
-    fig = forest(trees, ["alpha", "beta", "width", "lapse", "rounding"], figsize=(15.0, 1.9 + 0.4 * len(trees)),
-                 labels={"alpha": "alpha (rationality)", "beta": "beta (semantic temperature)",
-                         "width": "kernel width (scale units)", "lapse": "lapse", "rounding": "rounded to tens"})
+    fig = forest_figure(trees, unconverged or [])
     fig.savefig(figures / "forest_alpha_beta.png", dpi=110, bbox_inches="tight")
     plt.close(fig)
     loo = pd.read_csv(figures.parent / "tables" / "loo.csv")

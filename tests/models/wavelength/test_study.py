@@ -144,3 +144,16 @@ def test_the_full_report_states_what_each_number_rests_on(tmp_path):
     ppc["mean_inside_94"] = ppc["mean_inside_94"].where(ppc["model"].isin(["location", "lm_location"]), 0.19)
     ppc.to_csv(tmp_path / "g" / "tables" / "ppc.csv", index=False)
     assert "check on 81% of items** (of 100;" in report_markdown(tmp_path / "g", "full")  # not "81% to 81%"
+
+
+def test_the_forest_marks_the_fits_below_the_standards():
+    """convergence.csv names fits "<lm>/<model>"; the forest labels them "<lm> <model>": a fit that did not
+    converge is marked (faded, with a dagger), one that did is not (the committed run drew them alike before)."""
+    import pandas as pd
+
+    from models.wavelength.study import unconverged_labels
+
+    table = pd.DataFrame({"fit": ["smollm2/lm_rsa", "gemma3/lm_rsa", "smollm2/appendix_c"],
+                          "converged": [True, False, False]})
+    assert unconverged_labels(table) == ["gemma3 lm_rsa", "smollm2 appendix_c"]
+    assert unconverged_labels(pd.read_csv(pd.io.common.StringIO("fit,converged\na/b,True\n"))) == []
