@@ -53,6 +53,8 @@ import numpy as np
 from jax.flatten_util import ravel_pytree
 from numpyro.infer.util import potential_energy, unconstrain_fn
 
+from pragmodels.inference.multistart import adam
+
 __all__ = ["BASIN_NATS", "MAX_BASINS", "SAME_BASIN_DISTANCE", "BARRIER_NATS", "BARRIER_POINTS", "RELAX_STEPS",
            "MIXED_RHAT", "Basin", "find_basins", "barriers", "merge_threshold", "merge_connected", "chain_inits",
            "merge_mixed", "log_masses", "combine", "take", "summarise", "disagreements", "bridge_log_mass"]
@@ -192,17 +194,10 @@ def barriers(potential: Callable[[jax.Array], jax.Array], end_params: Mapping[st
     unit = (b - a) / jnp.maximum(jnp.linalg.norm(b - a, axis=-1, keepdims=True), 1e-12)
     grad = jax.vmap(jax.vmap(jax.grad(potential)))
 
-    def step(carry: tuple[jax.Array, jax.Array, jax.Array], k: jax.Array
-             ) -> tuple[tuple[jax.Array, jax.Array, jax.Array], None]:
-        x, m, v = carry
-        g = grad(x)
-        g = jnp.where(jnp.isfinite(g), g, 0.0)
-        g = g - jnp.sum(g * unit[:, None], -1, keepdims=True) * unit[:, None]  # within the hyperplane
-        m = 0.9 * m + 0.1 * g
-        v = 0.999 * v + 0.001 * g * g
-        rate = lr * (1.0 - k / relax_steps)  # decays to 0, so the points settle rather than hover
-        x = x - rate * (m / (1 - 0.9 ** (k + 1))) / (jnp.sqrt(v / (1 - 0.999 ** (k + 1))) + 1e-8)
-        return (x, m, v), None
+    def within_hyperplane(x: dict[str, jax.Array]) -> tuple[jax.Array, dict[str, jax.Array]]:
+        """The potential's gradient at each point, its component along the segment removed."""
+        g = grad(x["path"])
+        return jnp.zeros(()), {"path": g - jnp.sum(g * unit[:, None], -1, keepdims=True) * unit[:, None]}
 
     def along(path: jax.Array) -> np.ndarray:
         """The potential on the polyline a -> path -> b, four points per piece: ``[pair, 4 * (points + 1)]``."""
@@ -218,8 +213,7 @@ def barriers(potential: Callable[[jax.Array], jax.Array], end_params: Mapping[st
 
     height = rise(along(path))
     if relax_steps and not (height <= enough).all():
-        relaxed = jax.jit(lambda x: jax.lax.scan(step, (x, jnp.zeros_like(x), jnp.zeros_like(x)),
-                                                 jnp.arange(relax_steps))[0][0])(path)
+        relaxed = jax.jit(lambda x: adam(within_hyperplane, {"path": x}, relax_steps, lr, decay=True)["path"])(path)
         height = np.minimum(height, rise(along(relaxed)))
     for (i, j), h in zip(pairs, height, strict=True):
         out[i, j] = out[j, i] = float(h)

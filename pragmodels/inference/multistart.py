@@ -65,9 +65,10 @@ class MultistartResult:
                     gap_to_next_basin=round(float(others[0] - best), 2) if others.size else None)
 
 
-def _adam(value_and_grad: Callable[[Params], tuple[jax.Array, Params]], params: Params, steps: int,
-          lr: float) -> Params:
-    """Plain Adam (β1 0.9, β2 0.999) on a batch of starts; returns the end points."""
+def adam(value_and_grad: Callable[[Params], tuple[jax.Array, Params]], params: Params, steps: int,
+         lr: float, decay: bool = False) -> Params:
+    """Plain Adam (β1 0.9, β2 0.999) on a batch of starts; returns the end points. ``decay``: the step
+    size falls linearly to 0 over the steps, so the points settle rather than hover."""
     zeros = jax.tree.map(jnp.zeros_like, params)
 
     def step(carry: tuple[Params, Params, Params], t: jax.Array) -> tuple[tuple[Params, Params, Params], None]:
@@ -76,7 +77,8 @@ def _adam(value_and_grad: Callable[[Params], tuple[jax.Array, Params]], params: 
         g = jax.tree.map(lambda x: jnp.where(jnp.isfinite(x), x, 0.0), g)
         m = jax.tree.map(lambda a, x: 0.9 * a + 0.1 * x, m, g)
         v = jax.tree.map(lambda a, x: 0.999 * a + 0.001 * x * x, v, g)
-        p = jax.tree.map(lambda x, a, b: x - lr * (a / (1 - 0.9 ** t)) / (jnp.sqrt(b / (1 - 0.999 ** t)) + 1e-8),
+        rate = lr * (1.0 - (t - 1) / steps) if decay else lr
+        p = jax.tree.map(lambda x, a, b: x - rate * (a / (1 - 0.9 ** t)) / (jnp.sqrt(b / (1 - 0.999 ** t)) + 1e-8),
                          p, m, v)
         return (p, m, v), None
 
@@ -91,7 +93,7 @@ def _optimise(model: Callable[..., Any], params: Params, kwargs: dict[str, Any],
         return potential_energy(model, (), kwargs, p)
 
     vg = jax.vmap(jax.value_and_grad(pe))
-    end = _adam(vg, params, steps, lr)
+    end = adam(vg, params, steps, lr)
     return end, jax.vmap(pe)(end)
 
 
