@@ -47,7 +47,7 @@ from pragmodels.inference.basins import (
     take,
 )
 from pragmodels.inference.compile_cache import bound_model, split_data
-from pragmodels.inference.diagnostics import Diagnostics, FitDiagnosticsError, FitWarning, diagnose
+from pragmodels.inference.diagnostics import RHAT_MAX, Diagnostics, FitDiagnosticsError, FitWarning, diagnose
 from pragmodels.inference.multistart import multistart_inits
 from pragmodels.inference.nuts import (
     CHAIN_METHODS,
@@ -86,8 +86,6 @@ class FitPostprocessingError(FitDiagnosticsError):
     """Raised by ``fit(..., strict=True)`` when a step after sampling failed; nothing is written
     to disk. The partial result (posterior and sample_stats at least) is on :attr:`tree`."""
 
-#: a basin joined before sampling whose r_hat exceeds this gets the basin_merge hint
-MIXED_RHAT_HINT = 1.01
 INITS = ("median", "uniform", "optimize", "basins")
 Init = Literal["median", "uniform", "optimize", "basins"]
 
@@ -294,7 +292,7 @@ def _weigh_basins(rng_key: jax.Array, bound: Callable[..., Any], arrays: Mapping
         b.diagnostics = {**d.as_attrs(), "ok": int(d.ok)}
         parts.append(d)
         problems += [f"basin {k} (weight {b.weight:.2f}): {p}" for p in d.problems]
-        if d.max_rhat > MIXED_RHAT_HINT and b.pieces > 1:
+        if d.max_rhat > RHAT_MAX and b.pieces > 1:
             problems.append(f"basin {k} was joined from {b.pieces} basins before sampling (no pass between their "
                             "optima above the chains' energies) and its chains, started in each, did not mix: "
                             "fit with basin_merge=False to sample them apart and weigh them by their masses")
@@ -454,10 +452,10 @@ def fit(
     static, arrays = split_data(run_data)
     if init in ("optimize", "basins"):
         key_mcmc, key_init = jax.random.split(key_mcmc)
-        found = multistart_inits(key_init, bound_model(run_model, static), arrays, num_chains)
+        bound = bound_model(run_model, static)
+        found = multistart_inits(key_init, bound, arrays, num_chains)
         init_params, optima = found.init_params, found.summary()
         if init == "basins":
-            bound = bound_model(run_model, static)
             basins = find_basins(found.end_params, found.potentials, nats=basin_nats)
             flat, unravel = ravel_pytree({k: v[0] for k, v in found.end_params.items()})
             found_by_place = [b.record() for b in basins]
