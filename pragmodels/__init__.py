@@ -40,6 +40,7 @@ __all__ = [
     "joint_marginals",
     "fit",
     "fit_many",
+    "top_up",
     "fit_batched",
     "FitSpec",
     "FitManyResult",

@@ -69,6 +69,9 @@ from .inference.predictive import (
     predict as predict,
     prior_predictive as prior_predictive,
 )
+from .inference.top_up import (
+    top_up as top_up,
+)
 from .io.errors import (
     ResultChecksumError as ResultChecksumError,
     ResultFileError as ResultFileError,

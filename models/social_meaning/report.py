@@ -14,6 +14,7 @@ import pragmodels as pm
 from models.social_meaning import checks, rsa
 from pragmodels import datasets
 from pragmodels.evaluation.model_comparison import loo_sentence
+from pragmodels.inference.diagnostics import ESS_MIN, RHAT_MAX
 
 KEY_PARAMETERS = ("alpha", "cost_precise", "noise", "lapse", "theta_mu")
 #: the one name of each key parameter in figures, tables' headers and the report's text
@@ -62,11 +63,15 @@ def _diagnostics(tree) -> dict:
 
 
 def _diag_line(label, tree) -> str:
+    """The fit's row of the Diagnostics table; the wall cell says where the draws were resized
+    (:func:`pragmodels.inference.top_up.top_up`: every attempt's time, and the draws per chain)."""
     d = _diagnostics(tree)
     w = json.loads(tree.attrs.get("warnings", "[]"))
+    r = json.loads(tree.attrs.get("draws_resized", "null") or "null")
+    resized = f"; sampled again, {r['from']} -> {r['to']} draws per chain" if r else ""
     return (f"| {label} | {d['divergences']} | {d['max_rhat']:.3f} | {d['min_ess_bulk']:.0f} | "
-            f"{d['min_ess_tail']:.0f} | {100 * depth_share(tree):.1f}% | {tree.attrs['wall_time_s']:.0f} s | {_init_cell(tree)} | "
-            f"{'; '.join(w) if w else 'none'} |")
+            f"{d['min_ess_tail']:.0f} | {100 * depth_share(tree):.1f}% | {tree.attrs['wall_time_s']:.0f} s{resized} | "
+            f"{_init_cell(tree)} | {'; '.join(w) if w else 'none'} |")
 
 
 def diagnostics_line(tree) -> str:
@@ -78,7 +83,8 @@ def diagnostics_line(tree) -> str:
 
 #: the sampling standards a fit must meet to be read (issue 13): r_hat, bulk and tail ESS,
 #: divergences, and the share of NUTS trajectories at the tree-depth cap
-STANDARDS = dict(max_rhat=1.01, min_ess=400.0, max_divergences=0, max_depth_share=0.01)
+#: (r_hat and ESS: pragmodels.inference.diagnostics, RHAT_MAX and ESS_MIN)
+STANDARDS = dict(max_rhat=RHAT_MAX, min_ess=ESS_MIN, max_divergences=0, max_depth_share=0.01)
 
 
 def depth_share(tree) -> float:

@@ -11,10 +11,8 @@ re-renders a finished run's report from its ``run.json``. Notes: ``docs/studies/
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import json
-import math
 import warnings
 from pathlib import Path
 
@@ -46,6 +44,7 @@ from models.social_meaning.report import (  # noqa: F401
 )
 from pragmodels import datasets, metrics
 from pragmodels.inference.diagnostics import FitWarning
+from pragmodels.inference.top_up import top_up
 from pragmodels.io.atomic import atomic_write
 from pragmodels.likelihoods.rater import rater_slots
 from pragmodels.runs.folder import MODES, Run, lock_folder, read_manifest
@@ -311,10 +310,12 @@ def sampler_words(sampler: dict) -> str:
 
 
 def fit_all(human, llm, seed: int, sampler: dict, progress: bool, motive_prior: str, conditions, stamp, log,
-            executor="sequential", new=None, rater_nodes: int = rsa.RATER_NODES):
+            executor="sequential", new=None, rater_nodes: int = rsa.RATER_NODES, resize: bool = True):
     """The RSA model and the baseline fitted to the humans (compared by LOO), and the RSA model
     fitted to each LLM x prompt, all 14 through :func:`pragmodels.inference.fit_many` (``executor``:
-    ``"sequential"``, ``"process"`` or a Dask ``Client``). Returns ``(trees, baseline,
+    ``"sequential"``, ``"process"`` or a Dask ``Client``), a fit short of the sampling standards
+    sampled again with more draws (:func:`pragmodels.inference.top_up.top_up`; ``resize=False``, as in a
+    quick run, whose short chains all fall short by design: not). Returns ``(trees, baseline,
     loo_compare)``; ``trees["human"]`` first, then ``trees["<model> <prompt>"]`` (the published
     LLMs', then those of the new LMs in ``new``, :func:`models.social_meaning.new_lms.read_checked`:
     fitted beside them, each with a seed of its own). A failed fit does not stop the others; the
@@ -352,7 +353,7 @@ def fit_all(human, llm, seed: int, sampler: dict, progress: bool, motive_prior: 
         warnings.simplefilter("ignore", FitWarning)  # kept per fit in tree.attrs["warnings"]
         result = pm.fit_many(specs, executor=executor, progress=progress, log=stamp)
     result.raise_on_error()
-    outcomes = top_up(specs, result, executor, progress, stamp)
+    outcomes = top_up(specs, result, executor=executor, progress=progress, log=stamp, rounds=2 if resize else 0)
     trees = {}
     for outcome in outcomes:
         tree = _annotate(outcome.tree, kinds[outcome.name], motive_prior, outcome.warnings)
@@ -366,85 +367,6 @@ def fit_all(human, llm, seed: int, sampler: dict, progress: bool, motive_prior: 
         warnings.simplefilter("ignore")
         cmp = pm.compare(human_models(trees, baseline))  # unrounded: the report rounds
     return trees, baseline, cmp
-
-
-#: the ESS standard (bulk and tail, every parameter: report.STANDARDS) that :func:`top_up` sizes draws to
-ESS_STANDARD = 400.0
-
-
-def _least_ess(outcome) -> float:
-    d = outcome.diagnostics
-    return min(float(d.get("min_ess_bulk", math.nan)), float(d.get("min_ess_tail", math.nan)))
-
-
-def _scale(outcome, standard: float, max_rhat: float, margin: float) -> float:
-    """How many times more draws a fit needs (1: none): ``margin x standard / ESS`` below the ESS
-    standard, at least 2 where r_hat exceeds ``max_rhat``."""
-    ess, rhat = _least_ess(outcome), float(outcome.diagnostics.get("max_rhat", math.nan))
-    by_ess = margin * standard / max(ess, 1.0) if ess < standard else 1.0
-    return max(by_ess, 2.0 if rhat > max_rhat else 1.0)
-
-
-def top_up(specs, result, executor, progress, stamp, standard: float = ESS_STANDARD, max_rhat: float = 1.01,
-           margin: float = 1.25, most: float = 4.0, rounds: int = 2) -> list:
-    """Draws sized to the sampling standards: the outcomes of ``result`` in order, each fit whose least
-    bulk or tail ESS fell below ``standard`` or whose r_hat exceeds ``max_rhat`` replaced by a refit
-    (same seed and settings) with its draws per chain scaled by ``margin x standard / ESS`` (at least
-    2x for r_hat), in at most ``rounds`` rounds (a refit still short is scaled again from its own
-    ESS), never beyond ``most`` times the config's draws (NaN: left for the diagnostics to fail). The
-    config's draws are sized from an earlier run's ESS per draw; this catches a run that falls short
-    by chance. A refit's tree records ``draws_resized`` (``{"from", "to", "ess", "max_rhat",
-    "rounds"}``: the config's draws, the last refit's, the first fit's least ESS and r_hat) and its
-    ``wall_time_s`` includes every earlier attempt's."""
-    outcomes = list(result)
-    trees = {o.name: result.trees[o.name] for o in outcomes}
-    by_name = {s.name: s for s in specs}
-    first = {o.name: o for o in outcomes}
-    drawn = {name: int(spec.sampler.get("num_samples", 1000)) for name, spec in by_name.items()}
-    spent: dict[str, float] = {}  # the earlier attempts' tree wall times
-    walls: dict[str, float] = {}  # and their outcomes' wall times
-    done_rounds: dict[str, int] = {}
-    current = {o.name: o for o in outcomes}
-    for round_ in range(1, rounds + 1):
-        again = []
-        for name, o in current.items():
-            n0, n = int(by_name[name].sampler.get("num_samples", 1000)), drawn[name]
-            scale = _scale(o, standard, max_rhat, margin)
-            if scale <= 1.0 or n >= most * n0:
-                continue
-            to = int(math.ceil(min(most * n0, n * scale)))
-            again.append(dataclasses.replace(by_name[name], sampler={**by_name[name].sampler, "num_samples": to}))
-            stamp(f"{name}: least ESS {_least_ess(o):.0f} (standard {standard:.0f}), max r_hat "
-                  f"{o.diagnostics.get('max_rhat', math.nan):.3f} (standard {max_rhat}); sampled again with {to} "
-                  f"draws per chain (was {n}; round {round_} of at most {rounds})")
-        if not again:
-            break
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", FitWarning)
-            second = pm.fit_many(again, executor=executor, progress=progress, log=stamp)
-        second.raise_on_error()
-        previous, current = current, {}
-        for r in second:
-            spent[r.name] = spent.get(r.name, 0.0) + float(trees[r.name].attrs["wall_time_s"])
-            walls[r.name] = walls.get(r.name, 0.0) + float(previous[r.name].wall_s)
-            trees[r.name] = second.trees[r.name]
-            drawn[r.name] = int(trees[r.name].posterior.sizes["draw"])
-            done_rounds[r.name] = round_
-            current[r.name] = r
-        outcomes = [current.get(o.name, o) for o in outcomes]
-    merged = []
-    for o in outcomes:
-        tree = trees[o.name]
-        if o.name in done_rounds:
-            f = first[o.name]
-            tree.attrs["draws_resized"] = json.dumps({
-                "from": int(by_name[o.name].sampler.get("num_samples", 1000)), "to": drawn[o.name],
-                "ess": round(_least_ess(f), 1), "max_rhat": round(float(f.diagnostics.get("max_rhat", math.nan)), 4),
-                "rounds": done_rounds[o.name]})
-            tree.attrs["wall_time_s"] = float(tree.attrs["wall_time_s"]) + spent[o.name]
-            o = dataclasses.replace(o, wall_s=o.wall_s + walls[o.name])
-        merged.append(dataclasses.replace(o, tree=tree))
-    return merged
 
 
 #: the three models of the human ratings compared by LOO (labels in ``loo_compare.csv``)
@@ -806,7 +728,7 @@ def run(config: dict, out_dir: Path, mode: str, progress: bool, record: Run) -> 
         new_lms.metrics_table(human, new).to_csv(tables / "lm_metrics.csv", index=False)
         new_lms.answer_table(new, lm_info).to_csv(tables / "lm_answers.csv", index=False)
     trees, baseline, cmp = fit_all(human, llm, seed, sampler, progress, motive_prior, conditions, stamp, log,
-                                   executor=executor, new=new, rater_nodes=cfg.rater_nodes)
+                                   executor=executor, new=new, rater_nodes=cfg.rater_nodes, resize=mode == "full")
     cmp.to_csv(tables / "loo_compare.csv")
     contrasts(trees).to_csv(tables / "contrasts.csv", index=False)
 

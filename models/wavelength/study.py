@@ -26,6 +26,7 @@ import pragmodels as pm
 from models.wavelength import listeners, lm_scores, production, prompts
 from models.wavelength.config import Config
 from pragmodels.datasets import load_wavelength
+from pragmodels.inference.diagnostics import ESS_MIN, RHAT_MAX
 from pragmodels.metrics import distributions
 from pragmodels.runs.folder import Run
 from pragmodels.runs.schema import validate_config
@@ -184,12 +185,14 @@ def fixed_listeners(ds_data: dict[str, Any]) -> dict[str, np.ndarray]:
     return out
 
 
-def _fit_and_save(folder: StudyFolder, specs: list[pm.FitSpec], executor: str, progress: bool
+def _fit_and_save(folder: StudyFolder, specs: list[pm.FitSpec], executor: str, progress: bool, mode: str
                   ) -> dict[str, xr.DataTree]:
     """``specs`` (named ``"<lm>-<model>"``) fitted, saved as ``posteriors/<lm>_<model>.nc`` and recorded as
-    ``"<lm>/<model>"`` (:meth:`pragmodels.runs.study.StudyFolder.fit_and_save`); ``{model: tree}``."""
+    ``"<lm>/<model>"`` (:meth:`pragmodels.runs.study.StudyFolder.fit_and_save`); ``{model: tree}``. In a
+    full run a fit short of the sampling standards is sampled again with more draws first
+    (:func:`pragmodels.inference.top_up.top_up`); a quick run's short chains are not."""
     trees = folder.fit_and_save(specs, executor=executor, progress=progress, label=lambda n: n.replace("-", "/", 1),
-                                file=lambda n: n.replace("-", "_", 1) + ".nc")
+                                file=lambda n: n.replace("-", "_", 1) + ".nc", top_up=mode == "full")
     return {name.split("-", 1)[1]: tree for name, tree in trees.items()}
 
 
@@ -295,7 +298,7 @@ def run(config: dict, out_dir: Path, mode: str, progress: bool, record: Run) -> 
         by_item_sampler = (config["by_item_sampler"] if mode == "full" and cfg.by_item_sampler is not None
                            else sampler)
         specs = _specs(lm_name, data, sampler, seed, by_item_sampler)
-        trees = _fit_and_save(folder, specs, cfg.executor, progress)
+        trees = _fit_and_save(folder, specs, cfg.executor, progress, mode)
         all_label = f"all {len(ids)}"
         fixed = _compare_and_fix(lm_name, all_label, {k: v for k, v in trees.items() if k in FLAT}, data, items,
                                  loo_rows, metric_rows)
@@ -320,12 +323,12 @@ def run(config: dict, out_dir: Path, mode: str, progress: bool, record: Run) -> 
                          pm.FitSpec(f"{lm_name}-lm_rsa_sp", listeners.lm_rsa_model, base_sub, sampler=sampler, seed=seed + 2),
                          pm.FitSpec(f"{lm_name}-uniform_sp", listeners.uniform_model, base_sub, sampler=sampler, seed=seed)]
             log(f"{lm_name}: Appendix C on the {n_sp} items the speaker pass has scored")
-            trees_sub = _fit_and_save(folder, specs_sub, cfg.executor, progress)
+            trees_sub = _fit_and_save(folder, specs_sub, cfg.executor, progress, mode)
             fixed_sub = _compare_and_fix(lm_name, sub_label, trees_sub, data_sub, items_sub, loo_rows, metric_rows)
             groups.append((sub_label, trees_sub, data_sub, items_sub, fixed_sub))
         if cfg.fresh_refit and (cfg.cv_lms is None or lm_name in cfg.cv_lms):
             groups.append(_fresh_refit(folder, lm_name, ds, long, items, sampler, by_item_sampler, seed, cfg.executor,
-                                       progress, loo_rows, metric_rows))
+                                       progress, loo_rows, metric_rows, mode))
         for label_items, trees_g, data_g, items_g, fixed_g in groups:
             for name, tree in trees_g.items():
                 probs = listener_draws(name, tree, data_g, cfg.n_draws).mean(0)
@@ -402,7 +405,7 @@ def run(config: dict, out_dir: Path, mode: str, progress: bool, record: Run) -> 
 
 def _fresh_refit(folder: StudyFolder, lm_name: str, ds: xr.Dataset, long: pd.DataFrame, items: pd.DataFrame,
                  sampler: dict[str, Any], by_item_sampler: dict[str, Any], seed: int, executor: str, progress: bool,
-                 loo_rows: list[pd.DataFrame], metric_rows: list[dict[str, Any]]) -> tuple[Any, ...]:
+                 loo_rows: list[pd.DataFrame], metric_rows: list[dict[str, Any]], mode: str) -> tuple[Any, ...]:
     """The robustness check of the human benchmark: the baseline, LM-RSA and the two location models
     refitted on each item's fresh guesses only (those after the first :data:`N_SELECTION`, which
     did not choose the clue), the flat pair compared by LOO; a group for the metrics and checks."""
@@ -418,7 +421,7 @@ def _fresh_refit(folder: StudyFolder, lm_name: str, ds: xr.Dataset, long: pd.Dat
              pm.FitSpec(f"{lm_name}-lm_location_fresh", listeners.lm_location_model, base, sampler=by_item_sampler,
                         seed=seed + 6)]
     folder.log(f"{lm_name}: refitted on the fresh guesses ({label})")
-    trees = _fit_and_save(folder, specs, executor, progress)
+    trees = _fit_and_save(folder, specs, executor, progress, mode)
     flat = {k: v for k, v in trees.items() if k.removesuffix("_fresh") in FLAT}
     fixed = _compare_and_fix(lm_name, label, flat, data_f, items_f, loo_rows, metric_rows)
     return label, trees, data_f, items_f, fixed
@@ -639,9 +642,10 @@ def _cv_section(t: Path, summary: dict[str, Any], pairs: pd.DataFrame | None) ->
                     "this cross-validation by about 2,120 ± 140 is withdrawn: that fit did not converge (r_hat 1.03, "
                     "tail ESS 81; cross-validation fits of 2 x 200 draws), and it was compared with no model of "
                     "per-item clustering without the LM.", ""]
-    bad = cv[(cv.get("max_rhat", pd.Series(dtype=float)) > 1.01) | (cv.get("min_ess_tail", pd.Series(dtype=float)) < 400)]
+    bad = cv[(cv.get("max_rhat", pd.Series(dtype=float)) > RHAT_MAX)
+             | (cv.get("min_ess_tail", pd.Series(dtype=float)) < ESS_MIN)]
     if len(bad):
-        out += [f"**Cross-validation fits short of r_hat <= 1.01 and tail ESS >= 400 in some fold: "
+        out += [f"**Cross-validation fits short of r_hat <= {RHAT_MAX} and tail ESS >= {ESS_MIN:.0f} in some fold: "
                 f"{', '.join(bad['lm'] + '/' + bad['model'])}.**", ""]
     for lm in summary["lms"]:
         f = t / f"semantic_shift_{lm}.csv"
@@ -787,7 +791,7 @@ def report_markdown(run_dir: str | Path, mode: str) -> str:
         conv = pd.read_csv(t / "convergence.csv")
         bad = conv[conv["converged"] != True]  # noqa: E712 (a CSV boolean)
         out += ["## Convergence", "",
-                "Thresholds: r_hat <= 1.01, bulk and tail ESS >= 400, no divergences. "
+                f"Thresholds: r_hat <= {RHAT_MAX}, bulk and tail ESS >= {ESS_MIN:.0f}, no divergences. "
                 + (f"**{len(bad)} of {len(conv)} fits do not pass: "
                    f"{', '.join(bad['fit'])}; their numbers above are not to be relied on.**" if len(bad)
                    else "Every fit passes."), "", _md(conv), ""]

@@ -1,7 +1,9 @@
 """Convergence diagnostics with warnings a user can act on.
 
 Layering: imports ``arviz_stats`` and ``numpy``; used by :mod:`pragmodels.inference.fitting`.
-Thresholds follow Vehtari et al. (2021): r_hat <= 1.01 and bulk/tail ESS >= 100 per chain.
+Thresholds follow Vehtari et al. (2021): r_hat <= 1.01 and bulk/tail ESS >= 100 per chain
+(:data:`RHAT_MAX`, :data:`ESS_PER_CHAIN`); the studies' sampling standard is bulk and tail ESS
+>= 400 in all (:data:`ESS_MIN`), which :func:`pragmodels.inference.top_up.top_up` sizes draws to.
 """
 
 from __future__ import annotations
@@ -16,10 +18,16 @@ import xarray as xr
 
 from pragmodels.errors import PragmodelsError
 
-__all__ = ["FitWarning", "FitDiagnosticsError", "Diagnostics", "diagnose", "RHAT_MAX", "ESS_PER_CHAIN"]
+__all__ = ["FitWarning", "FitDiagnosticsError", "Diagnostics", "diagnose", "RHAT_MAX", "ESS_PER_CHAIN",
+           "ESS_MIN"]
 
+#: the largest r_hat a fit may have (Vehtari et al. 2021)
 RHAT_MAX = 1.01
+#: the least bulk and tail ESS per chain that :func:`diagnose` accepts
 ESS_PER_CHAIN = 100
+#: the studies' sampling standard: the least bulk and tail ESS of every parameter, in all chains together
+#: (Vehtari et al. 2021's 100 per chain, for the four chains of a full run)
+ESS_MIN = 400.0
 
 
 class FitWarning(UserWarning):

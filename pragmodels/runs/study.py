@@ -225,7 +225,9 @@ def convergence_table(fits: Mapping[str, Any]) -> pd.DataFrame:
     """One row per fit from a run manifest's ``fits``: divergences, max r_hat, min bulk and tail
     ESS, whether the diagnostics pass, wall time, and for a fit started in its basins
     (``init="basins"``) how many basins it sampled, how many carried a weight of at least 0.01, and
-    their weights (empty for a fit started otherwise).
+    their weights (empty for a fit started otherwise). Where some fit was sampled again with more
+    draws (:func:`pragmodels.inference.top_up.top_up`), a column ``draws_resized`` says so:
+    ``"400 -> 1000 (least ESS 274, r_hat 1.010)"`` (empty for the others; no column where none was).
 
     Parameters
     ----------
@@ -247,6 +249,9 @@ def convergence_table(fits: Mapping[str, Any]) -> pd.DataFrame:
                      "converged": f.get("diagnostics_ok"), "wall_s": f.get("wall_time_s"),
                      "basins": len(basins) or None, "basins_with_mass": sum(b["weight"] >= 0.01 for b in basins) or None,
                      "basin_weights": " / ".join(f"{b['weight']:.3f}" for b in basins) or None})
+        if f.get("draws_resized"):
+            r = f["draws_resized"]
+            rows[-1]["draws_resized"] = f"{r['from']} -> {r['to']} (least ESS {r['ess']:.0f}, r_hat {r['max_rhat']:.3f})"
     return pd.DataFrame(rows)
 
 
@@ -364,7 +369,8 @@ class StudyFolder:
 
     def fit_and_save(self, specs: Iterable[FitSpec], *, executor: Any = "sequential", progress: bool = False,
                      label: Callable[[str], str] = str,
-                     file: Callable[[str], str] = lambda name: f"{name}.nc") -> dict[str, xr.DataTree]:
+                     file: Callable[[str], str] = lambda name: f"{name}.nc",
+                     top_up: bool = False) -> dict[str, xr.DataTree]:
         """Run the fits (:func:`pragmodels.fit_many`), raise if any failed, save and record each.
 
         Parameters
@@ -379,6 +385,10 @@ class StudyFolder:
         label, file : callable
             The fit's label in the manifest and its file name in ``posteriors/``, from the spec's
             name (default: the name, and ``<name>.nc``).
+        top_up : bool
+            Sample a fit short of the sampling standards again with more draws
+            (:func:`~pragmodels.inference.top_up.top_up`; :meth:`log` says which and why, and the
+            manifest records its ``draws_resized``) before saving.
 
         Returns
         -------
@@ -390,10 +400,15 @@ class StudyFolder:
         FitManyError
             Some fit failed (every failure named); nothing is saved then.
         """
+        from pragmodels.inference import top_up as sizing
         from pragmodels.inference.fit_many import fit_many
 
         specs = list(specs)
-        done = fit_many(specs, executor=executor, progress=progress, log=self.log).raise_on_error().trees
+        result = fit_many(specs, executor=executor, progress=progress, log=self.log).raise_on_error()
+        done = result.trees
+        if top_up:
+            sized = sizing.top_up(specs, result, executor=executor, progress=progress, log=self.log)
+            done = {o.name: o.tree for o in sized if o.tree is not None}
         trees = {s.name: done[s.name] for s in specs}
         for name, tree in trees.items():
             self.save_fit(label(name), tree, file(name))

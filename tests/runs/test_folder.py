@@ -509,3 +509,30 @@ def test_a_fit_started_in_its_basins_records_them_and_the_convergence_table_coun
     assert t.loc["two", "basins"] == 2 and t.loc["two", "basins_with_mass"] == 1
     assert t.loc["two", "basin_weights"] == "0.995 / 0.005"
     assert t["basins"].isna()["plain"]
+
+
+def test_a_fit_sampled_again_records_its_draws_and_the_convergence_table_says_so():
+    """A tree with ``draws_resized`` (``pragmodels.inference.top_up``) has it in the manifest and in a
+    ``draws_resized`` column of the convergence table; a fit without it records nothing new, and a
+    table of such fits alone has no such column."""
+    import json
+
+    import xarray as xr
+
+    from pragmodels.runs.folder import Run
+    from pragmodels.runs.study import convergence_table
+
+    run = Run.__new__(Run)
+    run.manifest = {"fits": {}}
+    resized, plain = xr.DataTree(), xr.DataTree()
+    resized.attrs.update(wall_time_s="3.0", draws_resized=json.dumps(
+        {"from": 400, "to": 1000, "ess": 274.0, "max_rhat": 1.0101, "rounds": 1}))
+    plain.attrs.update(wall_time_s="1.0")
+    run.fit("resized", resized)
+    run.fit("plain", plain)
+    assert run.manifest["fits"]["resized"]["draws_resized"]["to"] == 1000
+    assert "draws_resized" not in run.manifest["fits"]["plain"]
+    t = convergence_table(run.manifest["fits"]).set_index("fit")
+    assert t.loc["resized", "draws_resized"] == "400 -> 1000 (least ESS 274, r_hat 1.010)"
+    assert t["draws_resized"].isna()["plain"]
+    assert "draws_resized" not in convergence_table({"plain": run.manifest["fits"]["plain"]})

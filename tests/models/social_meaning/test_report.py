@@ -6,7 +6,7 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 
-from models.social_meaning.report import _init_paragraph, converged, depth_share, quick_markdown
+from models.social_meaning.report import _diag_line, _init_paragraph, converged, depth_share, quick_markdown
 from pragmodels.evaluation.model_comparison import loo_sentence
 
 
@@ -63,6 +63,17 @@ def test_converged_needs_every_sampling_standard():
     assert not converged(fit(steps=(255,) + (15,) * 99))  # exactly 1% at the cap
     assert converged(fit(steps=(255,) + (15,) * 100))  # just under 1%
     assert depth_share(fit(steps=(255, 255, 15, 15))) == 0.5
+
+
+def test_the_diagnostics_table_says_where_the_draws_were_resized():
+    """A fit sampled again to the standards (``draws_resized``, pragmodels.inference.top_up) says so in its
+    wall cell; a fit that was not reads as before."""
+    t, attrs = _tree()
+    t.attrs.update(attrs, wall_time_s=30.0)
+    plain = _diag_line("gpt MIN", t)
+    assert "| 30 s | prior median |" in plain
+    t.attrs["draws_resized"] = json.dumps({"from": 600, "to": 1200, "ess": 350.2, "max_rhat": 1.012, "rounds": 1})
+    assert "| 30 s; sampled again, 600 -> 1200 draws per chain | prior median |" in _diag_line("gpt MIN", t)
 
 
 def test_loo_sentence_names_the_best_model_against_each_other():

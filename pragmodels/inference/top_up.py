@@ -1,0 +1,145 @@
+"""``top_up``: draws sized to the sampling standards, by refitting the fits that fall short.
+
+Layering: imports :mod:`pragmodels.inference.fit_many` and :mod:`pragmodels.inference.diagnostics`
+(whose :data:`~pragmodels.inference.diagnostics.ESS_MIN` and
+:data:`~pragmodels.inference.diagnostics.RHAT_MAX` are the standards). Every study sizes its fits'
+draws this way: a config's draws are sized from an earlier run's ESS per draw, and this catches a
+run that falls short by chance.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import math
+import warnings
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+from pragmodels.inference.diagnostics import ESS_MIN, RHAT_MAX, FitWarning
+from pragmodels.inference.fit_many import FitManyResult, FitOutcome, FitSpec, fit_many
+
+if TYPE_CHECKING:
+    import xarray as xr
+
+__all__ = ["top_up"]
+
+#: ``num_samples`` of a spec that does not set it (:func:`pragmodels.fit`'s default)
+_DEFAULT_DRAWS = 1000
+
+
+def _least_ess(outcome: FitOutcome) -> float:
+    d = outcome.diagnostics
+    return min(float(d.get("min_ess_bulk", math.nan)), float(d.get("min_ess_tail", math.nan)))
+
+
+def _scale(outcome: FitOutcome, standard: float, max_rhat: float, margin: float) -> float:
+    """How many times more draws a fit needs (1: none): ``margin x standard / ESS`` below the ESS
+    standard, at least 2 where r_hat exceeds ``max_rhat``."""
+    ess, rhat = _least_ess(outcome), float(outcome.diagnostics.get("max_rhat", math.nan))
+    by_ess = margin * standard / max(ess, 1.0) if ess < standard else 1.0
+    return max(by_ess, 2.0 if rhat > max_rhat else 1.0)
+
+
+def _draws(spec: FitSpec) -> int:
+    return int(spec.sampler.get("num_samples", _DEFAULT_DRAWS))
+
+
+def top_up(specs: Sequence[FitSpec], result: FitManyResult, *, executor: Any = "sequential",
+           progress: bool | Literal["bar", "lines"] = True, log: Callable[[str], None] | None = None,
+           standard: float = ESS_MIN, max_rhat: float = RHAT_MAX, margin: float = 1.25, most: float = 4.0,
+           rounds: int = 2) -> list[FitOutcome]:
+    """Refit, with more draws per chain, every fit of ``result`` short of the sampling standards.
+
+    A fit whose least bulk or tail ESS is below ``standard`` or whose max r_hat exceeds ``max_rhat``
+    is fitted again (same seed and settings) with its draws per chain scaled by ``margin x standard
+    / ESS`` (at least 2x for r_hat), in at most ``rounds`` rounds (a refit still short is scaled
+    again from its own ESS), never beyond ``most`` times its spec's draws (a NaN diagnostic: left
+    for the diagnostics to fail). The standards are those of
+    :mod:`pragmodels.inference.diagnostics` (:data:`~pragmodels.inference.diagnostics.ESS_MIN`,
+    :data:`~pragmodels.inference.diagnostics.RHAT_MAX`).
+
+    Parameters
+    ----------
+    specs : list of FitSpec
+        The specs ``result`` was fitted from.
+    result : FitManyResult
+        :func:`~pragmodels.inference.fit_many.fit_many`'s result, without failures (call its
+        ``raise_on_error`` first), and holding trees (no ``out_dir``).
+    executor, progress, log
+        As for :func:`~pragmodels.inference.fit_many.fit_many`, for the refits; ``log`` also
+        receives one line per refit: which fit, its least ESS and r_hat against the standards,
+        and its draws (default: printed, flushed).
+    standard, max_rhat : float
+        The least bulk and tail ESS, and the largest r_hat.
+    margin, most : float
+        The refit's draws: ``margin x standard / ESS`` times more, at most ``most`` x the spec's.
+    rounds : int
+        Refits at most, per fit.
+
+    Returns
+    -------
+    list of FitOutcome
+        The outcomes in the order of ``result``, each with its tree; a refit's tree records
+        ``draws_resized`` (JSON ``{"from", "to", "ess", "max_rhat", "rounds"}``: the spec's draws,
+        the last refit's, the first fit's least ESS and r_hat, the rounds run) and its
+        ``wall_time_s`` (and the outcome's ``wall_s``) includes every earlier attempt's.
+
+    Raises
+    ------
+    FitManyError
+        A refit failed.
+    """
+    say = log if log is not None else functools.partial(print, flush=True)
+    outcomes = list(result)
+    all_trees = result.trees
+    trees: dict[str, xr.DataTree] = {o.name: all_trees[o.name] for o in outcomes}
+    by_name = {s.name: s for s in specs}
+    first = {o.name: o for o in outcomes}
+    drawn = {name: _draws(spec) for name, spec in by_name.items()}
+    spent: dict[str, float] = {}  # the earlier attempts' tree wall times
+    walls: dict[str, float] = {}  # and their outcomes' wall times
+    done_rounds: dict[str, int] = {}
+    current = {o.name: o for o in outcomes}
+    for round_ in range(1, rounds + 1):
+        again = []
+        for name, o in current.items():
+            n0, n = _draws(by_name[name]), drawn[name]
+            scale = _scale(o, standard, max_rhat, margin)
+            if scale <= 1.0 or n >= most * n0:
+                continue
+            to = int(math.ceil(min(most * n0, n * scale)))
+            again.append(dataclasses.replace(by_name[name], sampler={**by_name[name].sampler, "num_samples": to}))
+            say(f"{name}: least ESS {_least_ess(o):.0f} (standard {standard:.0f}), max r_hat "
+                f"{o.diagnostics.get('max_rhat', math.nan):.3f} (standard {max_rhat}); sampled again with {to} "
+                f"draws per chain (was {n}; round {round_} of at most {rounds})")
+        if not again:
+            break
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FitWarning)
+            second = fit_many(again, executor=executor, progress=progress, log=log)
+        second.raise_on_error()
+        second_trees = second.trees
+        previous, current = current, {}
+        for r in second:
+            spent[r.name] = spent.get(r.name, 0.0) + float(trees[r.name].attrs["wall_time_s"])
+            walls[r.name] = walls.get(r.name, 0.0) + float(previous[r.name].wall_s)
+            trees[r.name] = second_trees[r.name]
+            drawn[r.name] = int(trees[r.name].posterior.sizes["draw"])
+            done_rounds[r.name] = round_
+            current[r.name] = r
+        outcomes = [current.get(o.name, o) for o in outcomes]
+    merged = []
+    for o in outcomes:
+        tree = trees[o.name]
+        if o.name in done_rounds:
+            f = first[o.name]
+            tree.attrs["draws_resized"] = json.dumps({
+                "from": _draws(by_name[o.name]), "to": drawn[o.name],
+                "ess": round(_least_ess(f), 1), "max_rhat": round(float(f.diagnostics.get("max_rhat", math.nan)), 4),
+                "rounds": done_rounds[o.name]})
+            tree.attrs["wall_time_s"] = float(tree.attrs["wall_time_s"]) + spent[o.name]
+            o = dataclasses.replace(o, wall_s=o.wall_s + walls[o.name])
+        merged.append(dataclasses.replace(o, tree=tree))
+    return merged

@@ -1,0 +1,124 @@
+"""pragmodels.inference.top_up: draws sized to the sampling standards (ESS_MIN, RHAT_MAX)."""
+
+import json
+import re
+import warnings
+
+import numpy as np
+import numpyro
+import numpyro.distributions as dist
+import pytest
+import xarray as xr
+
+import pragmodels as pm
+from pragmodels.inference import top_up as sizing
+from pragmodels.inference.diagnostics import ESS_MIN, RHAT_MAX, FitWarning
+from pragmodels.inference.fit_many import FitManyResult, FitOutcome
+from pragmodels.inference.top_up import top_up
+
+
+def _normal(y):
+    mu = numpyro.sample("mu", dist.Normal(0.0, 10.0))
+    with numpyro.plate("obs", y.shape[0]):
+        numpyro.sample("y", dist.Normal(mu, 1.0), obs=y)
+
+
+def test_the_standards_are_the_diagnostics_ones():
+    """``top_up`` sizes to :mod:`pragmodels.inference.diagnostics`' standards unless told otherwise."""
+    import inspect
+
+    defaults = {k: p.default for k, p in inspect.signature(top_up).parameters.items()}
+    assert defaults["standard"] == ESS_MIN == 400.0 and defaults["max_rhat"] == RHAT_MAX == 1.01
+    assert pm.top_up is top_up
+
+
+@pytest.mark.nuts
+def test_a_fit_short_of_the_ess_standard_is_sampled_again_with_more_draws_and_says_so():
+    """A fit whose least ESS is below the standard comes back refitted with draws scaled by
+    margin x standard / ESS (here capped at 4x: 1 chain of 30 draws has an ESS near 30 against a
+    standard of 100), recording ``draws_resized``; a fit above the standard is the first run's."""
+    y = np.random.default_rng(0).normal(1.0, 1.0, 20)
+    settings = dict(num_warmup=100, num_chains=1, chain_method="sequential", progress_bar=False)
+    specs = [pm.FitSpec("short", _normal, {"y": y}, sampler=dict(settings, num_samples=30), seed=1),
+             pm.FitSpec("enough", _normal, {"y": y}, sampler=dict(settings, num_samples=2000), seed=2)]
+    said = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FitWarning)  # the short fit's low ESS: what this test is about
+        result = pm.fit_many(specs, executor="sequential", progress=False)
+        out = top_up(specs, result, executor="sequential", progress=False, log=said.append, standard=100.0)
+    assert [o.name for o in out] == ["short", "enough"]
+    short, enough = out
+    resized = json.loads(short.tree.attrs["draws_resized"])
+    assert resized["from"] == 30 and resized["to"] == 120 and resized["ess"] < 100  # 4x: the cap
+    assert short.tree.posterior.sizes["draw"] == 120
+    assert "draws_resized" not in enough.tree.attrs and enough.tree.posterior.sizes["draw"] == 2000
+    assert len(said) == 1 and said[0].startswith("short: least ESS") and "120 draws per chain (was 30; round 1" in said[0]
+
+
+def _outcome(ess, rhat):
+    return FitOutcome("f", "ok", diagnostics={"min_ess_bulk": ess, "min_ess_tail": ess + 50, "max_rhat": rhat})
+
+
+def test_draws_scale_with_the_ess_shortfall_and_double_for_r_hat():
+    """The scale of a refit's draws: margin x standard / ESS below the ESS standard, at least 2 where
+    r_hat is above 1.01, none for a fit that meets both (and NaN left to the diagnostics)."""
+    scale = sizing._scale
+    assert scale(_outcome(500.0, 1.004), 400.0, 1.01, 1.25) == 1.0
+    assert scale(_outcome(200.0, 1.004), 400.0, 1.01, 1.25) == pytest.approx(2.5)
+    assert scale(_outcome(500.0, 1.02), 400.0, 1.01, 1.25) == 2.0
+    assert scale(_outcome(350.0, 1.02), 400.0, 1.01, 1.25) == 2.0  # 1.43 by ESS, 2 by r_hat
+    assert scale(_outcome(float("nan"), float("nan")), 400.0, 1.01, 1.25) == 1.0
+
+
+def fake_fit_many(ess_per_draw, max_rhat=1.001):
+    """A stand-in for ``fit_many``: each call takes the next ESS per draw of ``ess_per_draw`` (and
+    r_hat of ``max_rhat``), so that a fit's least ESS is ``ess_per_draw x draws``; its trees hold
+    ``[1, draws]`` zeros, a wall time of 10 s and their diagnostics, and save like a real fit's."""
+    rates, rhats = iter(ess_per_draw), iter(max_rhat if isinstance(max_rhat, list) else [max_rhat] * 10)
+
+    def fit_many(specs, **kw):
+        rate, rhat = next(rates), next(rhats)
+        outcomes = []
+        for s in specs:
+            n = s.sampler["num_samples"]
+            diagnostics = {"divergences": 0, "max_rhat": rhat, "min_ess_bulk": rate * n, "min_ess_tail": rate * n}
+            tree = xr.DataTree.from_dict({"posterior": xr.Dataset({"mu": (("chain", "draw"), np.zeros((1, n)))})})
+            tree.attrs.update(wall_time_s=10.0, diagnostics=json.dumps(diagnostics), diagnostics_ok="true")
+            outcomes.append(FitOutcome(s.name, "ok", wall_s=10.0, tree=tree, diagnostics=diagnostics))
+        return FitManyResult(outcomes)
+
+    return fit_many
+
+
+def test_a_refit_still_short_is_sampled_again_from_its_own_ess_up_to_the_cap(monkeypatch):
+    """Round 1 sizes the refit from the first fit's ESS; where the refit falls short again (its ESS per
+    draw lower than the first fit's showed), round 2 scales it from its own ESS; the draws never pass
+    ``most`` x the config's and ``draws_resized`` records both rounds; walls add up."""
+    fake = fake_fit_many([0.5, 0.2, 0.2])  # ESS per draw: first fit, round 1, round 2
+    monkeypatch.setattr(sizing, "fit_many", fake)
+    specs = [pm.FitSpec("f", _normal, {"y": np.zeros(3)}, sampler={"num_samples": 400}, seed=1)]
+    said = []
+    out = top_up(specs, fake(specs), log=said.append, standard=400.0)
+    # first: ESS 200 -> 400 x 1.25 x 400 / 200 = 1,000; round 1: ESS 200 again -> 1,000 x 2.5 = 2,500 > 4 x 400: 1,600
+    assert [re.search(r"with (\d+) draws per chain \(was (\d+); round (\d)", s).groups() for s in said] == [
+        ("1000", "400", "1"), ("1600", "1000", "2")]
+    resized = json.loads(out[0].tree.attrs["draws_resized"])
+    assert resized == {"from": 400, "to": 1600, "ess": 200.0, "max_rhat": 1.001, "rounds": 2}
+    assert out[0].tree.attrs["wall_time_s"] == 30.0 and out[0].wall_s == 30.0
+    fake = fake_fit_many([0.5, 0.2, 0.2])
+    monkeypatch.setattr(sizing, "fit_many", fake)
+    one = top_up(specs, fake(specs), log=said.append, standard=400.0, rounds=1)
+    assert json.loads(one[0].tree.attrs["draws_resized"])["to"] == 1000  # one round: left short, for the diagnostics
+
+
+def test_a_fit_above_r_hat_is_sampled_again_with_twice_the_draws(monkeypatch):
+    """r_hat above :data:`RHAT_MAX` with ESS to spare: twice the draws, and the log says why."""
+    fake = fake_fit_many([2.0, 2.0], max_rhat=[1.013, 1.004])
+    monkeypatch.setattr(sizing, "fit_many", fake)
+    specs = [pm.FitSpec("f", _normal, {"y": np.zeros(3)}, sampler={"num_samples": 400}, seed=1)]
+    said = []
+    out = top_up(specs, fake(specs), log=said.append)
+    assert json.loads(out[0].tree.attrs["draws_resized"]) == {"from": 400, "to": 800, "ess": 800.0,
+                                                              "max_rhat": 1.013, "rounds": 1}
+    assert said == ["f: least ESS 800 (standard 400), max r_hat 1.013 (standard 1.01); sampled again with 800 draws "
+                    "per chain (was 400; round 1 of at most 2)"]
