@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 import time
 import traceback
@@ -298,11 +299,18 @@ def _weigh_basins(rng_key: jax.Array, bound: Callable[..., Any], arrays: Mapping
                             "fit with basin_merge=False to sample them apart and weigh them by their masses")
     problems += [f"{m}: the posterior has separated modes that answer differently" for m in disagreements(basins)]
     diag = Diagnostics(divergences=sum(d.divergences for d in parts),
-                       max_rhat=float(np.nanmax([d.max_rhat for d in parts])),
-                       min_ess_bulk=float(np.nanmin([d.min_ess_bulk for d in parts])),
-                       min_ess_tail=float(np.nanmin([d.min_ess_tail for d in parts])),
+                       max_rhat=_finite(max, [d.max_rhat for d in parts]),
+                       min_ess_bulk=_finite(min, [d.min_ess_bulk for d in parts]),
+                       min_ess_tail=_finite(min, [d.min_ess_tail for d in parts]),
                        num_chains=run.num_chains, problems=problems)
     return basins, diag
+
+
+def _finite(pick: Callable[[list[float]], float], values: list[float]) -> float:
+    """``pick`` of the values that are not NaN; NaN where all are (one chain per basin has no r_hat: each
+    basin's own diagnostics already say so), without numpy's all-NaN warning."""
+    kept = [float(v) for v in values if not math.isnan(float(v))]
+    return pick(kept) if kept else math.nan
 
 
 def fit(

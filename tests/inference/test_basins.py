@@ -135,6 +135,7 @@ def test_disagreeing_basins_are_named():
 
 
 @pytest.mark.nuts
+@pytest.mark.slow  # statistical (40 s cold); init="basins" end to end in the default tier: the test below
 @pytest.mark.filterwarnings("ignore::pragmodels.inference.diagnostics.FitWarning")
 def test_two_mode_posterior_weights_recovered_and_missed_by_one_basin():
     """Truth by quadrature (about 0.82 on mu > 0). init="basins" recovers it within 0.03 (the bridge
@@ -167,7 +168,6 @@ def test_two_mode_posterior_weights_recovered_and_missed_by_one_basin():
 
 
 @pytest.mark.nuts
-@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore::pragmodels.inference.diagnostics.FitWarning")
 def test_basin_merge_false_samples_every_basin_found_by_place():
     """The escape hatch: with ``basin_merge=False`` no barrier is computed and each basin found by place gets

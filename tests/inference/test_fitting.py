@@ -74,6 +74,7 @@ def grid_quantile(values, mass, q):
 
 
 @pytest.mark.nuts
+@pytest.mark.slow  # statistical; NUTS against an exact posterior in the default tier: tests/inference/test_nuts.py
 def test_nuts_matches_exact_grid_posterior(fitted, speaker_data):
     """NUTS quantiles vs quantiles of the posterior enumerated on an 801 x 1201 grid.
 
