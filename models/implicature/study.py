@@ -719,7 +719,7 @@ LABEL_NOTE = "·c: the cost fitted (rsa_cost); ·p: L0 the LM-pragmatic reading 
 def _figure(acc: pd.DataFrame, pp: pd.DataFrame, loo: pd.DataFrame, figures: Path) -> None:
     import matplotlib.pyplot as plt
 
-    from pragmodels.plots import accuracy_by_condition, elpd_compare
+    from pragmodels.plots import elpd_compare
 
     for lm_name, g in loo.groupby("lm", sort=False):
         fig = elpd_compare(g.sort_values("rank").set_index("model").drop(columns="lm"),
@@ -727,20 +727,39 @@ def _figure(acc: pd.DataFrame, pp: pd.DataFrame, loo: pd.DataFrame, figures: Pat
         fig.savefig(figures / f"loo_{lm_name}.png", dpi=110, bbox_inches="tight")
         plt.close(fig)
     for lm_name in dict.fromkeys(acc["lm"]):
-        t = figure_table(acc, pp, lm_name)
-        order = [c for c in prompts.CONDITIONS if c in set(t["condition"])] + list(
-            dict.fromkeys(c for c in t["condition"] if str(c).startswith("model: ")))
-        fig = accuracy_by_condition(
-            t, order=order, figsize=(14.5, 4.6),
-            references={"chance (1 of 5)": 0.2, "consensus floor: at least 4 of 5 annotators": 0.8,
-                        f"paper: human average on its hard subset ({PAPER['human_average_hard']:.0%})":
-                            PAPER["human_average_hard"]},
-            title=f"DRInQ, {lm_name}: accuracy against the human consensus\n(95% item bootstrap, exact where it has no "
-                  "width; fitted models: 94% posterior)",
-            note=" ".join(x for x in (no_interval_note(pp[pp["lm"] == lm_name]), LABEL_NOTE
-                                      if (pp["lm"] == lm_name).sum() > len(listeners.MODELS) else "") if x))
+        fig = accuracy_figure(acc, pp, lm_name)
         fig.savefig(figures / f"accuracy_{lm_name}.png", dpi=130)
         plt.close(fig)
+
+
+def accuracy_figure(acc: pd.DataFrame, pp: pd.DataFrame, lm_name: str) -> Any:
+    """One LM's accuracy figure: each reading by condition, then each fitted model (:func:`figure_table`),
+    against chance, the consensus floor and the paper's human average.
+
+    Parameters
+    ----------
+    acc, pp : pandas.DataFrame
+        :func:`accuracy_tables`' accuracy and :func:`predictive_accuracy`'s rows (with ``lm``, ``model``).
+    lm_name : str
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    from pragmodels.plots import accuracy_by_condition
+
+    t = figure_table(acc, pp, lm_name)
+    order = [c for c in prompts.CONDITIONS if c in set(t["condition"])] + list(
+        dict.fromkeys(c for c in t["condition"] if str(c).startswith("model: ")))
+    return accuracy_by_condition(
+        t, order=order, figsize=(14.5, 4.6),
+        references={"chance (1 of 5)": 0.2, "consensus floor: at least 4 of 5 annotators": 0.8,
+                    f"paper: human average on its hard subset ({PAPER['human_average_hard']:.0%})":
+                        PAPER["human_average_hard"]},
+        title=f"DRInQ, {lm_name}: accuracy against the human consensus\n(95% item bootstrap, exact where it has no "
+              "width; fitted models: 94% posterior)",
+        note=" ".join(x for x in (no_interval_note(pp[pp["lm"] == lm_name]), LABEL_NOTE
+                                  if (pp["lm"] == lm_name).sum() > len(listeners.MODELS) else "") if x))
 
 
 def _generated_figure(gen: pd.DataFrame, figures: Path) -> None:

@@ -37,7 +37,8 @@ How = Literal["concat", "sum"]
 def joint_log_likelihood(tree: xr.DataTree, sites: Sequence[str] | None = None, how: How = "concat"
                          ) -> xr.DataTree:
     """A DataTree with the posterior and one log-likelihood array ``joint`` built from ``sites``
-    (default: every array of the ``log_likelihood`` group).
+    (default: every array of the ``log_likelihood`` group; where that mixes a site of one value per
+    draw, such as a ``numpyro.factor``, with per-observation sites, a ValueError asks for ``sites``).
 
     Shapes: each site ``[chain, draw, *obs]`` -> ``joint [chain, draw, observation]`` (``concat``)
     or ``[chain, draw, *obs]`` (``sum``; the sites' dims must agree).
@@ -49,6 +50,13 @@ def joint_log_likelihood(tree: xr.DataTree, sites: Sequence[str] | None = None, 
     missing = [s for s in names if s not in ll.data_vars]
     if missing or not names:
         raise ValueError(f"sites {missing or names!r} not in the log_likelihood group; it has {list(ll.data_vars)}.")
+    scalar = [s for s in names if set(ll[s].dims) <= {"chain", "draw"}]
+    if sites is None and scalar and len(scalar) < len(names):
+        # a numpyro.factor (e.g. a selection term over all items) is observed in numpyro's sense: one
+        # number per draw that, joined to per-observation sites, would count as one more observation
+        raise ValueError(f"the log_likelihood group mixes sites with one value per draw ({scalar}: a numpyro.factor "
+                         "or a single observation) with per-observation sites "
+                         f"({[s for s in names if s not in scalar]}); name the observations with sites=[...].")
     if how == "concat":
         parts, labels = [], []
         for s in names:
