@@ -59,7 +59,8 @@ def _lm_entry(rest: list[str]) -> tuple[str, dict[str, Any]]:
 
 def write_config(folder: Path, lm: str, entry: dict[str, Any]) -> Path:
     """``<folder>/config.json``: ``fits/implicature.json`` with ``lms`` this LM alone, its tables in
-    ``<folder>/lm_outputs``.
+    ``<folder>/lm_outputs`` (its entry points absolute where ``folder`` is outside the repository, whose
+    files they name).
 
     Parameters
     ----------
@@ -81,6 +82,11 @@ def write_config(folder: Path, lm: str, entry: dict[str, Any]) -> Path:
     base["name"] = f"implicature_{lm}"
     base["description"] = f"DRInQ for {lm}, made by python -m models.implicature.paper."
     base["lms"] = {lm: {**entry, "outputs": str((folder / "lm_outputs").resolve())}}
+    if not folder.resolve().is_relative_to(ROOT):  # (relative entry points resolve from the config's folder up)
+        for key in ("study", "tables", "lm_step"):
+            if isinstance(base.get(key), str):
+                file, func = base[key].split(":")
+                base[key] = f"{(ROOT / file).as_posix()}:{func}"
     path = folder / "config.json"
     return atomic_write(path, lambda tmp: Path(tmp).write_text(json.dumps(base, indent=1) + "\n"))
 
