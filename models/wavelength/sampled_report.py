@@ -135,12 +135,12 @@ def cut_fit(model: Any, c: np.ndarray, mask: np.ndarray, trials: dict[str, np.nd
     settings = {x: v for x, v in CUT.items() if x != "draws"}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        trees = {j: fit(seed + j, model, data[j], posterior_predictive=False, init="basins", progress_bar=False,
-                        **settings) for j in range(k)}
+        trees = [fit(seed + j, model, data[j], posterior_predictive=False, init="basins", progress_bar=False, **settings)
+                 for j in range(k)]
     key = "literal" if model is listeners.literal_model else "lm_rsa"
     pooled: dict[str, list[np.ndarray]] = {}
     probs, rhat = [], 1.0
-    for j, tree in enumerate(trees.values()):
+    for j, tree in enumerate(trees):
         post = tree["posterior"].to_dataset()
         for v in ("alpha", "beta", "width", "lapse", "rounding"):
             if v in post:
