@@ -46,17 +46,41 @@ def _draws(spec: FitSpec) -> int:
     return int(spec.sampler.get("num_samples", _DEFAULT_DRAWS))
 
 
+#: ``target_accept`` of a spec that does not set it (:func:`pragmodels.fit`'s default), and the most a refit asks
+_DEFAULT_TARGET_ACCEPT, TARGET_ACCEPT_MAX = 0.8, 0.99
+
+
+def _target_accept(sampler: dict[str, Any], outcome: FitOutcome) -> tuple[float, float]:
+    """``(now, next)``: a fit with divergences gets half the distance to 1 in its target acceptance rate
+    (0.8 -> 0.9 -> 0.95 -> 0.975 -> 0.99 at most), smaller steps and so no divergence where they came from
+    too large a step; ``next == now`` otherwise."""
+    now = float(sampler.get("target_accept", _DEFAULT_TARGET_ACCEPT))
+    div = outcome.diagnostics.get("divergences", 0)
+    if not isinstance(div, (int, float)) or math.isnan(div) or div <= 0 or now >= TARGET_ACCEPT_MAX:
+        return now, now
+    return now, round(min(TARGET_ACCEPT_MAX, 1.0 - (1.0 - now) / 2.0), 4)
+
+
+def _steps_record(first: dict[str, Any], last: dict[str, Any], outcome: FitOutcome) -> dict[str, Any]:
+    """``{"divergences", "target_accept": [from, to]}`` where a refit raised the target acceptance rate."""
+    ta0 = float(first.get("target_accept", _DEFAULT_TARGET_ACCEPT))
+    ta1 = float(last.get("target_accept", _DEFAULT_TARGET_ACCEPT))
+    return {} if ta1 == ta0 else {"divergences": outcome.diagnostics.get("divergences"), "target_accept": [ta0, ta1]}
+
+
 def top_up(specs: Sequence[FitSpec], result: FitManyResult, *, executor: Any = "sequential",
            progress: bool | Literal["bar", "lines"] = True, log: Callable[[str], None] | None = None,
            standard: float = ESS_MIN, max_rhat: float = RHAT_MAX, margin: float = 1.25, most: float = 4.0,
            rounds: int = 2) -> list[FitOutcome]:
-    """Refit, with more draws per chain, every fit of ``result`` short of the sampling standards.
+    """Refit, with more draws per chain or smaller steps, every fit of ``result`` short of the sampling standards.
 
     A fit whose least bulk or tail ESS is below ``standard`` or whose max r_hat exceeds ``max_rhat``
     is fitted again (same seed and settings) with its draws per chain scaled by ``margin x standard
     / ESS`` (at least 2x for r_hat), in at most ``rounds`` rounds (a refit still short is scaled
     again from its own ESS), never beyond ``most`` times its spec's draws (a NaN diagnostic: left
-    for the diagnostics to fail). The standards are those of
+    for the diagnostics to fail). A fit with divergences is fitted again with its ``target_accept``
+    halfway to 1 (0.9 -> 0.95 -> 0.975, at most :data:`TARGET_ACCEPT_MAX`), its draws scaled as well
+    where they fall short. The standards are those of
     :mod:`pragmodels.inference.diagnostics` (:data:`~pragmodels.inference.diagnostics.ESS_MIN`,
     :data:`~pragmodels.inference.diagnostics.RHAT_MAX`).
 
@@ -83,7 +107,9 @@ def top_up(specs: Sequence[FitSpec], result: FitManyResult, *, executor: Any = "
     list of FitOutcome
         The outcomes in the order of ``result``, each with its tree; a refit's tree records
         ``draws_resized`` (JSON ``{"from", "to", "ess", "max_rhat", "rounds"}``: the spec's draws,
-        the last refit's, the first fit's least ESS and r_hat, the rounds run) and its
+        the last refit's, the first fit's least ESS and r_hat, the rounds run; where the target
+        acceptance rate was raised also ``"divergences"``, the first fit's, and ``"target_accept":
+        [from, to]``) and its
         ``wall_time_s`` (and the outcome's ``wall_s``) includes every earlier attempt's.
 
     Raises
@@ -98,6 +124,7 @@ def top_up(specs: Sequence[FitSpec], result: FitManyResult, *, executor: Any = "
     by_name = {s.name: s for s in specs}
     first = {o.name: o for o in outcomes}
     drawn = {name: _draws(spec) for name, spec in by_name.items()}
+    sampler = {name: dict(spec.sampler) for name, spec in by_name.items()}  # as the last attempt ran
     spent: dict[str, float] = {}  # the earlier attempts' tree wall times
     walls: dict[str, float] = {}  # and their outcomes' wall times
     done_rounds: dict[str, int] = {}
@@ -107,13 +134,18 @@ def top_up(specs: Sequence[FitSpec], result: FitManyResult, *, executor: Any = "
         for name, o in current.items():
             n0, n = _draws(by_name[name]), drawn[name]
             scale = _scale(o, standard, max_rhat, margin)
-            if scale <= 1.0 or n >= most * n0:
+            ta, ta_next = _target_accept(sampler[name], o)
+            more = scale > 1.0 and n < most * n0
+            if not more and ta_next == ta:
                 continue
-            to = int(math.ceil(min(most * n0, n * scale)))
-            again.append(dataclasses.replace(by_name[name], sampler={**by_name[name].sampler, "num_samples": to}))
-            say(f"{name}: least ESS {_least_ess(o):.0f} (standard {standard:.0f}), max r_hat "
+            to = int(math.ceil(min(most * n0, n * scale))) if more else n
+            sampler[name] = {**sampler[name], "num_samples": to, **({"target_accept": ta_next} if ta_next != ta else {})}
+            again.append(dataclasses.replace(by_name[name], sampler=sampler[name]))
+            steps = (f"{o.diagnostics.get('divergences')} divergences (standard 0), " if ta_next != ta else "")
+            was = f"was {n}) and target_accept {ta_next} (was {ta}" if ta_next != ta else f"was {n}"
+            say(f"{name}: {steps}least ESS {_least_ess(o):.0f} (standard {standard:.0f}), max r_hat "
                 f"{o.diagnostics.get('max_rhat', math.nan):.3f} (standard {max_rhat}); sampled again with {to} "
-                f"draws per chain (was {n}; round {round_} of at most {rounds})")
+                f"draws per chain ({was}; round {round_} of at most {rounds})")
         if not again:
             break
         with warnings.catch_warnings():
@@ -138,7 +170,7 @@ def top_up(specs: Sequence[FitSpec], result: FitManyResult, *, executor: Any = "
             tree.attrs["draws_resized"] = json.dumps({
                 "from": _draws(by_name[o.name]), "to": drawn[o.name],
                 "ess": round(_least_ess(f), 1), "max_rhat": round(float(f.diagnostics.get("max_rhat", math.nan)), 4),
-                "rounds": done_rounds[o.name]})
+                "rounds": done_rounds[o.name], **_steps_record(by_name[o.name].sampler, sampler[o.name], f)})
             tree.attrs["wall_time_s"] = float(tree.attrs["wall_time_s"]) + spent[o.name]
             o = dataclasses.replace(o, wall_s=o.wall_s + walls[o.name])
         merged.append(dataclasses.replace(o, tree=tree))

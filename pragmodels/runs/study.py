@@ -251,7 +251,10 @@ def convergence_table(fits: Mapping[str, Any]) -> pd.DataFrame:
                      "basin_weights": " / ".join(f"{b['weight']:.3f}" for b in basins) or None})
         if f.get("draws_resized"):
             r = f["draws_resized"]
-            rows[-1]["draws_resized"] = f"{r['from']} -> {r['to']} (least ESS {r['ess']:.0f}, r_hat {r['max_rhat']:.3f})"
+            steps = (f"; target_accept {r['target_accept'][0]} -> {r['target_accept'][1]} after {r['divergences']} "
+                     "divergences" if "target_accept" in r else "")
+            rows[-1]["draws_resized"] = (f"{r['from']} -> {r['to']} (least ESS {r['ess']:.0f}, r_hat {r['max_rhat']:.3f}"
+                                         f"{steps})")
     return pd.DataFrame(rows)
 
 

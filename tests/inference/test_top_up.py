@@ -70,18 +70,19 @@ def test_draws_scale_with_the_ess_shortfall_and_double_for_r_hat():
     assert scale(_outcome(float("nan"), float("nan")), 400.0, 1.01, 1.25) == 1.0
 
 
-def fake_fit_many(ess_per_draw, max_rhat=1.001):
+def fake_fit_many(ess_per_draw, max_rhat=1.001, divergences=0):
     """A stand-in for ``fit_many``: each call takes the next ESS per draw of ``ess_per_draw`` (and
     r_hat of ``max_rhat``), so that a fit's least ESS is ``ess_per_draw x draws``; its trees hold
     ``[1, draws]`` zeros, a wall time of 10 s and their diagnostics, and save like a real fit's."""
     rates, rhats = iter(ess_per_draw), iter(max_rhat if isinstance(max_rhat, list) else [max_rhat] * 10)
+    divs = iter(divergences if isinstance(divergences, list) else [divergences] * 10)
 
     def fit_many(specs, **kw):
-        rate, rhat = next(rates), next(rhats)
+        rate, rhat, div = next(rates), next(rhats), next(divs)
         outcomes = []
         for s in specs:
             n = s.sampler["num_samples"]
-            diagnostics = {"divergences": 0, "max_rhat": rhat, "min_ess_bulk": rate * n, "min_ess_tail": rate * n}
+            diagnostics = {"divergences": div, "max_rhat": rhat, "min_ess_bulk": rate * n, "min_ess_tail": rate * n}
             tree = xr.DataTree.from_dict({"posterior": xr.Dataset({"mu": (("chain", "draw"), np.zeros((1, n)))})})
             tree.attrs.update(wall_time_s=10.0, diagnostics=json.dumps(diagnostics), diagnostics_ok="true")
             outcomes.append(FitOutcome(s.name, "ok", wall_s=10.0, tree=tree, diagnostics=diagnostics))
@@ -122,3 +123,31 @@ def test_a_fit_above_r_hat_is_sampled_again_with_twice_the_draws(monkeypatch):
                                                               "max_rhat": 1.013, "rounds": 1}
     assert said == ["f: least ESS 800 (standard 400), max r_hat 1.013 (standard 1.01); sampled again with 800 draws "
                     "per chain (was 400; round 1 of at most 2)"]
+
+
+def test_a_fit_with_divergences_is_sampled_again_with_smaller_steps(monkeypatch):
+    """Divergences with ESS and r_hat to spare: the same draws, target_accept halfway to 1 (0.95 -> 0.975),
+    then 0.9875 if they persist; the log and ``draws_resized`` say so, and the run's convergence table too. A fit
+    already at 0.99 is left to its diagnostics, as is one with none."""
+    from pragmodels.runs.study import convergence_table
+
+    fake = fake_fit_many([2.0, 2.0, 2.0], divergences=[3, 1, 0])
+    monkeypatch.setattr(sizing, "fit_many", fake)
+    specs = [pm.FitSpec("f", _normal, {"y": np.zeros(3)}, sampler={"num_samples": 400, "target_accept": 0.95}, seed=1)]
+    said = []
+    out = top_up(specs, fake(specs), log=said.append)
+    assert said == ["f: 3 divergences (standard 0), least ESS 800 (standard 400), max r_hat 1.001 (standard 1.01); "
+                    "sampled again with 400 draws per chain (was 400) and target_accept 0.975 (was 0.95; round 1 of at most 2)",
+                    "f: 1 divergences (standard 0), least ESS 800 (standard 400), max r_hat 1.001 (standard 1.01); "
+                    "sampled again with 400 draws per chain (was 400) and target_accept 0.9875 (was 0.975; round 2 of at most 2)"]
+    resized = json.loads(out[0].tree.attrs["draws_resized"])
+    assert resized == {"from": 400, "to": 400, "ess": 800.0, "max_rhat": 1.001, "rounds": 2, "divergences": 3,
+                       "target_accept": [0.95, 0.9875]}
+    row = convergence_table({"f": {"diagnostics": {}, "draws_resized": resized}})["draws_resized"][0]
+    assert row == "400 -> 400 (least ESS 800, r_hat 1.001; target_accept 0.95 -> 0.9875 after 3 divergences)"
+    for ta, div in ((0.99, 5), (0.95, 0)):
+        fake = fake_fit_many([2.0], divergences=div)
+        monkeypatch.setattr(sizing, "fit_many", fake)
+        spec = [pm.FitSpec("g", _normal, {"y": np.zeros(3)}, sampler={"num_samples": 400, "target_accept": ta}, seed=1)]
+        kept = top_up(spec, fake(spec), log=said.append)
+        assert "draws_resized" not in kept[0].tree.attrs
