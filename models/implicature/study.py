@@ -512,18 +512,6 @@ def cost_summary(draws: np.ndarray, profile: pd.DataFrame) -> dict[str, float]:
             "grid": [float(profile["cost"].min()), float(profile["cost"].max())]}
 
 
-def fit_listeners(folder: StudyFolder, specs: list[pm.FitSpec], executor: str, progress: bool, mode: str
-                  ) -> dict[str, xr.DataTree]:
-    """The listener models' ``specs`` (named ``"<lm>-<model>"``) fitted, saved as
-    ``posteriors/<lm>_<model>.nc`` and recorded as ``"<lm>/<model>"``
-    (:meth:`pragmodels.runs.study.StudyFolder.fit_and_save`); ``{model: tree}``. In a full run a fit
-    short of the sampling standards is sampled again with more draws first
-    (:func:`pragmodels.inference.top_up.top_up`); a quick run's short chains are not."""
-    fitted = folder.fit_and_save(specs, executor=executor, progress=progress, label=lambda n: n.replace("-", "/", 1),
-                                 file=lambda n: n.replace("-", "_", 1) + ".nc", top_up=mode == "full")
-    return {name.split("-", 1)[1]: tree for name, tree in fitted.items()}
-
-
 def run(config: dict, out_dir: Path, mode: str, progress: bool, record: Run) -> None:
     """The study's entry point (:func:`pragmodels.runs.study.run_study` calls it; the steps:
     docs/studies/implicature.md).
@@ -584,7 +572,7 @@ def run(config: dict, out_dir: Path, mode: str, progress: bool, record: Run) -> 
         log(f"{lm_name}: {len(ids)} items modelled; fitting {len(variants)} listener models")
         specs = [pm.FitSpec(f"{lm_name}-{name}", listeners.MODELS[base], d, priors=pri, sampler=sampler, seed=seed + k)
                  for k, (name, (base, d, pri)) in enumerate(variants.items())]
-        trees = fit_listeners(folder, specs, cfg.executor, progress, mode)
+        trees = folder.fit_per_lm(specs, executor=cfg.executor, progress=progress, mode=mode)
         for name, tree in trees.items():
             base, d, _ = variants[name]
             pp_rows.append({"lm": lm_name, "model": name, "n_item": len(ids),

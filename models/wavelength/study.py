@@ -185,17 +185,6 @@ def fixed_listeners(ds_data: dict[str, Any]) -> dict[str, np.ndarray]:
     return out
 
 
-def _fit_and_save(folder: StudyFolder, specs: list[pm.FitSpec], executor: str, progress: bool, mode: str
-                  ) -> dict[str, xr.DataTree]:
-    """``specs`` (named ``"<lm>-<model>"``) fitted, saved as ``posteriors/<lm>_<model>.nc`` and recorded as
-    ``"<lm>/<model>"`` (:meth:`pragmodels.runs.study.StudyFolder.fit_and_save`); ``{model: tree}``. In a
-    full run a fit short of the sampling standards is sampled again with more draws first
-    (:func:`pragmodels.inference.top_up.top_up`); a quick run's short chains are not."""
-    trees = folder.fit_and_save(specs, executor=executor, progress=progress, label=lambda n: n.replace("-", "/", 1),
-                                file=lambda n: n.replace("-", "_", 1) + ".nc", top_up=mode == "full")
-    return {name.split("-", 1)[1]: tree for name, tree in trees.items()}
-
-
 def _compare_and_fix(lm_name: str, label: str, trees: dict[str, xr.DataTree], data: dict[str, Any],
                      items: pd.DataFrame, loo_rows: list[pd.DataFrame], metric_rows: list[dict[str, Any]]
                      ) -> dict[str, np.ndarray]:
@@ -298,7 +287,7 @@ def run(config: dict, out_dir: Path, mode: str, progress: bool, record: Run) -> 
         by_item_sampler = (config["by_item_sampler"] if mode == "full" and cfg.by_item_sampler is not None
                            else sampler)
         specs = _specs(lm_name, data, sampler, seed, by_item_sampler)
-        trees = _fit_and_save(folder, specs, cfg.executor, progress, mode)
+        trees = folder.fit_per_lm(specs, executor=cfg.executor, progress=progress, mode=mode)
         all_label = f"all {len(ids)}"
         fixed = _compare_and_fix(lm_name, all_label, {k: v for k, v in trees.items() if k in FLAT}, data, items,
                                  loo_rows, metric_rows)
@@ -323,7 +312,7 @@ def run(config: dict, out_dir: Path, mode: str, progress: bool, record: Run) -> 
                          pm.FitSpec(f"{lm_name}-lm_rsa_sp", listeners.lm_rsa_model, base_sub, sampler=sampler, seed=seed + 2),
                          pm.FitSpec(f"{lm_name}-uniform_sp", listeners.uniform_model, base_sub, sampler=sampler, seed=seed)]
             log(f"{lm_name}: Appendix C on the {n_sp} items the speaker pass has scored")
-            trees_sub = _fit_and_save(folder, specs_sub, cfg.executor, progress, mode)
+            trees_sub = folder.fit_per_lm(specs_sub, executor=cfg.executor, progress=progress, mode=mode)
             fixed_sub = _compare_and_fix(lm_name, sub_label, trees_sub, data_sub, items_sub, loo_rows, metric_rows)
             groups.append((sub_label, trees_sub, data_sub, items_sub, fixed_sub))
         if cfg.fresh_refit and (cfg.cv_lms is None or lm_name in cfg.cv_lms):
@@ -421,7 +410,7 @@ def _fresh_refit(folder: StudyFolder, lm_name: str, ds: xr.Dataset, long: pd.Dat
              pm.FitSpec(f"{lm_name}-lm_location_fresh", listeners.lm_location_model, base, sampler=by_item_sampler,
                         seed=seed + 6)]
     folder.log(f"{lm_name}: refitted on the fresh guesses ({label})")
-    trees = _fit_and_save(folder, specs, executor, progress, mode)
+    trees = folder.fit_per_lm(specs, executor=executor, progress=progress, mode=mode)
     flat = {k: v for k, v in trees.items() if k.removesuffix("_fresh") in FLAT}
     fixed = _compare_and_fix(lm_name, label, flat, data_f, items_f, loo_rows, metric_rows)
     return label, trees, data_f, items_f, fixed

@@ -42,8 +42,8 @@ def _scale(outcome: FitOutcome, standard: float, max_rhat: float, margin: float)
     return max(by_ess, 2.0 if rhat > max_rhat else 1.0)
 
 
-def _draws(spec: FitSpec) -> int:
-    return int(spec.sampler.get("num_samples", _DEFAULT_DRAWS))
+def _draws(sampler: dict[str, Any]) -> int:
+    return int(sampler.get("num_samples", _DEFAULT_DRAWS))
 
 
 #: ``target_accept`` of a spec that does not set it (:func:`pragmodels.fit`'s default), and the most a refit asks
@@ -123,7 +123,6 @@ def top_up(specs: Sequence[FitSpec], result: FitManyResult, *, executor: Any = "
     trees: dict[str, xr.DataTree] = {o.name: all_trees[o.name] for o in outcomes}
     by_name = {s.name: s for s in specs}
     first = {o.name: o for o in outcomes}
-    drawn = {name: _draws(spec) for name, spec in by_name.items()}
     sampler = {name: dict(spec.sampler) for name, spec in by_name.items()}  # as the last attempt ran
     spent: dict[str, float] = {}  # the earlier attempts' tree wall times
     walls: dict[str, float] = {}  # and their outcomes' wall times
@@ -132,7 +131,7 @@ def top_up(specs: Sequence[FitSpec], result: FitManyResult, *, executor: Any = "
     for round_ in range(1, rounds + 1):
         again = []
         for name, o in current.items():
-            n0, n = _draws(by_name[name]), drawn[name]
+            n0, n = _draws(by_name[name].sampler), _draws(sampler[name])
             scale = _scale(o, standard, max_rhat, margin)
             ta, ta_next = _target_accept(sampler[name], o)
             more = scale > 1.0 and n < most * n0
@@ -158,7 +157,6 @@ def top_up(specs: Sequence[FitSpec], result: FitManyResult, *, executor: Any = "
             spent[r.name] = spent.get(r.name, 0.0) + float(trees[r.name].attrs["wall_time_s"])
             walls[r.name] = walls.get(r.name, 0.0) + float(previous[r.name].wall_s)
             trees[r.name] = second_trees[r.name]
-            drawn[r.name] = int(trees[r.name].posterior.sizes["draw"])
             done_rounds[r.name] = round_
             current[r.name] = r
         outcomes = [current.get(o.name, o) for o in outcomes]
@@ -168,7 +166,7 @@ def top_up(specs: Sequence[FitSpec], result: FitManyResult, *, executor: Any = "
         if o.name in done_rounds:
             f = first[o.name]
             tree.attrs["draws_resized"] = json.dumps({
-                "from": _draws(by_name[o.name]), "to": drawn[o.name],
+                "from": _draws(by_name[o.name].sampler), "to": _draws(sampler[o.name]),
                 "ess": round(_least_ess(f), 1), "max_rhat": round(float(f.diagnostics.get("max_rhat", math.nan)), 4),
                 "rounds": done_rounds[o.name], **_steps_record(by_name[o.name].sampler, sampler[o.name], f)})
             tree.attrs["wall_time_s"] = float(tree.attrs["wall_time_s"]) + spent[o.name]

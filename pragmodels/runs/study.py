@@ -417,6 +417,22 @@ class StudyFolder:
             self.save_fit(label(name), tree, file(name))
         return trees
 
+    def fit_per_lm(self, specs: Iterable[FitSpec], *, executor: Any = "sequential", progress: bool = False,
+                   mode: str = "full") -> dict[str, xr.DataTree]:
+        """:meth:`fit_and_save` for fits named ``"<lm>-<model>"`` (the LM studies' models, one LM at a time):
+        saved as ``posteriors/<lm>_<model>.nc``, recorded as ``"<lm>/<model>"``; in a ``"full"`` run a fit
+        short of the sampling standards is sampled again first (``top_up``), a quick run's short chains
+        are not.
+
+        Returns
+        -------
+        dict
+            ``{model: tree}``, in the order of ``specs``.
+        """
+        trees = self.fit_and_save(specs, executor=executor, progress=progress, label=lambda n: n.replace("-", "/", 1),
+                                  file=lambda n: n.replace("-", "_", 1) + ".nc", top_up=mode == "full")
+        return {name.split("-", 1)[1]: tree for name, tree in trees.items()}
+
     def write_convergence(self) -> pd.DataFrame:
         """Write ``tables/convergence.csv`` from the fits recorded so far (:func:`convergence_table`).
 

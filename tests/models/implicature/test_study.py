@@ -4,7 +4,6 @@ import json
 
 import pandas as pd
 
-import pragmodels as pm
 from models.implicature.study import no_interval_note, report_markdown
 
 
@@ -144,35 +143,3 @@ def test_the_report_puts_the_small_lms_beside_the_published_figures():
         assert row in text
     assert "0.76" in text and "0.89" in text
     assert "its accuracy here is 10%-30% across the readings above" in text  # the generated-label row left out
-
-
-def test_a_full_run_samples_a_listener_fit_short_of_the_standards_again(tmp_path, monkeypatch):
-    """``fit_listeners`` in a full run: a fit whose first 400 draws give a least ESS of 200 (short of 400) comes
-    back with 1.25 x 400 / 200 = 2.5x the draws, the log says which fit and why, and the manifest and
-    ``convergence.csv`` record ``draws_resized`` for it alone; a quick run's fits are kept as they are."""
-    from models.implicature import listeners, study
-    from pragmodels import runs
-    from pragmodels.inference import fit_many as many, top_up as sizing
-    from tests.inference.test_top_up import fake_fit_many
-
-    specs = [pm.FitSpec("smollm2-rsa_cost", listeners.MODELS["rsa"], {}, sampler={"num_samples": 400}, seed=1),
-             pm.FitSpec("smollm2-literal", listeners.MODELS["literal"], {}, sampler={"num_samples": 1000}, seed=2)]
-    for mode, draws in (("full", 1000), ("quick", 400)):
-        fake = fake_fit_many([0.5, 2.0])  # ESS per draw: the first fits, then the refit
-        monkeypatch.setattr(many, "fit_many", fake)
-        monkeypatch.setattr(sizing, "fit_many", fake)
-        lines = []
-        with runs.open_run(tmp_path / mode, mode=mode, entry_point="test") as record:
-            folder = runs.StudyFolder(record, log=lines.append)
-            trees = study.fit_listeners(folder, specs, "sequential", False, mode)
-            table = folder.write_convergence().set_index("fit")
-        fits = runs.read_manifest(tmp_path / mode)["fits"]
-        said = [s for s in lines if "sampled again" in s]
-        assert trees["rsa_cost"]["posterior"].sizes["draw"] == draws and list(trees) == ["rsa_cost", "literal"]
-        assert "draws_resized" not in fits["smollm2/literal"]
-        if mode == "full":
-            assert fits["smollm2/rsa_cost"]["draws_resized"]["to"] == 1000
-            assert table.loc["smollm2/rsa_cost", "draws_resized"] == "400 -> 1000 (least ESS 200, r_hat 1.001)"
-            assert len(said) == 1 and "s] smollm2-rsa_cost: least ESS 200 (standard 400), max r_hat 1.001" in said[0]
-        else:
-            assert "draws_resized" not in fits["smollm2/rsa_cost"] and "draws_resized" not in table and not said

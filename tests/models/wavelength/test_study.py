@@ -6,7 +6,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import pragmodels as pm
 from models.wavelength.study import loo_figure, report_markdown
 
 
@@ -158,42 +157,3 @@ def test_the_forest_marks_the_fits_below_the_standards():
                           "converged": [True, False, False]})
     assert unconverged_labels(table) == ["gemma3 lm_rsa", "smollm2 appendix_c"]
     assert unconverged_labels(pd.read_csv(pd.io.common.StringIO("fit,converged\na/b,True\n"))) == []
-
-
-def _fit_twice(tmp_path, monkeypatch, mode):
-    """The study's fit loop (``_fit_and_save``) on a stand-in ``fit_many`` whose first fit of 400
-    draws has a least ESS of 200 (short of 400) and whose refits have ESS to spare; one fit of 1,000
-    draws (ESS 500) meets the standard."""
-    from models.wavelength import listeners, study
-    from pragmodels import runs
-    from pragmodels.inference import fit_many as many, top_up as sizing
-    from tests.inference.test_top_up import fake_fit_many
-
-    fake = fake_fit_many([0.5, 2.0])  # ESS per draw: the first fits, then the refit
-    monkeypatch.setattr(many, "fit_many", fake)
-    monkeypatch.setattr(sizing, "fit_many", fake)
-    specs = [pm.FitSpec("smollm2-uniform", listeners.uniform_model, {}, sampler={"num_samples": 400}, seed=1),
-             pm.FitSpec("smollm2-lm_rsa", listeners.lm_rsa_model, {}, sampler={"num_samples": 1000}, seed=2)]
-    lines = []
-    with runs.open_run(tmp_path / mode, mode=mode, entry_point="test") as record:
-        folder = runs.StudyFolder(record, log=lines.append)
-        trees = study._fit_and_save(folder, specs, "sequential", False, mode)
-        table = folder.write_convergence()
-    return trees, runs.read_manifest(tmp_path / mode)["fits"], table, lines
-
-
-def test_a_full_run_samples_a_fit_short_of_the_standards_again_and_says_so(tmp_path, monkeypatch):
-    """Full run: the short fit comes back with 1.25 x 400 / 200 = 2.5x the draws, the log says which fit and why,
-    and the manifest and ``convergence.csv`` record ``draws_resized`` for it alone; a quick run's fits are kept
-    as they are (their short chains are a smoke test)."""
-    trees, fits, table, lines = _fit_twice(tmp_path, monkeypatch, "full")
-    assert trees["uniform"]["posterior"].sizes["draw"] == 1000 and trees["lm_rsa"]["posterior"].sizes["draw"] == 1000
-    assert fits["smollm2/uniform"]["draws_resized"] == {"from": 400, "to": 1000, "ess": 200.0, "max_rhat": 1.001,
-                                                        "rounds": 1}
-    assert "draws_resized" not in fits["smollm2/lm_rsa"]
-    assert list(table["draws_resized"].fillna("")) == ["400 -> 1000 (least ESS 200, r_hat 1.001)", ""]
-    said = [s for s in lines if "sampled again" in s]
-    assert len(said) == 1 and "smollm2-uniform: least ESS 200 (standard 400)" in said[0]
-    trees, fits, table, lines = _fit_twice(tmp_path, monkeypatch, "quick")
-    assert trees["uniform"]["posterior"].sizes["draw"] == 400 and "draws_resized" not in table
-    assert not any("draws_resized" in f for f in fits.values()) and not any("sampled again" in s for s in lines)
