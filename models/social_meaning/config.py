@@ -52,7 +52,7 @@ class StudySampler(SamplerSettings):
 
 
 class ModeReplicates(Strict):
-    """Simulated data sets of the ESR calibration check per mode (0: the check is skipped)."""
+    """Simulated data sets of an ESR check per mode (0: the check is skipped)."""
 
     quick: int = Field(ge=0, description="replicates of a --quick run")
     full: int = Field(ge=0, description="replicates of a full run")
@@ -70,6 +70,11 @@ class Config(StudyConfig):
                     "posterior is near Gaussian: short trees)")
     calibration_replicates: ModeReplicates = Field(
         description="simulated data sets of the measurement model's calibration check per mode (0: skipped)")
+    misspecification_replicates: ModeReplicates = Field(
+        default_factory=lambda: ModeReplicates(quick=0, full=0),
+        description="simulated data sets per scenario of the coverage check under misspecification (Likert "
+                    "ratings, the winner's curse) per mode (0: skipped; its own job, python -m "
+                    "models.social_meaning.esr_checks, keeps the committed table fits/social_meaning/esr_checks/)")
     calibration_sampler: SamplerSettings = Field(
         description="NUTS settings of the calibration refits (one batched run over all replicates)")
     motive_prior: Literal[MOTIVE_PRIORS] = Field("uniform", description="the RSA fits' motive prior "

@@ -326,6 +326,15 @@ def report_section(table: pd.DataFrame) -> str:
             f"{shown.to_markdown(index=False, floatfmt='.3g')}\n")
 
 
+def elsewhere_section() -> str:
+    """The full report's section where the run left the check out (``misspecification_replicates`` 0): where
+    the check's own job keeps its table."""
+    return ("\n### ESR coverage under misspecification\n\n"
+            "Not run in this run (`misspecification_replicates` is 0 for it): the check is its own job, "
+            "`python -m models.social_meaning.esr_checks --replicates 100`, whose table, with its provenance, is "
+            f"`fits/social_meaning/esr_checks/coverage.md` ({DOCS_SECTION}).\n")
+
+
 def main(argv: list[str] | None = None) -> None:
     """``python -m models.social_meaning.esr_checks --replicates N``: the three simulations, both
     models, the config's ``calibration_sampler``; writes ``coverage.csv`` and ``coverage.md``

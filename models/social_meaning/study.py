@@ -677,8 +677,8 @@ def write_tables(config: dict, out: str | Path) -> None:
 def run(config: dict, out_dir: Path, mode: str, progress: bool, record: Run) -> None:
     """The study's entry point (``"study": "models/social_meaning/study.py:run"``), called by
     :func:`pragmodels.runs.study.run_study` with the config, the staging folder to write into, the mode
-    (``quick``/``full``: picks ``config["sampler"][mode]``, ``config["measurement_sampler"][mode]``
-    and ``config["calibration_replicates"][mode]``), whether to show progress bars, and the open run
+    (``quick``/``full``: picks ``config["sampler"][mode]``, ``config["measurement_sampler"][mode]``,
+    ``config["calibration_replicates"][mode]`` and ``config["misspecification_replicates"][mode]``), whether to show progress bars, and the open run
     to record fits and inputs in. The config's keys are those of :class:`Config`: the generic ones
     (``name``, ``study``, ``tables``, ``sampler`` per mode, ``seed``) and ``n_draws``,
     ``motive_prior``, ``conditions`` (a list of ``[model, prompt]`` pairs), ``executor``
@@ -691,6 +691,7 @@ def run(config: dict, out_dir: Path, mode: str, progress: bool, record: Run) -> 
     sampler = dict(config["sampler"][mode])
     measurement_sampler = dict(config["measurement_sampler"][mode])
     n_replicates = getattr(cfg.calibration_replicates, mode)
+    n_misspecified = getattr(cfg.misspecification_replicates, mode)
     folder = StudyFolder(record)
     stamp, tables, figures = folder.log, folder.tables, folder.figures
     log = lambda msg: print(msg, flush=True)  # noqa: E731 (tables printed as they are)
@@ -760,9 +761,10 @@ def run(config: dict, out_dir: Path, mode: str, progress: bool, record: Run) -> 
         stamp(f"ESR calibration: {n_replicates} simulated data sets, and the negative control")
         calibration_table(human, llm, conditions, seed, n_replicates, config["calibration_sampler"]).to_csv(
             tables / "esr_calibration.csv", index=False)
-        stamp(f"ESR coverage under misspecification: Likert ratings and the winner's curse, {n_replicates} "
+    if n_misspecified:
+        stamp(f"ESR coverage under misspecification: Likert ratings and the winner's curse, {n_misspecified} "
               "simulated data sets each")
-        scenario_table(human, llm, conditions, seed, n_replicates, config["calibration_sampler"]).to_csv(
+        scenario_table(human, llm, conditions, seed, n_misspecified, config["calibration_sampler"]).to_csv(
             tables / "esr_calibration_scenarios.csv", index=False)
 
     stamp("each LLM's observed condition means against the human-fitted model's")
@@ -847,6 +849,8 @@ def analysis_markdown(run_dir: str | Path, trees: dict, baseline, params: pd.Dat
         report += contrast_section(pd.read_csv(tables / "contrasts.csv"), trees)
     if (tables / "esr_calibration_scenarios.csv").exists():
         report += esr_checks.report_section(pd.read_csv(tables / "esr_calibration_scenarios.csv"))
+    else:
+        report += esr_checks.elsewhere_section()
     return report
 
 

@@ -67,3 +67,14 @@ def test_winners_curse_reports_only_significant_human_effects(real):
     assert all(np.all(np.abs(s["d_h"]) / se > esr_checks.Z_SELECT) for s in sets)
     weak = np.abs(data["d_h"] / se) < esr_checks.WEAK_T
     assert weak.any() and np.all((np.abs(true_t[:, weak]) >= 1) & (np.abs(true_t[:, weak]) <= 3))
+
+
+def test_a_run_without_the_check_points_to_its_own_job():
+    import re
+    from pathlib import Path
+
+    text = esr_checks.elsewhere_section()
+    table = re.search(r"`(fits/social_meaning/esr_checks/coverage\.md)`", text)
+    assert table and (Path(__file__).parents[3] / table.group(1)).is_file()  # the table it names is committed
+    assert "python -m models.social_meaning.esr_checks --replicates 100" in text
+    assert "misspecification_replicates" in text

@@ -113,6 +113,8 @@ def test_sampler_overrides_apply_to_the_human_fits_and_to_single_llm_fits():
                                           "full": dict(num_warmup=500, num_samples=1000, num_chains=4)}
     assert cfg["calibration_sampler"] == dict(num_warmup=300, num_samples=500, num_chains=2)
     assert cfg["calibration_replicates"] == {"quick": 0, "full": 100}
+    # the coverage under misspecification is its own job (esr_checks), not the main one's
+    assert cfg["misspecification_replicates"] == {"quick": 0, "full": 0}
     from pragmodels.runs.schema import validate_config
 
     validate_config(study.Config, cfg)
