@@ -33,7 +33,8 @@ THRESHOLD = 4
 #: the share of presented items that reached 4 of 5 annotators: "only 80.8% of instances achieve our human
 #: consensus threshold of 4/5 annotators" (the paper's Limitations); 819 validated items of about 1,014 presented
 SELECTION_RATE = 0.808
-#: the cost's prior where it is fitted (``rsa`` with ``priors={"cost": COST_PRIOR}``): either sign, a few nats
+#: the cost's prior where it is fitted (``rsa`` with ``priors={"cost": COST_PRIOR}``): either sign, a few nats of
+#: the speaker's log-odds (the cost stands outside alpha: docs/studies/implicature.md, "Identification")
 COST_PRIOR = Prior("Normal", loc=0.0, scale=3.0)
 
 PRIORS: dict[str, Prior | float] = {
@@ -128,7 +129,8 @@ def rsa_option_listener(fit: ArrayLike, prior: ArrayLike, alpha: ArrayLike, w: A
     w : float
         Weight of the context prior.
     cost : float
-        Cost of saying the interpretation outright, in nats of utility.
+        Cost of saying the interpretation outright, in nats of the speaker's log-odds (outside alpha:
+        ``S1(Q | a) = L0^alpha / (L0^alpha + e^-cost)``).
 
     Returns
     -------
@@ -136,7 +138,7 @@ def rsa_option_listener(fit: ArrayLike, prior: ArrayLike, alpha: ArrayLike, w: A
     """
     l0 = literal_option_listener(fit)
     u_q = alpha * l0
-    log_s1 = u_q - jnp.logaddexp(u_q, -alpha * cost)
+    log_s1 = u_q - jnp.logaddexp(u_q, -jnp.asarray(cost))
     return _log_softmax(w * _log_softmax(prior) + log_s1)
 
 

@@ -326,7 +326,7 @@ def cost_profile(data: dict[str, np.ndarray], grid: np.ndarray | None = None, *,
         p = {k: float(v) for k, v in unpack(jax.numpy.asarray(best.x), float(c)).items()}
         l0 = np.asarray(listeners.literal_option_listener(d["fit"]))
         u = p["alpha"] * l0
-        above = float((u > -p["alpha"] * c).mean())  # S1(Q | a) > 1/2  <=>  alpha log L0 > -alpha c
+        above = float((u > -c).mean())  # S1(Q | a) > 1/2  <=>  alpha log L0 > -c
         rows.append({"cost": float(c), "log_lik": -float(best.fun), "alpha": p["alpha"], "w": p["w"],
                      "lapse": p["lapse"], "s1_above_half": above})
     out = pd.DataFrame(rows)
@@ -946,7 +946,8 @@ def cost_sentence(c: dict[str, Any]) -> str:
     bounded = [side for side, drop in (("below", c["drop_low"]), ("above", c["drop_high"])) if drop >= 1.92]
     ident = ("bounded on both sides within the grid (the profile falls by at least 1.92 nats, a 95% profile interval)"
              if len(bounded) == 2 else f"bounded only {bounded[0]}" if bounded else "bounded on neither side")
-    return (f"`rsa_cost` frees the cost `c` of saying an interpretation outright (prior Normal(0, 3)), so that "
+    return (f"`rsa_cost` frees the cost `c` of saying an interpretation outright (nats of the speaker's log-odds, "
+            "outside alpha; prior Normal(0, 3)), so that "
             "`S1(Q | a)` can exceed 1/2 (asking preferred: the face-saving motive). Posterior mean "
             f"{c['mean']:.2f}, 94% interval {c['lo']:.2f} to {c['hi']:.2f}, P(c > 0) = {c['p_positive']:.2f}; its "
             f"posterior SD is {c['sd_ratio']:.2f} of the prior's. The profile log-likelihood (alpha, w and the lapse "

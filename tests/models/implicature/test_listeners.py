@@ -28,7 +28,7 @@ def naive_l1(fit, prior, alpha, w, cost):
         utils = [alpha * math.log(l0_q[a])]                         # ask Q
         for j in range(n):                                          # say a_j outright
             l0 = 1.0 if j == a else 0.0
-            utils.append(alpha * (math.log(l0) - cost) if l0 > 0 else -math.inf)
+            utils.append(alpha * math.log(l0) - cost if l0 > 0 else -math.inf)  # the cost outside alpha
         z = sum(math.exp(u) for u in utils if u > -math.inf)
         s1_q[a] = math.exp(utils[0]) / z
     p = _softmax(prior) ** w * s1_q
