@@ -15,6 +15,7 @@ them by PSIS-LOO on the same guesses, judges the sampled speakers' clues, and wr
 from __future__ import annotations
 
 import json
+import re
 import warnings
 from pathlib import Path
 from typing import Any
@@ -301,6 +302,45 @@ def _fit_specs(log_lm: np.ndarray, mask: np.ndarray, counts: dict[str, np.ndarra
     return out
 
 
+def sized_fits(named: dict[str, tuple[Any, dict[str, Any]]], seeds: dict[str, int] | None = None) -> dict[str, Any]:
+    """Fits at :data:`SAMPLER`, each short of the sampling standards sampled again
+    (:func:`pragmodels.top_up`: more draws, or smaller steps where it diverged), as every study's full
+    run does.
+
+    Parameters
+    ----------
+    named : dict
+        ``{name: (model, data)}``.
+    seeds : dict, optional
+        ``{name: seed}`` (default ``SEED + k`` for the ``k``-th name).
+
+    Returns
+    -------
+    dict
+        ``{name: tree}``; a refitted tree records ``draws_resized``.
+    """
+    safe = {f"fit{k}": name for k, name in enumerate(named)}  # FitSpec names are file-safe
+    seed = {name: SEED + k for k, name in enumerate(named)} | (seeds or {})
+    specs = [pm.FitSpec(key, named[name][0], named[name][1], sampler=dict(SAMPLER), seed=seed[name])
+             for key, name in safe.items()]
+    result = pm.fit_many(specs, progress=False).raise_on_error()
+    outcomes = pm.top_up(specs, result, progress=False,
+                         log=lambda m: print(re.sub(r"fit\d+", lambda x: safe.get(x.group(0), x.group(0)), m),
+                                             flush=True))
+    return {safe[o.name]: o.tree for o in outcomes}
+
+
+def resized_rows(fit: str, tree: Any) -> list[dict[str, Any]]:
+    """A parameter-table row for a fit that :func:`sized_fits` sampled again (none otherwise): its last
+    attempt's draws per chain (``mean``) and ``target_accept`` (``lo``)."""
+    if "draws_resized" not in tree.attrs:
+        return []
+    r = json.loads(tree.attrs["draws_resized"])
+    ta = r["target_accept"][1] if "target_accept" in r else SAMPLER.get("target_accept", np.nan)  # raised, or as set
+    return [{"fit": fit, "parameter": "sampled again: draws / target_accept", "mean": float(r["to"]),
+             "lo": float(ta), "hi": np.nan}]
+
+
 def posterior_listener(name: str, model: Any, tree: Any, data: dict[str, Any], n: int = 200) -> np.ndarray:
     post = tree["posterior"].to_dataset().stack(sample=("chain", "draw"))
     take = np.linspace(0, post.sizes["sample"] - 1, min(n, post.sizes["sample"])).astype(int)
@@ -336,8 +376,10 @@ def _lm_section(folder: Path, tables: Path, figures: Path, long: pd.DataFrame, i
     tr = long[long["item"].isin(ids)]
     trials = {"item": tr["item"].map(index).to_numpy(np.int32), "guess": tr["guess"].to_numpy(np.int32)}
     fits, params = {}, []
-    for k, (name, (model, data)) in enumerate(_fit_specs(log_lm, mask, counts, trials).items()):
-        tree = pm.fit(SEED + k, model, data, progress_bar=False, **SAMPLER)
+    named = _fit_specs(log_lm, mask, counts, trials)
+    trees = sized_fits(named)
+    for k, (name, (model, data)) in enumerate(named.items()):
+        tree = trees[name]
         fits[name] = tree
         probs = posterior_listener(name, model, tree, data)
         rows.append({"lm": lm, "listener": f"{name} (fitted)", **paper_metrics(probs, items)})
@@ -350,6 +392,7 @@ def _lm_section(folder: Path, tables: Path, figures: Path, long: pd.DataFrame, i
         dg = diagnose(tree, emit=False)
         params.append({"lm": lm, "fit": name, "parameter": "max r_hat / divergences", "mean": dg.max_rhat,
                        "lo": float(dg.divergences), "hi": np.nan})
+        params += [{"lm": lm, **row} for row in resized_rows(name, tree)]
         if model in (listeners.sampled_literal_model, listeners.sampled_lm_rsa_model):
             rows.append({"lm": lm, **_cut_row(name, model, data, trials, params, lm, items, SEED + k)})
     loo = pm.compare(fits).reset_index().rename(columns={"index": "fit"})
@@ -561,7 +604,10 @@ def build(out: Path, only: str | None = None) -> Path:
              "Each fit's `max r_hat / divergences` row: a fit with r_hat above 1.01 or with divergences has not "
              f"converged (with {n_items} items the kernel width and beta can trade off in two modes), and its "
              "numbers are "
-             "not to be relied on.", "",
+             "not to be relied on. A fit short of the sampling standards at the settings above was sampled again "
+             "(`pragmodels.top_up`: more draws per chain, or a higher `target_accept` where it diverged; its "
+             "`sampled again: draws / target_accept` row gives the last attempt's), as in every study's full run; "
+             "the cut posterior's per-draw fits were not.", "",
              "## What these runs can and cannot show", "",
              "- Whether each LM keeps the paper's answer format at all: the parse-failure shares above are a finding "
              f"for these models ({names}), and where a route parses almost nothing it has no "

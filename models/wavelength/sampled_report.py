@@ -218,14 +218,14 @@ def _fits(c: dict[str, np.ndarray], masks: dict[str, np.ndarray], trials: dict[s
     """Joint and cut fits of each listener that has a parsed guess for every item's real clue: the
     posterior-mean listeners, the parameters' rows and the joint fits' LOO comparison."""
     import pragmodels as pm
-    from models.wavelength.paper_report import SAMPLER, posterior_listener
+    from models.wavelength.paper_report import posterior_listener, resized_rows, sized_fits
     from pragmodels.inference.diagnostics import diagnose
 
-    probs, params, trees = {}, [], {}
+    probs, params = {}, []
     n_item = c["sample"].shape[0]
     base = {"log_lm": np.zeros((n_item, 1, S), np.float32), **trials}
-    trees["uniform"] = pm.fit(SEED, listeners.uniform_model, base, progress_bar=False, **SAMPLER)
-    probs["uniform (fitted)"] = posterior_listener("uniform", listeners.uniform_model, trees["uniform"], base)
+    named: dict[str, tuple[Any, dict[str, Any]]] = {"uniform": (listeners.uniform_model, base)}
+    seeds, cuts = {"uniform": SEED}, {}
     for k, name in (("sample", "sampled"), ("cot", "chain-of-thought")):
         if not (c[k][:, 0].sum(-1) > 0).all():
             continue
@@ -235,26 +235,32 @@ def _fits(c: dict[str, np.ndarray], masks: dict[str, np.ndarray], trials: dict[s
             specs.append((f"{name} LM-RSA", listeners.sampled_lm_rsa_model, listeners.lm_rsa_model,
                           {"counts": c[k], "utt_mask": m, "rows": listeners.sampled_rows(c[k], m), **trials}))
         for j, (label, joint, cut, data) in enumerate(specs):
-            tree = pm.fit(SEED + j, joint, data, progress_bar=False, **SAMPLER)
-            trees[label] = tree
-            probs[f"{label} (fitted, joint)"] = posterior_listener(label, joint, tree, data)
-            post = tree["posterior"].to_dataset()
-            draws = {v: post[v].to_numpy().ravel() for v in ("alpha", "beta", "width", "lapse", "rounding") if v in post}
-            _param_rows(params, label, "joint", draws, float(diagnose(tree, emit=False).max_rhat))
-            pooled, p, rhat = cut_fit(cut, c[k], m, trials, seed=SEED + j)
-            probs[f"{label} (fitted, cut)"] = p
-            _param_rows(params, label, "cut", pooled, rhat)
+            named[label], seeds[label], cuts[label] = (joint, data), SEED + j, (cut, k, m)
+    trees = sized_fits(named, seeds)  # the joint fits, each sized to the sampling standards
+    probs["uniform (fitted)"] = posterior_listener("uniform", listeners.uniform_model, trees["uniform"], base)
+    for label, (cut, k, m) in cuts.items():
+        joint, data = named[label]
+        tree = trees[label]
+        probs[f"{label} (fitted, joint)"] = posterior_listener(label, joint, tree, data)
+        post = tree["posterior"].to_dataset()
+        draws = {v: post[v].to_numpy().ravel() for v in ("alpha", "beta", "width", "lapse", "rounding") if v in post}
+        dg = diagnose(tree, emit=False)
+        _param_rows(params, label, "joint", draws, float(dg.max_rhat), float(dg.divergences))
+        params += [{**row, "posterior": "joint"} for row in resized_rows(label, tree)]
+        pooled, p, rhat = cut_fit(cut, c[k], m, trials, seed=seeds[label])
+        probs[f"{label} (fitted, cut)"] = p
+        _param_rows(params, label, "cut", pooled, rhat)
     loo = pm.compare(trees).reset_index().rename(columns={"index": "fit"})
     return probs, params, loo
 
 
 def _param_rows(params: list[dict[str, Any]], fit: str, posterior: str, draws: dict[str, np.ndarray],
-                rhat: float) -> None:
+                rhat: float, divergences: float = np.nan) -> None:
     for v, x in draws.items():
         params.append({"fit": fit, "posterior": posterior, "parameter": v, "mean": float(x.mean()),
                        "lo": float(np.quantile(x, 0.03)), "hi": float(np.quantile(x, 0.97))})
-    params.append({"fit": fit, "posterior": posterior, "parameter": "max r_hat", "mean": rhat, "lo": np.nan,
-                   "hi": np.nan})
+    params.append({"fit": fit, "posterior": posterior, "parameter": "max r_hat / divergences", "mean": rhat,
+                   "lo": divergences, "hi": np.nan})
 
 
 def section(folder: Path, tables: Path, figures: Path, long: pd.DataFrame, items_all: pd.DataFrame) -> list[str]:

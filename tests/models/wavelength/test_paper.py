@@ -212,6 +212,10 @@ def test_a_samples_only_lms_report_fits_joint_and_cut_listeners(tmp_path, monkey
         assert name in set(metrics["listener"]), name
     text = (tmp_path / "report.md").read_text()
     assert "samples only" in text and "Production: sampled clues judged by the LM's sampled L0" in text
+    # 1 chain x 100 draws is short of the standards: the joint fits were sampled again (pragmodels.top_up)
+    params = __import__("pandas").read_csv(tmp_path / "tables" / "parameters_fake.csv")
+    again = params[params["parameter"] == "sampled again: draws / target_accept"]
+    assert len(again) and (again["mean"] > 100).all() and (again["mean"] <= 400).all()
 
 
 def test_a_killed_runs_torn_block_is_dropped_when_the_report_reads_it(tmp_path):
