@@ -202,10 +202,15 @@ def sample_entropy(values: npt.ArrayLike | Sequence[npt.ArrayLike],
 def pearson_of_means(model_means: npt.ArrayLike, human_means: npt.ArrayLike) -> float:
     """Pearson correlation ``r`` between per-item model means and human means.
 
+    ``NaN``, without a warning, where either side is the same on every item (a listener that ignores
+    the clue, e.g. a fitted uniform one): ``r`` is not defined there, and that is an answer, not a fault.
+
     Shapes: ``model_means [item]``, ``human_means [item]`` -> ``[]`` (a float).
     """
     m, h = np.asarray(model_means, float), np.asarray(human_means, float)
     if m.shape != h.shape or m.ndim != 1 or m.size < 2:
         raise ValueError(f"model_means and human_means must be [item] arrays of equal length >= 2; got {m.shape} "
                          f"and {h.shape}.")
+    if np.ptp(m) == 0 or np.ptp(h) == 0:
+        return float("nan")
     return float(stats.pearsonr(m, h).statistic)

@@ -77,6 +77,19 @@ def test_pearson_of_means_is_scipy_pearson():
     assert distributions.pearson_of_means(a, b) == pytest.approx(stats.pearsonr(a, b).statistic)
 
 
+def test_pearson_of_a_constant_side_is_nan_without_a_warning():
+    """A fitted uniform listener has the same mean on every item: r is undefined, and the studies' logs
+    carried scipy's ConstantInputWarning for it (found in the Wavelength run of 2026-12-06)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert np.isnan(distributions.pearson_of_means(np.full(5, 50.0), [10, 20, 30, 40, 50.0]))
+        assert np.isnan(distributions.pearson_of_means([10, 20, 30, 40, 50.0], np.full(5, 7.0)))
+    with pytest.warns(stats.ConstantInputWarning):  # scipy's own behaviour, which this replaces
+        stats.pearsonr(np.full(5, 50.0), [10, 20, 30, 40, 50.0])
+
+
 def test_errors_name_the_input():
     with pytest.raises(ValueError, match=r"sums to 0.5"):
         distributions.entropy(np.full(21, 0.5 / 21))
