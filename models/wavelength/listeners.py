@@ -731,7 +731,7 @@ def count_modes(profile: ArrayLike, within: float = 2.0, dip: float = 0.5) -> in
 
 def cv_fold(rng_key: int, model: Callable[..., Any], data: Mapping[str, Any], test_items: Sequence[int] | np.ndarray,
             *, priors: Mapping[str, Any] | None = None, n_mc: int = 200, max_draws: int | None = 400,
-            fit_kwargs: Mapping[str, Any] | None = None, keep_tree: bool = False) -> FoldResult:
+            fit_kwargs: Mapping[str, Any] | None = None, keep_tree: bool = False, top_up: bool = False) -> FoldResult:
     """Fit ``model`` to all items but ``test_items``; the held-out items' log predictive density.
 
     :func:`pragmodels.evaluation.crossval.fit_fold` with this study's data layout (:data:`ITEM_KEYS`,
@@ -746,13 +746,14 @@ def cv_fold(rng_key: int, model: Callable[..., Any], data: Mapping[str, Any], te
     """
     return fit_fold(rng_key, model, data, test_items, item_keys=ITEM_KEYS, trial_keys=TRIAL_KEYS,
                     item_index="item", local_dim="item", priors=priors, n_mc=n_mc, max_draws=max_draws,
-                    fit_kwargs=fit_kwargs, keep_tree=keep_tree)
+                    fit_kwargs=fit_kwargs, keep_tree=keep_tree, top_up=top_up)
 
 
 def cross_validate(rng_key: int, models: Mapping[str, Callable[..., Any]], data: Mapping[str, Any], *, k: int = 5,
                    seed: int = 0, n_mc: int = 200, max_draws: int | None = 400,
-                   fit_kwargs: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """K-fold cross-validation by item of several models on the same folds.
+                   fit_kwargs: Mapping[str, Any] | None = None, top_up: bool = False) -> dict[str, Any]:
+    """K-fold cross-validation by item of several models on the same folds (``top_up``: each fold's fit
+    short of the sampling standards sampled again first, :func:`pragmodels.evaluation.crossval.fit_fold`).
 
     Returns ``{"folds": [test items per fold], "elpd": {model: [item]}, "mc_se": {model:
     [item]}, "total": {model: Σ elpd}, "diff_se": {model: standard error of its total minus
@@ -770,7 +771,7 @@ def cross_validate(rng_key: int, models: Mapping[str, Callable[..., Any]], data:
     for f, test in enumerate(folds):
         for name, model in models.items():
             res = cv_fold(rng_key + f, model, data, test, n_mc=n_mc, max_draws=max_draws, fit_kwargs=fit_kwargs,
-                          keep_tree=True)
+                          keep_tree=True, top_up=top_up)
             elpd[name][test] = res.elpd
             mc_se[name][test] = res.mc_se
             if res.tree is not None:

@@ -365,7 +365,8 @@ def run(config: dict, out_dir: Path, mode: str, progress: bool, record: Run) -> 
             report["lms"].setdefault(lm_name, {})
             cv_sampler = (config["cv_sampler"] if cfg.cv_sampler is not None
                           else dict(sampler, num_chains=min(2, sampler.get("num_chains", 2))))
-            cv_rows.append(_item_cv(lm_name, data, ids, trees["lm_location"], cv_sampler, seed, cfg.cv_folds, folder))
+            cv_rows.append(_item_cv(lm_name, data, ids, trees["lm_location"], cv_sampler, seed, cfg.cv_folds, folder,
+                                    top_up=True))  # (a full run: every fit sized to the standards)
         grid[lm_name] = {"items": items, "lm": fixed["LM direct (L0)"], "fitted": fitted["lm_rsa"],
                          "trees": {f"{lm_name} {k}": trees[k] for k in ("lm_rsa", "lm_rsa_cost", "appendix_c")
                                    if k in trees}}
@@ -428,9 +429,10 @@ CV_PAIRS = (("lm_location", "location"), ("location", "uniform"), ("lm_rsa", "un
 
 
 def _item_cv(lm_name: str, data: dict[str, Any], ids: np.ndarray, lm_location: xr.DataTree,
-             cv_sampler: dict[str, Any], seed: int, k: int, folder: StudyFolder) -> pd.DataFrame:
+             cv_sampler: dict[str, Any], seed: int, k: int, folder: StudyFolder, top_up: bool = False) -> pd.DataFrame:
     """K-fold cross-validation over items of :data:`CV_MODELS` on the same folds (held-out items'
-    locations drawn from their prior: the uniform, or the LM), with the paired differences of
+    locations drawn from their prior: the uniform, or the LM; ``top_up``: each fold's fit sized to the
+    sampling standards first, as in a full run), with the paired differences of
     :data:`CV_PAIRS` (``tables/cv_pairs.csv``), per-item elpd (``cv_items_<lm>.csv``) and where
     the LM-prior locations move away from the LM's literal listener (``semantic_shift_<lm>.csv``)."""
     base = {k2: v for k2, v in data.items() if k2 not in ("log_s0", "clue_length")}
@@ -445,7 +447,8 @@ def _item_cv(lm_name: str, data: dict[str, Any], ids: np.ndarray, lm_location: x
     shift.sort_values("shift", key=np.abs, ascending=False).to_csv(folder.tables / f"semantic_shift_{lm_name}.csv",
                                                                    index=False)
     folder.log(f"{lm_name}: {k}-fold cross-validation over items")
-    cv = listeners.cross_validate(seed + 11, CV_MODELS, base, k=k, seed=seed, fit_kwargs=dict(cv_sampler))
+    cv = listeners.cross_validate(seed + 11, CV_MODELS, base, k=k, seed=seed, fit_kwargs=dict(cv_sampler),
+                                  top_up=top_up)
     pd.DataFrame({"item": ids, **{m: v for m, v in cv["elpd"].items()}}).to_csv(
         folder.tables / f"cv_items_{lm_name}.csv", index=False)
     pairs = cv_pairs(cv["elpd"], cv["mc_se"])

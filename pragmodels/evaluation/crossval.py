@@ -299,7 +299,7 @@ def fit_fold(rng_key: int, model: Callable[..., Any], data: Mapping[str, Any], t
              *, item_keys: Sequence[str], trial_keys: Sequence[str], item_index: str = "item",
              local_dim: str = "item", priors: Mapping[str, Any] | None = None, n_mc: int = 100,
              max_draws: int | None = 500, fit_kwargs: Mapping[str, Any] | None = None,
-             keep_tree: bool = False) -> FoldResult:
+             keep_tree: bool = False, top_up: bool = False) -> FoldResult:
     """Fit ``model`` to every item except ``test_items`` and score the held-out items.
 
     The training items' data (:func:`subset_items`) are fitted with :func:`pragmodels.fit`
@@ -328,6 +328,10 @@ def fit_fold(rng_key: int, model: Callable[..., Any], data: Mapping[str, Any], t
         Keyword arguments of :func:`pragmodels.fit` (``num_warmup``, ``num_chains``, ...).
     keep_tree : bool
         Keep the fit's DataTree on the result.
+    top_up : bool
+        Sample a fit short of the sampling standards again, with more draws or smaller steps
+        (:func:`pragmodels.inference.top_up.top_up`, which says so on standard output; the tree
+        records ``draws_resized``), before the held-out items are scored.
 
     Returns
     -------
@@ -353,7 +357,17 @@ def fit_fold(rng_key: int, model: Callable[..., Any], data: Mapping[str, Any], t
     train_data = subset_items(data, train, item_keys=item_keys, trial_keys=trial_keys, item_index=item_index)
     test_data = subset_items(data, test, item_keys=item_keys, trial_keys=trial_keys, item_index=item_index)
     kwargs = {"posterior_predictive": False, "progress_bar": False, **dict(fit_kwargs or {})}
-    tree = fit(rng_key, model, train_data, priors=priors, **kwargs)
+    if top_up:
+        from pragmodels.inference.fit_many import FitSpec, fit_many
+        from pragmodels.inference.top_up import top_up as sized
+
+        spec = FitSpec("cv-fold", model, train_data, priors=dict(priors) if priors else None,
+                       sampler={"chain_method": kwargs.pop("chain_method", "vectorized"), **kwargs}, seed=rng_key)
+        sized_tree = sized([spec], fit_many([spec], progress=False).raise_on_error(), progress=False)[0].tree
+        assert sized_tree is not None  # (fit_many without out_dir keeps the trees)
+        tree = sized_tree
+    else:
+        tree = fit(rng_key, model, train_data, priors=priors, **kwargs)
     scored = with_priors(model, priors) if priors else model
     elpd, se = heldout_log_density(rng_key + 1, scored, tree, test_data, n_items=test.size, item_index=item_index,
                                    local_dim=local_dim, n_mc=n_mc, max_draws=max_draws)
