@@ -298,7 +298,8 @@ def cost_profile(data: dict[str, np.ndarray], grid: np.ndarray | None = None, *,
     data : dict
         ``fit, prior, letter, consensus`` (``fit``: the L0 scores).
     grid : numpy.ndarray, optional
-        Costs (default -6 to 10 in steps of 1).
+        Costs (default -9 to 15 in steps of 1: the prior's 3 SD below 0, and above it far enough to see
+        where the profile flattens, as it does for a speaker who almost always asks).
     seed : int
         Seed of the starts.
 
@@ -310,7 +311,7 @@ def cost_profile(data: dict[str, np.ndarray], grid: np.ndarray | None = None, *,
     """
     from scipy.optimize import minimize
 
-    grid = np.arange(-6.0, 10.5, 1.0) if grid is None else np.asarray(grid, float)
+    grid = np.arange(-9.0, 15.5, 1.0) if grid is None else np.asarray(grid, float)
     d = {k: jax.numpy.asarray(v) for k, v in data.items()}
 
     def unpack(u: jax.Array, c: float) -> dict[str, Any]:
