@@ -510,7 +510,7 @@ def cost_summary(draws: np.ndarray, profile: pd.DataFrame) -> dict[str, float]:
             "profile_max_cost": float(top["cost"]), "profile_max_log_lik": float(top["log_lik"]),
             "drop_low": float(top["log_lik"] - profile["log_lik"].iloc[0]),
             "drop_high": float(top["log_lik"] - profile["log_lik"].iloc[-1]),
-            "grid": [float(profile["cost"].min()), float(profile["cost"].max())]}
+            "grid": [float(profile["cost"].min()), float(profile["cost"].max())], "prior_sd": prior_sd}
 
 
 def run(config: dict, out_dir: Path, mode: str, progress: bool, record: Run) -> None:
@@ -956,7 +956,19 @@ def cost_sentence(c: dict[str, Any]) -> str:
             f"{c['drop_low']:.2f} nats to c = {lo_g:g} and {c['drop_high']:.2f} to c = {hi_g:g}: the cost is "
             f"{ident}" + ("." if len(bounded) == 2 else
                           ", so these data do not identify it and what its posterior says is largely its prior's; "
-                          "the other models keep c = 0."))
+                          "the other models keep c = 0.") + _far_peak(c))
+
+
+def _far_peak(c: dict[str, Any]) -> str:
+    """A sentence where the profile peaks beyond 2 prior SDs of 0 (where the prior holds little mass, so the
+    posterior cannot follow the profile there), else nothing."""
+    sd = c.get("prior_sd")
+    if sd is None or abs(c["profile_max_cost"]) <= 2 * sd:
+        return ""
+    return (f" The profile's peak lies {abs(c['profile_max_cost']) / sd:.1f} prior SDs from 0, where the prior "
+            f"Normal(0, {sd:g}) holds little mass, so the posterior (mean {c['mean']:.2f}) does not follow it there: "
+            "the data alone would have the speaker almost always ask, and the prior keeps the cost near what it "
+            "allows.")
 
 
 def published_section(acc: pd.DataFrame, pp: pd.DataFrame, gen: pd.DataFrame) -> list[str]:

@@ -124,6 +124,9 @@ def test_the_cost_is_reported_as_not_identified_where_its_profile_is_flat():
     flat = cost_sentence({**base, "drop_low": 0.4, "drop_high": 0.1})
     assert "bounded on neither side" in flat and "do not identify it" in flat
     assert "bounded only below" in cost_sentence({**base, "drop_low": 3.0, "drop_high": 0.1})
+    far = cost_sentence({**base, "drop_low": 3.0, "drop_high": 2.5, "profile_max_cost": 13.0, "prior_sd": 3.0})
+    assert "4.3 prior SDs from 0" in far and "does not follow it" in far
+    assert "prior SDs" not in cost_sentence({**base, "drop_low": 3.0, "drop_high": 2.5, "prior_sd": 3.0})
     sharp = cost_sentence({**base, "drop_low": 3.0, "drop_high": 2.5})
     assert "bounded on both sides" in sharp and "do not identify" not in sharp
 
