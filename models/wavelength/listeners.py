@@ -731,7 +731,8 @@ def count_modes(profile: ArrayLike, within: float = 2.0, dip: float = 0.5) -> in
 
 def cv_fold(rng_key: int, model: Callable[..., Any], data: Mapping[str, Any], test_items: Sequence[int] | np.ndarray,
             *, priors: Mapping[str, Any] | None = None, n_mc: int = 200, max_draws: int | None = 400,
-            fit_kwargs: Mapping[str, Any] | None = None, keep_tree: bool = False, top_up: bool = False) -> FoldResult:
+            fit_kwargs: Mapping[str, Any] | None = None, keep_tree: bool = False, top_up: bool = False,
+            name: str = "cv-fold") -> FoldResult:
     """Fit ``model`` to all items but ``test_items``; the held-out items' log predictive density.
 
     :func:`pragmodels.evaluation.crossval.fit_fold` with this study's data layout (:data:`ITEM_KEYS`,
@@ -746,7 +747,7 @@ def cv_fold(rng_key: int, model: Callable[..., Any], data: Mapping[str, Any], te
     """
     return fit_fold(rng_key, model, data, test_items, item_keys=ITEM_KEYS, trial_keys=TRIAL_KEYS,
                     item_index="item", local_dim="item", priors=priors, n_mc=n_mc, max_draws=max_draws,
-                    fit_kwargs=fit_kwargs, keep_tree=keep_tree, top_up=top_up)
+                    fit_kwargs=fit_kwargs, keep_tree=keep_tree, top_up=top_up, name=name)
 
 
 def cross_validate(rng_key: int, models: Mapping[str, Callable[..., Any]], data: Mapping[str, Any], *, k: int = 5,
@@ -771,7 +772,7 @@ def cross_validate(rng_key: int, models: Mapping[str, Callable[..., Any]], data:
     for f, test in enumerate(folds):
         for name, model in models.items():
             res = cv_fold(rng_key + f, model, data, test, n_mc=n_mc, max_draws=max_draws, fit_kwargs=fit_kwargs,
-                          keep_tree=True, top_up=top_up)
+                          keep_tree=True, top_up=top_up, name=f"cv-{name}-fold{f + 1}of{k}")
             elpd[name][test] = res.elpd
             mc_se[name][test] = res.mc_se
             if res.tree is not None:

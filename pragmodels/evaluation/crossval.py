@@ -299,7 +299,7 @@ def fit_fold(rng_key: int, model: Callable[..., Any], data: Mapping[str, Any], t
              *, item_keys: Sequence[str], trial_keys: Sequence[str], item_index: str = "item",
              local_dim: str = "item", priors: Mapping[str, Any] | None = None, n_mc: int = 100,
              max_draws: int | None = 500, fit_kwargs: Mapping[str, Any] | None = None,
-             keep_tree: bool = False, top_up: bool = False) -> FoldResult:
+             keep_tree: bool = False, top_up: bool = False, name: str = "cv-fold") -> FoldResult:
     """Fit ``model`` to every item except ``test_items`` and score the held-out items.
 
     The training items' data (:func:`subset_items`) are fitted with :func:`pragmodels.fit`
@@ -332,6 +332,8 @@ def fit_fold(rng_key: int, model: Callable[..., Any], data: Mapping[str, Any], t
         Sample a fit short of the sampling standards again, with more draws or smaller steps
         (:func:`pragmodels.inference.top_up.top_up`, which says so on standard output; the tree
         records ``draws_resized``), before the held-out items are scored.
+    name : str
+        The fit's name in ``top_up``'s lines (e.g. the model and the fold).
 
     Returns
     -------
@@ -361,7 +363,7 @@ def fit_fold(rng_key: int, model: Callable[..., Any], data: Mapping[str, Any], t
         from pragmodels.inference.fit_many import FitSpec, fit_many
         from pragmodels.inference.top_up import top_up as sized
 
-        spec = FitSpec("cv-fold", model, train_data, priors=dict(priors) if priors else None,
+        spec = FitSpec(name, model, train_data, priors=dict(priors) if priors else None,
                        sampler={"chain_method": kwargs.pop("chain_method", "vectorized"), **kwargs}, seed=rng_key)
         sized_tree = sized([spec], fit_many([spec], progress=False).raise_on_error(), progress=False)[0].tree
         assert sized_tree is not None  # (fit_many without out_dir keeps the trees)

@@ -108,9 +108,9 @@ def test_fit_fold_sizes_a_short_fit_to_the_standards_before_scoring(capsys):
               fit_kwargs=dict(num_warmup=40, num_samples=40, num_chains=2))
     plain = crossval.fit_fold(0, model, data, [3], **kw)
     assert "draws_resized" not in plain.tree.attrs
-    sized = crossval.fit_fold(0, model, data, [3], **kw, top_up=True)
+    sized = crossval.fit_fold(0, model, data, [3], **kw, top_up=True, name="cv-model-fold1of2")
     resized = __import__("json").loads(sized.tree.attrs["draws_resized"])
     assert resized["from"] == 40 and resized["to"] > 40  # 2 x 40 draws cannot reach ESS 400
     assert sized.tree["posterior"].sizes["draw"] == resized["to"]
-    assert "cv-fold: least ESS" in capsys.readouterr().out
+    assert "cv-model-fold1of2: least ESS" in capsys.readouterr().out
     assert np.all(np.isfinite(sized.elpd)) and sized.elpd.shape == (1,)
