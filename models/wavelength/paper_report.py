@@ -15,7 +15,6 @@ them by PSIS-LOO on the same guesses, judges the sampled speakers' clues, and wr
 from __future__ import annotations
 
 import json
-import re
 import warnings
 from pathlib import Path
 from typing import Any
@@ -319,15 +318,12 @@ def sized_fits(named: dict[str, tuple[Any, dict[str, Any]]], seeds: dict[str, in
     dict
         ``{name: tree}``; a refitted tree records ``draws_resized``.
     """
-    safe = {f"fit{k}": name for k, name in enumerate(named)}  # FitSpec names are file-safe
+    safe = {name.replace(" ", "_"): name for name in named}  # FitSpec names are file-safe ("log-prob_L0")
     seed = {name: SEED + k for k, name in enumerate(named)} | (seeds or {})
     specs = [pm.FitSpec(key, named[name][0], named[name][1], sampler=dict(SAMPLER), seed=seed[name])
              for key, name in safe.items()]
     result = pm.fit_many(specs, progress=False).raise_on_error()
-    outcomes = pm.top_up(specs, result, progress=False,
-                         log=lambda m: print(re.sub(r"fit\d+", lambda x: safe.get(x.group(0), x.group(0)), m),
-                                             flush=True))
-    return {safe[o.name]: o.tree for o in outcomes}
+    return {safe[o.name]: o.tree for o in pm.top_up(specs, result, progress=False)}
 
 
 def resized_rows(fit: str, tree: Any) -> list[dict[str, Any]]:
