@@ -363,11 +363,10 @@ def fit_fold(rng_key: int, model: Callable[..., Any], data: Mapping[str, Any], t
         from pragmodels.inference.fit_many import FitSpec, fit_many
         from pragmodels.inference.top_up import top_up as sized
 
-        spec = FitSpec(name, model, train_data, priors=dict(priors) if priors else None,
-                       sampler={"chain_method": kwargs.pop("chain_method", "vectorized"), **kwargs}, seed=rng_key)
-        sized_tree = sized([spec], fit_many([spec], progress=False).raise_on_error(), progress=False)[0].tree
-        assert sized_tree is not None  # (fit_many without out_dir keeps the trees)
-        tree = sized_tree
+        spec = FitSpec(name, model, train_data, priors=dict(priors) if priors else None, sampler=kwargs, seed=rng_key)
+        kept = sized([spec], fit_many([spec], progress=False).raise_on_error(), progress=False)[0].tree
+        assert kept is not None  # (fit_many without out_dir keeps the trees)
+        tree = kept
     else:
         tree = fit(rng_key, model, train_data, priors=priors, **kwargs)
     scored = with_priors(model, priors) if priors else model
