@@ -14,7 +14,7 @@ import pragmodels as pm
 from models.social_meaning import checks, rsa
 from pragmodels import datasets
 from pragmodels.evaluation.model_comparison import loo_sentence
-from pragmodels.inference.diagnostics import ESS_MIN, RHAT_MAX
+from pragmodels.inference.diagnostics import DEPTH_CAP_SHARE_MAX, ESS_MIN, RHAT_MAX, depth_cap_share
 
 KEY_PARAMETERS = ("alpha", "cost_precise", "noise", "lapse", "theta_mu")
 #: the one name of each key parameter in figures, tables' headers and the report's text
@@ -69,8 +69,10 @@ def _diag_line(label, tree) -> str:
     w = json.loads(tree.attrs.get("warnings", "[]"))
     r = json.loads(tree.attrs.get("draws_resized", "null") or "null")
     resized = f"; sampled again, {r['from']} -> {r['to']} draws per chain" if r else ""
+    resized += "".join(f"; a refit with target_accept {a['target_accept']} was worse (missed {', '.join(a['missed'])}), "
+                       "not kept" for a in json.loads(tree.attrs.get("refits_not_kept", "[]")))
     return (f"| {label} | {d['divergences']} | {d['max_rhat']:.3f} | {d['min_ess_bulk']:.0f} | "
-            f"{d['min_ess_tail']:.0f} | {100 * depth_share(tree):.1f}% | {tree.attrs['wall_time_s']:.0f} s{resized} | "
+            f"{d['min_ess_tail']:.0f} | {100 * depth_cap_share(tree):.1f}% | {tree.attrs['wall_time_s']:.0f} s{resized} | "
             f"{_init_cell(tree)} | {'; '.join(w) if w else 'none'} |")
 
 
@@ -84,16 +86,7 @@ def diagnostics_line(tree) -> str:
 #: the sampling standards a fit must meet to be read (issue 13): r_hat, bulk and tail ESS,
 #: divergences, and the share of NUTS trajectories at the tree-depth cap
 #: (r_hat and ESS: pragmodels.inference.diagnostics, RHAT_MAX and ESS_MIN)
-STANDARDS = dict(max_rhat=RHAT_MAX, min_ess=ESS_MIN, max_divergences=0, max_depth_share=0.01)
-
-
-def depth_share(tree) -> float:
-    """The share of post-warm-up NUTS trajectories that hit ``max_tree_depth`` (NaN if unrecorded)."""
-    ss = tree["sample_stats"] if "sample_stats" in tree else None
-    settings = json.loads(tree.attrs.get("sampler_settings", "{}"))
-    if ss is None or "n_steps" not in ss or "max_tree_depth" not in settings:
-        return float("nan")
-    return float((np.asarray(ss["n_steps"]) >= 2 ** settings["max_tree_depth"] - 1).mean())
+STANDARDS = dict(max_rhat=RHAT_MAX, min_ess=ESS_MIN, max_divergences=0, max_depth_share=DEPTH_CAP_SHARE_MAX)
 
 
 def converged(tree) -> bool:
@@ -105,7 +98,7 @@ def converged(tree) -> bool:
     return (bool(tree.attrs.get("diagnostics_ok", True)) and d["max_rhat"] <= STANDARDS["max_rhat"]
             and d["min_ess_bulk"] >= STANDARDS["min_ess"] and d["min_ess_tail"] >= STANDARDS["min_ess"]
             and d["divergences"] <= STANDARDS["max_divergences"]
-            and not depth_share(tree) >= STANDARDS["max_depth_share"])  # NaN: not recorded
+            and not depth_cap_share(tree) >= STANDARDS["max_depth_share"])  # NaN: not recorded
 
 
 def chain_table(trees: dict) -> pd.DataFrame:

@@ -8,6 +8,7 @@ Thresholds follow Vehtari et al. (2021): r_hat <= 1.01 and bulk/tail ESS >= 100 
 
 from __future__ import annotations
 
+import json
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -18,8 +19,8 @@ import xarray as xr
 
 from pragmodels.errors import PragmodelsError
 
-__all__ = ["FitWarning", "FitDiagnosticsError", "Diagnostics", "diagnose", "RHAT_MAX", "ESS_PER_CHAIN",
-           "ESS_MIN"]
+__all__ = ["FitWarning", "FitDiagnosticsError", "Diagnostics", "diagnose", "depth_cap_share", "RHAT_MAX",
+           "ESS_PER_CHAIN", "ESS_MIN", "DEPTH_CAP_SHARE_MAX"]
 
 #: the largest r_hat a fit may have (Vehtari et al. 2021)
 RHAT_MAX = 1.01
@@ -28,6 +29,9 @@ ESS_PER_CHAIN = 100
 #: the studies' sampling standard: the least bulk and tail ESS of every parameter, in all chains together
 #: (Vehtari et al. 2021's 100 per chain, for the four chains of a full run)
 ESS_MIN = 400.0
+#: the largest share of post-warm-up NUTS trajectories that may stop at ``max_tree_depth`` (more: the sampler
+#: was cut short, so it explores slowly and its ESS estimates deserve suspicion)
+DEPTH_CAP_SHARE_MAX = 0.01
 
 
 class FitWarning(UserWarning):
@@ -107,6 +111,20 @@ def _listed(names: Sequence[str], show: int = 10) -> str:
     return "[" + ", ".join(map(repr, names[:show])) + more + "]"
 
 
+def _cap_share(stats: Any, max_tree_depth: int) -> float:
+    return float((np.asarray(stats["n_steps"]) >= 2**max_tree_depth - 1).mean())
+
+
+def depth_cap_share(tree: xr.DataTree) -> float:
+    """The share of post-warm-up NUTS trajectories that stopped at the tree-depth cap: ``n_steps >=
+    2**max_tree_depth - 1``, the depth as :func:`pragmodels.fit` recorded it in ``sampler_settings``
+    (NaN where either is not recorded)."""
+    settings = json.loads(tree.attrs.get("sampler_settings", "{}") or "{}")
+    if "sample_stats" not in tree or "n_steps" not in tree["sample_stats"] or "max_tree_depth" not in settings:
+        return float("nan")
+    return _cap_share(tree["sample_stats"], int(settings["max_tree_depth"]))
+
+
 def diagnose(tree: xr.DataTree, emit: bool = True, max_tree_depth: int | None = None,
              latent: Sequence[str] | None = None) -> Diagnostics:
     """Count divergences, find the worst r_hat and ESS, and warn (``FitWarning``) on problems.
@@ -165,8 +183,8 @@ def diagnose(tree: xr.DataTree, emit: bool = True, max_tree_depth: int | None = 
         problems.append(f"tail ESS = {et:.0f} < {floor} for {et_name!r}: tail quantiles unreliable.")
     stats = tree["sample_stats"]
     if max_tree_depth is not None and "n_steps" in stats:
-        saturated = float((np.asarray(stats["n_steps"]) >= 2**max_tree_depth - 1).mean())
-        if saturated > 0.01:
+        saturated = _cap_share(stats, max_tree_depth)
+        if saturated > DEPTH_CAP_SHARE_MAX:
             problems.append(
                 f"{100 * saturated:.0f}% of NUTS trajectories hit max_tree_depth={max_tree_depth}: "
                 "the posterior is badly scaled or correlated; reparameterise or raise the limit."

@@ -17,7 +17,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
-from pragmodels.inference.diagnostics import ESS_MIN, RHAT_MAX, FitWarning
+from pragmodels.inference.diagnostics import DEPTH_CAP_SHARE_MAX, ESS_MIN, RHAT_MAX, FitWarning, depth_cap_share
 from pragmodels.inference.fit_many import FitManyResult, FitOutcome, FitSpec, fit_many
 
 if TYPE_CHECKING:
@@ -68,11 +68,35 @@ def _steps_record(first: dict[str, Any], last: dict[str, Any], outcome: FitOutco
     return {} if ta1 == ta0 else {"divergences": outcome.diagnostics.get("divergences"), "target_accept": [ta0, ta1]}
 
 
+def _failed(outcome: FitOutcome, tree: xr.DataTree, standard: float, max_rhat: float) -> list[str]:
+    """The sampling standards a fit misses: ``"divergences"``, ``"r_hat"``, ``"ess"``, ``"depth cap"``
+    (each comparison fails for NaN, but an unrecorded depth-cap share counts as met)."""
+    d = outcome.diagnostics
+    div = d.get("divergences", math.nan)
+    missed = [] if isinstance(div, (int, float)) and div == 0 else ["divergences"]
+    missed += [] if float(d.get("max_rhat", math.nan)) <= max_rhat else ["r_hat"]
+    missed += [] if _least_ess(outcome) >= standard else ["ess"]
+    missed += ["depth cap"] if depth_cap_share(tree) > DEPTH_CAP_SHARE_MAX else []
+    return missed
+
+
+def _attempt(outcome: FitOutcome, tree: xr.DataTree, sampler: dict[str, Any], round_: int, missed: list[str]
+             ) -> dict[str, Any]:
+    """One attempt as ``refits_not_kept`` records it."""
+    d = outcome.diagnostics
+    return {"round": round_, "draws": _draws(sampler),
+            "target_accept": float(sampler.get("target_accept", _DEFAULT_TARGET_ACCEPT)),
+            "divergences": d.get("divergences"), "max_rhat": round(float(d.get("max_rhat", math.nan)), 4),
+            "ess": round(_least_ess(outcome), 1), "depth_cap_share": round(depth_cap_share(tree), 4),
+            "missed": missed}
+
+
 def top_up(specs: Sequence[FitSpec], result: FitManyResult, *, executor: Any = "sequential",
            progress: bool | Literal["bar", "lines"] = True, log: Callable[[str], None] | None = None,
            standard: float = ESS_MIN, max_rhat: float = RHAT_MAX, margin: float = 1.25, most: float = 4.0,
            rounds: int = 2) -> list[FitOutcome]:
-    """Refit, with more draws per chain or smaller steps, every fit of ``result`` short of the sampling standards.
+    """Refit, with more draws per chain or smaller steps, every fit of ``result`` short of the sampling standards,
+    and keep the better attempt.
 
     A fit whose least bulk or tail ESS is below ``standard`` or whose max r_hat exceeds ``max_rhat``
     is fitted again (same seed and settings) with its draws per chain scaled by ``margin x standard
@@ -82,7 +106,13 @@ def top_up(specs: Sequence[FitSpec], result: FitManyResult, *, executor: Any = "
     halfway to 1 (0.9 -> 0.95 -> 0.975, at most :data:`TARGET_ACCEPT_MAX`), its draws scaled as well
     where they fall short. The standards are those of
     :mod:`pragmodels.inference.diagnostics` (:data:`~pragmodels.inference.diagnostics.ESS_MIN`,
-    :data:`~pragmodels.inference.diagnostics.RHAT_MAX`).
+    :data:`~pragmodels.inference.diagnostics.RHAT_MAX`, no divergence, at most
+    :data:`~pragmodels.inference.diagnostics.DEPTH_CAP_SHARE_MAX` of the trajectories at the tree-depth cap).
+
+    A refit replaces the attempt before it unless it misses more of those four standards (smaller
+    steps can trade a few divergences for trajectories that stop at the depth cap and chains that no
+    longer mix): then the earlier attempt is kept, the refit is recorded as not kept, and that fit is
+    not refitted again. On a tie the refit, with its more draws, is kept.
 
     Parameters
     ----------
@@ -94,7 +124,7 @@ def top_up(specs: Sequence[FitSpec], result: FitManyResult, *, executor: Any = "
     executor, progress, log
         As for :func:`~pragmodels.inference.fit_many.fit_many`, for the refits; ``log`` also
         receives one line per refit: which fit, its least ESS and r_hat against the standards,
-        and its draws (default: printed, flushed).
+        and its draws, and one line per refit not kept (default: printed, flushed).
     standard, max_rhat : float
         The least bulk and tail ESS, and the largest r_hat.
     margin, most : float
@@ -105,12 +135,14 @@ def top_up(specs: Sequence[FitSpec], result: FitManyResult, *, executor: Any = "
     Returns
     -------
     list of FitOutcome
-        The outcomes in the order of ``result``, each with its tree; a refit's tree records
-        ``draws_resized`` (JSON ``{"from", "to", "ess", "max_rhat", "rounds"}``: the spec's draws,
-        the last refit's, the first fit's least ESS and r_hat, the rounds run; where the target
-        acceptance rate was raised also ``"divergences"``, the first fit's, and ``"target_accept":
-        [from, to]``) and its
-        ``wall_time_s`` (and the outcome's ``wall_s``) includes every earlier attempt's.
+        The kept attempts, in the order of ``result``, each with its tree. A kept refit's tree
+        records ``draws_resized`` (JSON ``{"from", "to", "ess", "max_rhat", "rounds"}``: the spec's
+        draws, the kept refit's, the first fit's least ESS and r_hat, the round of the kept refit;
+        where the target acceptance rate was raised also ``"divergences"``, the first fit's, and
+        ``"target_accept": [from, to]``). A tree whose fit had a refit that was not kept records
+        ``refits_not_kept`` (a JSON list, one ``{"round", "draws", "target_accept", "divergences",
+        "max_rhat", "ess", "depth_cap_share", "missed"}`` per such refit). Where any refit ran, the
+        tree's ``wall_time_s`` (and the outcome's ``wall_s``) includes every attempt's.
 
     Raises
     ------
@@ -120,14 +152,15 @@ def top_up(specs: Sequence[FitSpec], result: FitManyResult, *, executor: Any = "
     say = log if log is not None else functools.partial(print, flush=True)
     outcomes = list(result)
     all_trees = result.trees
-    trees: dict[str, xr.DataTree] = {o.name: all_trees[o.name] for o in outcomes}
     by_name = {s.name: s for s in specs}
     first = {o.name: o for o in outcomes}
+    # the attempt kept so far, its tree, the sampler it ran with, its round (0: the first fit)
+    kept = {o.name: (o, all_trees[o.name], dict(by_name[o.name].sampler), 0) for o in outcomes}
     sampler = {name: dict(spec.sampler) for name, spec in by_name.items()}  # as the last attempt ran
-    spent: dict[str, float] = {}  # the earlier attempts' tree wall times
-    walls: dict[str, float] = {}  # and their outcomes' wall times
-    done_rounds: dict[str, int] = {}
-    current = {o.name: o for o in outcomes}
+    tree_walls: dict[str, float] = {o.name: float(all_trees[o.name].attrs["wall_time_s"]) for o in outcomes}
+    walls: dict[str, float] = {o.name: float(o.wall_s) for o in outcomes}  # every attempt's, summed
+    not_kept: dict[str, list[dict[str, Any]]] = {}
+    current = {o.name: o for o in outcomes}  # the fits to look at this round, as last sampled
     for round_ in range(1, rounds + 1):
         again = []
         for name, o in current.items():
@@ -152,24 +185,34 @@ def top_up(specs: Sequence[FitSpec], result: FitManyResult, *, executor: Any = "
             second = fit_many(again, executor=executor, progress=progress, log=log)
         second.raise_on_error()
         second_trees = second.trees
-        previous, current = current, {}
+        current = {}
         for r in second:
-            spent[r.name] = spent.get(r.name, 0.0) + float(trees[r.name].attrs["wall_time_s"])
-            walls[r.name] = walls.get(r.name, 0.0) + float(previous[r.name].wall_s)
-            trees[r.name] = second_trees[r.name]
-            done_rounds[r.name] = round_
+            tree = second_trees[r.name]
+            tree_walls[r.name] += float(tree.attrs["wall_time_s"])
+            walls[r.name] += float(r.wall_s)
+            best, best_tree, _, _ = kept[r.name]
+            missed, missed_before = (_failed(r, tree, standard, max_rhat),
+                                     _failed(best, best_tree, standard, max_rhat))
+            if len(missed) > len(missed_before):
+                not_kept.setdefault(r.name, []).append(_attempt(r, tree, sampler[r.name], round_, missed))
+                say(f"{r.name}: the refit of round {round_} misses {', '.join(missed)}, the attempt before it "
+                    f"{', '.join(missed_before) or 'nothing'}: the attempt before it is kept")
+                continue
+            kept[r.name] = (r, tree, dict(sampler[r.name]), round_)
             current[r.name] = r
-        outcomes = [current.get(o.name, o) for o in outcomes]
     merged = []
     for o in outcomes:
-        tree = trees[o.name]
-        if o.name in done_rounds:
-            f = first[o.name]
-            tree.attrs["draws_resized"] = json.dumps({
-                "from": _draws(by_name[o.name].sampler), "to": _draws(sampler[o.name]),
-                "ess": round(_least_ess(f), 1), "max_rhat": round(float(f.diagnostics.get("max_rhat", math.nan)), 4),
-                "rounds": done_rounds[o.name], **_steps_record(by_name[o.name].sampler, sampler[o.name], f)})
-            tree.attrs["wall_time_s"] = float(tree.attrs["wall_time_s"]) + spent[o.name]
-            o = dataclasses.replace(o, wall_s=o.wall_s + walls[o.name])
-        merged.append(dataclasses.replace(o, tree=tree))
+        best, tree, ran, round_ = kept[o.name]
+        if round_ or o.name in not_kept:
+            if round_:
+                f = first[o.name]
+                tree.attrs["draws_resized"] = json.dumps({
+                    "from": _draws(by_name[o.name].sampler), "to": _draws(ran),
+                    "ess": round(_least_ess(f), 1), "max_rhat": round(float(f.diagnostics.get("max_rhat", math.nan)), 4),
+                    "rounds": round_, **_steps_record(by_name[o.name].sampler, ran, f)})
+            if o.name in not_kept:
+                tree.attrs["refits_not_kept"] = json.dumps(not_kept[o.name])
+            tree.attrs["wall_time_s"] = tree_walls[o.name]
+            best = dataclasses.replace(best, wall_s=walls[o.name])
+        merged.append(dataclasses.replace(best, tree=tree))
     return merged

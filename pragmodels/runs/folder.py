@@ -304,7 +304,7 @@ class Run:
         """Record one fit's provenance (data hash, sampler settings, seed, wall time, diagnostics)
         from the DataTree's attributes; ``file`` is its path inside the run folder, if saved. A fit
         sampled again with more draws (:func:`pragmodels.inference.top_up.top_up`) also records
-        ``draws_resized``."""
+        ``draws_resized``, and one whose refit was worse and not kept ``refits_not_kept``."""
         a = tree.attrs
         self.manifest["fits"][label] = {
             "file": None if file is None else str(file),
@@ -321,8 +321,9 @@ class Run:
             "postprocessing_error": _json_attr(a, "postprocessing_error"),
             "basins": _basins_record(a),
         }
-        if "draws_resized" in a:  # sampled again to the standards (pragmodels.inference.top_up); else nothing
-            self.manifest["fits"][label]["draws_resized"] = _json_attr(a, "draws_resized")
+        for key in ("draws_resized", "refits_not_kept"):  # pragmodels.inference.top_up's records; else nothing
+            if key in a:
+                self.manifest["fits"][label][key] = _json_attr(a, key)
 
     def data(self, name: str, sha256: str) -> None:
         """Record an input's sha256 (a data file, or the hash of simulated data)."""

@@ -227,7 +227,9 @@ def convergence_table(fits: Mapping[str, Any]) -> pd.DataFrame:
     (``init="basins"``) how many basins it sampled, how many carried a weight of at least 0.01, and
     their weights (empty for a fit started otherwise). Where some fit was sampled again with more
     draws (:func:`pragmodels.inference.top_up.top_up`), a column ``draws_resized`` says so:
-    ``"400 -> 1000 (least ESS 274, r_hat 1.010)"`` (empty for the others; no column where none was).
+    ``"400 -> 1000 (least ESS 274, r_hat 1.010)"``, and a refit that missed more standards and was not kept
+    ``"600 draws, target_accept 0.975 not kept (missed r_hat, depth cap)"`` (empty for the others; no column
+    where none was).
 
     Parameters
     ----------
@@ -255,6 +257,10 @@ def convergence_table(fits: Mapping[str, Any]) -> pd.DataFrame:
                      "divergences" if "target_accept" in r else "")
             rows[-1]["draws_resized"] = (f"{r['from']} -> {r['to']} (least ESS {r['ess']:.0f}, r_hat {r['max_rhat']:.3f}"
                                          f"{steps})")
+        if f.get("refits_not_kept"):
+            worse = "; ".join(f"{a['draws']} draws, target_accept {a['target_accept']} not kept (missed "
+                              f"{', '.join(a['missed'])})" for a in f["refits_not_kept"])
+            rows[-1]["draws_resized"] = "; ".join(filter(None, [rows[-1].get("draws_resized"), worse]))
     return pd.DataFrame(rows)
 
 

@@ -70,21 +70,27 @@ def test_draws_scale_with_the_ess_shortfall_and_double_for_r_hat():
     assert scale(_outcome(float("nan"), float("nan")), 400.0, 1.01, 1.25) == 1.0
 
 
-def fake_fit_many(ess_per_draw, max_rhat=1.001, divergences=0):
+def fake_fit_many(ess_per_draw, max_rhat=1.001, divergences=0, at_cap=0.0):
     """A stand-in for ``fit_many``: each call takes the next ESS per draw of ``ess_per_draw`` (and
-    r_hat of ``max_rhat``), so that a fit's least ESS is ``ess_per_draw x draws``; its trees hold
-    ``[1, draws]`` zeros, a wall time of 10 s and their diagnostics, and save like a real fit's."""
-    rates, rhats = iter(ess_per_draw), iter(max_rhat if isinstance(max_rhat, list) else [max_rhat] * 10)
-    divs = iter(divergences if isinstance(divergences, list) else [divergences] * 10)
+    r_hat of ``max_rhat``, divergences, share of trajectories at the depth cap of 8 of ``at_cap``), so that
+    a fit's least ESS is ``ess_per_draw x draws``; its trees hold ``[1, draws]`` zeros, their leapfrog steps,
+    a wall time of 10 s and their diagnostics, and save like a real fit's."""
+    def each(v):
+        return iter(v if isinstance(v, list) else [v] * 10)
+
+    rates, rhats, divs, caps = iter(ess_per_draw), each(max_rhat), each(divergences), each(at_cap)
 
     def fit_many(specs, **kw):
-        rate, rhat, div = next(rates), next(rhats), next(divs)
+        rate, rhat, div, cap = next(rates), next(rhats), next(divs), next(caps)
         outcomes = []
         for s in specs:
             n = s.sampler["num_samples"]
             diagnostics = {"divergences": div, "max_rhat": rhat, "min_ess_bulk": rate * n, "min_ess_tail": rate * n}
-            tree = xr.DataTree.from_dict({"posterior": xr.Dataset({"mu": (("chain", "draw"), np.zeros((1, n)))})})
-            tree.attrs.update(wall_time_s=10.0, diagnostics=json.dumps(diagnostics), diagnostics_ok="true")
+            steps = np.where(np.arange(n) < round(cap * n), 255, 15)[None]
+            tree = xr.DataTree.from_dict({"posterior": xr.Dataset({"mu": (("chain", "draw"), np.zeros((1, n)))}),
+                                          "sample_stats": xr.Dataset({"n_steps": (("chain", "draw"), steps)})})
+            tree.attrs.update(wall_time_s=10.0, diagnostics=json.dumps(diagnostics), diagnostics_ok="true",
+                              sampler_settings=json.dumps({"max_tree_depth": 8}))
             outcomes.append(FitOutcome(s.name, "ok", wall_s=10.0, tree=tree, diagnostics=diagnostics))
         return FitManyResult(outcomes)
 
@@ -151,3 +157,32 @@ def test_a_fit_with_divergences_is_sampled_again_with_smaller_steps(monkeypatch)
         spec = [pm.FitSpec("g", _normal, {"y": np.zeros(3)}, sampler={"num_samples": 400, "target_accept": ta}, seed=1)]
         kept = top_up(spec, fake(spec), log=said.append)
         assert "draws_resized" not in kept[0].tree.attrs
+
+
+def test_a_refit_that_misses_more_standards_is_not_kept(monkeypatch):
+    """Smaller steps that trade 2 divergences for chains that stop at the depth cap and disagree (r_hat 1.02):
+    the first fit, which misses one standard, is kept over the refit, which misses two; the refit is
+    recorded (``refits_not_kept``), logged, shown in the convergence table, and not refitted again; walls add
+    up. A refit that misses as many standards as the attempt before it replaces it (more draws)."""
+    from pragmodels.runs.study import convergence_table
+
+    fake = fake_fit_many([2.0, 2.0], divergences=[2, 0], max_rhat=[1.004, 1.02], at_cap=[0.0, 0.6])
+    monkeypatch.setattr(sizing, "fit_many", fake)
+    specs = [pm.FitSpec("f", _normal, {"y": np.zeros(3)}, sampler={"num_samples": 400, "target_accept": 0.95}, seed=1)]
+    said = []
+    out = top_up(specs, fake(specs), log=said.append)
+    assert len(said) == 2 and said[1] == ("f: the refit of round 1 misses r_hat, depth cap, the attempt before it "
+                                          "divergences: the attempt before it is kept")
+    assert out[0].diagnostics["divergences"] == 2 and "draws_resized" not in out[0].tree.attrs
+    worse = json.loads(out[0].tree.attrs["refits_not_kept"])
+    assert worse == [{"round": 1, "draws": 400, "target_accept": 0.975, "divergences": 0, "max_rhat": 1.02,
+                      "ess": 800.0, "depth_cap_share": 0.6, "missed": ["r_hat", "depth cap"]}]
+    assert out[0].tree.attrs["wall_time_s"] == 20.0 and out[0].wall_s == 20.0
+    row = convergence_table({"f": {"diagnostics": {}, "refits_not_kept": worse}})["draws_resized"][0]
+    assert row == "400 draws, target_accept 0.975 not kept (missed r_hat, depth cap)"
+    # a tie (one standard each: divergences, then ESS) keeps the refit, which round 2 then sizes from its own ESS
+    fake = fake_fit_many([2.0, 0.5, 1.0], divergences=[2, 0, 0])
+    monkeypatch.setattr(sizing, "fit_many", fake)
+    out = top_up(specs, fake(specs), log=said.append)
+    assert "refits_not_kept" not in out[0].tree.attrs
+    assert json.loads(out[0].tree.attrs["draws_resized"])["to"] == 1000 and out[0].diagnostics["min_ess_bulk"] == 1000

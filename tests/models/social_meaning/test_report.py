@@ -6,8 +6,9 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 
-from models.social_meaning.report import _diag_line, _init_paragraph, converged, depth_share, quick_markdown
+from models.social_meaning.report import _diag_line, _init_paragraph, converged, quick_markdown
 from pragmodels.evaluation.model_comparison import loo_sentence
+from pragmodels.inference.diagnostics import depth_cap_share
 
 
 def _cmp(diff, se):
@@ -62,18 +63,21 @@ def test_converged_needs_every_sampling_standard():
     assert not converged(fit(div=1))
     assert not converged(fit(steps=(255,) + (15,) * 99))  # exactly 1% at the cap
     assert converged(fit(steps=(255,) + (15,) * 100))  # just under 1%
-    assert depth_share(fit(steps=(255, 255, 15, 15))) == 0.5
+    assert depth_cap_share(fit(steps=(255, 255, 15, 15))) == 0.5
 
 
 def test_the_diagnostics_table_says_where_the_draws_were_resized():
     """A fit sampled again to the standards (``draws_resized``, pragmodels.inference.top_up) says so in its
-    wall cell; a fit that was not reads as before."""
+    wall cell, and so does a refit that was worse and not kept; a fit that was not reads as before."""
     t, attrs = _tree()
     t.attrs.update(attrs, wall_time_s=30.0)
     plain = _diag_line("gpt MIN", t)
     assert "| 30 s | prior median |" in plain
     t.attrs["draws_resized"] = json.dumps({"from": 600, "to": 1200, "ess": 350.2, "max_rhat": 1.012, "rounds": 1})
     assert "| 30 s; sampled again, 600 -> 1200 draws per chain | prior median |" in _diag_line("gpt MIN", t)
+    t.attrs["refits_not_kept"] = json.dumps([{"target_accept": 0.975, "missed": ["r_hat", "depth cap"]}])
+    assert ("| 30 s; sampled again, 600 -> 1200 draws per chain; a refit with target_accept 0.975 was worse (missed "
+            "r_hat, depth cap), not kept | prior median |") in _diag_line("gpt MIN", t)
 
 
 def test_loo_sentence_names_the_best_model_against_each_other():
