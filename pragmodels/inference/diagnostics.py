@@ -118,7 +118,18 @@ def _cap_share(stats: Any, max_tree_depth: int) -> float:
 def depth_cap_share(tree: xr.DataTree) -> float:
     """The share of post-warm-up NUTS trajectories that stopped at the tree-depth cap: ``n_steps >=
     2**max_tree_depth - 1``, the depth as :func:`pragmodels.fit` recorded it in ``sampler_settings``
-    (NaN where either is not recorded)."""
+    (NaN where either is not recorded).
+
+    Parameters
+    ----------
+    tree : xarray.DataTree
+        A fit's result, with ``sample_stats["n_steps"]`` (``[chain, draw]``) and ``sampler_settings``.
+
+    Returns
+    -------
+    float
+        The share, from 0 to 1.
+    """
     settings = json.loads(tree.attrs.get("sampler_settings", "{}") or "{}")
     if "sample_stats" not in tree or "n_steps" not in tree["sample_stats"] or "max_tree_depth" not in settings:
         return float("nan")
