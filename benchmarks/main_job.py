@@ -38,6 +38,10 @@ TRIALS = [
      "what": "basins joined before sampling, human RSA warm-up 300",
      "note": "idle cores, cold cache; 14 of 15 fits at the standards: the motives link, topped up once to 800 "
              "draws (r_hat 1.018 at 400), tail ESS 353 for theta_z; not committed as the study's run"},
+    {"run": "benchmarks/results/runs/social_meaning_2026-12-06T08-30.json",
+     "what": "the run committed before, with the coverage check under misspecification in the job",
+     "note": "idle cores, cold cache; the same 15 fits and seeds as the run after; the check (223 s of it) is now "
+             "its own job (python -m models.social_meaning.esr_checks)"},
 ]
 
 

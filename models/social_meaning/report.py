@@ -289,7 +289,7 @@ def against_paper_text(observed: pd.DataFrame | None, claims: pd.DataFrame | Non
 
 def report_markdown(mode, sampler, table, disc, cmp, trees, baseline, params, wall, chains=None, *,
                   ppc_effects=None, ppc_cells=None, cds=None, esr=None, claims=None, ppc=None,
-                  calibration=None, claim_parts=None, observed=None) -> str:
+                  calibration=None, claim_parts=None, observed=None, rater_nodes: int = rsa.RATER_NODES) -> str:
     from arviz_stats import eti
 
     h = trees["human"]
@@ -406,7 +406,7 @@ def report_markdown(mode, sampler, table, disc, cmp, trees, baseline, params, wa
         "| fit | divergences | max r_hat | min bulk ESS | min tail ESS | at depth cap | wall | init | warnings |",
         "|---|---|---|---|---|---|---|---|---|",
         *[_diag_line(k, t) for k, t in fits.items()], "",
-        PARAMETRISATION, "",
+        parametrisation(rater_nodes), "",
         *_convergence_section(trees, baseline, chains),
         "Files: `tables/*.csv`, `figures/*.png` (fig1 = paper Figure 1, fig2 = Figure 2, the model-based ESR, "
         "the LOO comparison, the human fits' predictive check, the LLMs against the human fit, forest, contrasts), "
@@ -442,16 +442,17 @@ def quick_markdown(run_dir, manifest: dict) -> str:
     return quick_report(TITLE, run_dir, steps, full_report="fits/social_meaning/full/report.md")
 
 
-#: how the fits are parametrised for the sampler (models/social_meaning/rsa.py explains each and what it fixed)
-PARAMETRISATION = (
-    "Parametrisation (`models/social_meaning/rsa.py`, which states the priors that came with it): alpha and "
-    "the log-odds of the precise form under a coarse QUD are sampled and the cost derived (\"Why alpha and this "
-    "log-odds\"); the LLM fits sample the scenario knowledge theta centred, the human fits non-centred (\"Scenario "
-    "knowledge\"), and likewise the scenario effects on the ratings, the LLM fits on their five sum-to-zero "
-    "contrasts under a scale prior with no mass at 0 (\"Scenario effects\"); the human fits integrate each "
-    "rater's one-factor score out of that rater's likelihood (81-node trapezoidal rule, "
-    "`pragmodels.likelihoods.rater`), so no rater score is sampled and LOO leaves out one rater at a time "
-    "(\"Raters who saw one cell\").")
+def parametrisation(rater_nodes: int) -> str:
+    """How the fits are parametrised for the sampler (models/social_meaning/rsa.py explains each and what it
+    fixed), with the human fits' rater quadrature nodes (the config's ``rater_nodes``)."""
+    return ("Parametrisation (`models/social_meaning/rsa.py`, which states the priors that came with it): alpha and "
+            "the log-odds of the precise form under a coarse QUD are sampled and the cost derived (\"Why alpha and this "
+            "log-odds\"); the LLM fits sample the scenario knowledge theta centred, the human fits non-centred (\"Scenario "
+            "knowledge\"), and likewise the scenario effects on the ratings, the LLM fits on their five sum-to-zero "
+            "contrasts under a scale prior with no mass at 0 (\"Scenario effects\"); the human fits integrate each "
+            f"rater's one-factor score out of that rater's likelihood ({rater_nodes}-node trapezoidal rule, "
+            "`pragmodels.likelihoods.rater`), so no rater score is sampled and LOO leaves out one rater at a time "
+            "(\"Raters who saw one cell\").")
 
 
 def calibration_sentence(cal: pd.DataFrame) -> str:

@@ -844,7 +844,8 @@ def analysis_markdown(run_dir: str | Path, trees: dict, baseline, params: pd.Dat
                              chains, ppc_effects=read("human_ppc_effects.csv"), ppc_cells=read("human_ppc_cells.csv"),
                              cds=read("cds_model.csv"), esr=read("esr_model.csv"), claims=read("claims.csv"),
                              claim_parts=read("claims_components.csv"), observed=read("esr_observed.csv"),
-                             ppc=read("ppc_condition_means.csv"), calibration=read("esr_calibration.csv"))
+                             ppc=read("ppc_condition_means.csv"), calibration=read("esr_calibration.csv"),
+                             rater_nodes=manifest["config"].get("rater_nodes", rsa.RATER_NODES))
     if (tables / "contrasts.csv").exists():
         report += contrast_section(pd.read_csv(tables / "contrasts.csv"), trees)
     if (tables / "esr_calibration_scenarios.csv").exists():

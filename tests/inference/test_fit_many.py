@@ -205,8 +205,13 @@ from pragmodels.inference import fit_many as fm
 fm.HEARTBEAT_S = 0.5
 
 
+PAUSED = []
+
+
 def coin(flips, pause=0.0):
-    time.sleep(pause)  # at each trace: the second fit runs seconds after the first has finished
+    if pause and not PAUSED:  # at its first trace: the second fit runs seconds after the first has finished
+        PAUSED.append(pause)
+        time.sleep(pause)
     p = numpyro.sample("p", dist.Beta(2.0, 2.0))
     with numpyro.plate("trial", flips.shape[0]):
         numpyro.sample("flips", dist.Bernoulli(p), obs=flips)
@@ -215,7 +220,7 @@ def coin(flips, pause=0.0):
 data = {"flips": (np.arange(30) % 3 == 0).astype(np.int32)}
 s = dict(num_warmup=50, num_samples=50, num_chains=2, posterior_predictive=False)
 fm.fit_many([fm.FitSpec("first", coin, data, sampler=s, seed=1),
-             fm.FitSpec("second", functools.partial(coin, pause=1.0), data, sampler=s, seed=2)])
+             fm.FitSpec("second", functools.partial(coin, pause=1.5), data, sampler=s, seed=2)])
 """
 
 
