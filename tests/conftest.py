@@ -6,10 +6,13 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 os.environ.setdefault("PRAGMODELS_DATA_DIR", str(ROOT.parent / "shared" / "data"))
 # importing pragmodels changes no global state: the tests ask, as a user would, for one CPU device
-# per core (parallel chains; before JAX starts) and for the persistent compilation cache
+# per core they have (before JAX starts): under pytest-xdist, the cores over the workers (`make test` on
+# two cores: one device per worker, so fits run pm.fit's default for one CPU device, sequential chains; a
+# run without xdist, or with fewer workers than cores, has parallel chains), and for the persistent
+# compilation cache
 from pragmodels.runtime import configure_host_devices, enable_compilation_cache  # noqa: E402
 
-configure_host_devices()
+configure_host_devices(max(1, (os.cpu_count() or 1) // int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))))
 enable_compilation_cache(os.environ.get("PRAGMODELS_COMPILATION_CACHE", str(ROOT / ".pytest_cache" / "jax")))
 
 

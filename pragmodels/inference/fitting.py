@@ -74,7 +74,7 @@ from pragmodels.io.netcdf import save_netcdf
 from pragmodels.params import ModelInfo, inspect_model, with_priors
 from pragmodels.validation import check_one_of
 
-__all__ = ["fit", "CHAIN_METHODS", "PostprocessingWarning", "FitPostprocessingError", "validate_data",
+__all__ = ["fit", "default_chain_method", "CHAIN_METHODS", "PostprocessingWarning", "FitPostprocessingError", "validate_data",
            "check_settings", "check_dense_mass", "to_datatree"]
 
 
@@ -130,6 +130,22 @@ def validate_data(data: object) -> dict[str, Any]:
                                  "(drop or impute missing values explicitly; -inf is log 0).")
         out[k] = v
     return out
+
+
+def default_chain_method() -> ChainMethod:
+    """``fit``'s ``chain_method`` when none is given: ``"parallel"`` where JAX has several devices
+    (:func:`pragmodels.configure_host_devices`, or GPUs); on one GPU or other accelerator ``"vectorized"``
+    (one kernel launch per operation for all chains); on one CPU device ``"sequential"``: one chain's program,
+    compiled once and run per chain, compiles faster than the chains under ``vmap`` and runs no slower, as
+    no chain waits for the longest trajectory of the others (``benchmarks/results/chain_method.md``).
+
+    Returns
+    -------
+    {"parallel", "vectorized", "sequential"}
+    """
+    if jax.local_device_count() > 1:
+        return "parallel"
+    return "sequential" if jax.default_backend() == "cpu" else "vectorized"
 
 
 def check_settings(num_warmup: object, num_samples: object, num_chains: object, chain_method: object,
@@ -390,8 +406,7 @@ def fit(
         :func:`pragmodels.configure_host_devices`) or GPUs that divide them evenly, vectorised
         within a device. When the chains run otherwise than asked (e.g. ``parallel`` on one
         device runs ``vectorized``) ``fit`` warns and records both in ``sampler_settings``.
-        ``None`` (default): ``parallel`` where there are several devices, else ``vectorized``,
-        without a warning.
+        ``None`` (default): :func:`default_chain_method`, without a warning.
     dims, coords : dict, optional
         Extra ArviZ dims (``{site: [dim, ...]}``) and coords (``{dim: labels}``); declared dims and
         plate names already name the axes.
@@ -432,7 +447,7 @@ def fit(
     key = as_rng_key(rng_key)
     asked = chain_method
     if chain_method is None:
-        chain_method = "parallel" if jax.local_device_count() > 1 else "vectorized"
+        chain_method = default_chain_method()
     check_settings(num_warmup, num_samples, num_chains, chain_method, target_accept, max_tree_depth, init)
     data = validate_data(data)
     label = model_name(model, name)
