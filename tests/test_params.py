@@ -18,7 +18,7 @@ from pragmodels.inference.predictive import unobserve
 from pragmodels.rsa_models import hierarchical_listener_model, speaker_model
 from pragmodels.simulate import reference_game_speaker
 
-QUICK = dict(num_warmup=150, num_samples=150, num_chains=2, chain_method="vectorized", progress_bar=False)
+QUICK = dict(num_warmup=150, num_samples=150, num_chains=2, progress_bar=False)
 
 
 def _trace(model, **data):

@@ -19,7 +19,7 @@ from pragmodels.inference.fit_many import FitSpec, run_fit
 pytestmark = pytest.mark.nuts  # every test here reads a fit
 
 Y = np.array([0.3, -0.2, 1.1, 0.8, 0.1, 0.5])
-KW = dict(num_warmup=30, num_samples=40, num_chains=2, chain_method="vectorized", progress_bar=False)
+KW = dict(num_warmup=30, num_samples=40, num_chains=2, progress_bar=False)
 
 
 def normal_model(y):

@@ -36,7 +36,7 @@ def naive_speaker_logp(alpha, cost):
 
 
 # too short for the ESS floor; one compiled program (per data size) for the tests that fit with it
-SHORT = dict(num_warmup=10, num_samples=12, num_chains=2, chain_method="vectorized", progress_bar=False)
+SHORT = dict(num_warmup=10, num_samples=12, num_chains=2, progress_bar=False)
 
 
 @pytest.fixture(scope="module")
@@ -221,7 +221,7 @@ def test_optimize_init_starts_chains_in_the_dominant_basin():
     minor basin (the negative control: the check can fail); with init="optimize", all chains sample the
     main one, and the recorded optima show both basins (16 starts in (-2, 2) reach both)."""
     data = dict(y=np.array(0.0))
-    kw = dict(num_warmup=200, num_samples=300, num_chains=2, chain_method="vectorized", progress_bar=False)
+    kw = dict(num_warmup=200, num_samples=300, num_chains=2, progress_bar=False)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FitWarning)
         stuck = pm.fit(0, _two_basins, data, init="median", **kw)
