@@ -101,10 +101,24 @@ def overhead_rows() -> list[dict]:
              "note": "before: NumPyro's MCMC, which recompiles per run", "source": "fit_overhead.py"}]
 
 
+def chain_method_rows() -> list[dict]:
+    """fit's default chain method on one CPU device: sequential (after) against vectorized (before)."""
+    df = _csv("chain_method")
+    rows = []
+    for (model, chains), g in df.groupby(["model", "chains"], sort=False):
+        v, s = (g[g["method"] == m].iloc[0] for m in ("vectorized", "sequential"))
+        for what, col in (("first fit", "first_wall_s"), ("repeat fit", "repeat_wall_s")):
+            rows.append({"item": "1 compile", "figure": f"{what} wall (s), {model}, {chains} chains, one CPU device: "
+                         "default chain_method vectorized -> sequential", "before": v[col], "after": s[col],
+                         "ratio": s[col] / v[col], "target": "", "met": "", "load": s["load"],
+                         "note": "fresh process, no persistent compilation cache", "source": "chain_method.py"})
+    return rows
+
+
 def main() -> None:
     from benchmarks._results import write_results
 
-    rows = job_rows() + hier_rows() + listener_rows() + overhead_rows()
+    rows = job_rows() + chain_method_rows() + hier_rows() + listener_rows() + overhead_rows()
     for r in rows:
         print({k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.items()})
     write_results(rows, "speed_summary", "Issue 38 in one table",
