@@ -69,6 +69,7 @@ def _diag_line(label, tree) -> str:
     w = json.loads(tree.attrs.get("warnings", "[]"))
     r = json.loads(tree.attrs.get("draws_resized", "null") or "null")
     resized = f"; sampled again, {r['from']} -> {r['to']} draws per chain" if r else ""
+    resized += f", warm-up {r['num_warmup'][0]} -> {r['num_warmup'][1]}" if r and "num_warmup" in r else ""
     resized += "".join(f"; a refit with target_accept {a['target_accept']} was worse (missed {', '.join(a['missed'])}), "
                        "not kept" for a in json.loads(tree.attrs.get("refits_not_kept", "[]")))
     return (f"| {label} | {d['divergences']} | {d['max_rhat']:.3f} | {d['min_ess_bulk']:.0f} | "

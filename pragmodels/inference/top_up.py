@@ -62,10 +62,21 @@ def _target_accept(sampler: dict[str, Any], outcome: FitOutcome) -> tuple[float,
 
 
 def _steps_record(first: dict[str, Any], last: dict[str, Any], outcome: FitOutcome) -> dict[str, Any]:
-    """``{"divergences", "target_accept": [from, to]}`` where a refit raised the target acceptance rate."""
+    """``{"divergences", "target_accept": [from, to]}`` where a refit raised the target acceptance rate, and
+    ``"num_warmup": [from, to]`` where it lengthened the warm-up."""
     ta0 = float(first.get("target_accept", _DEFAULT_TARGET_ACCEPT))
     ta1 = float(last.get("target_accept", _DEFAULT_TARGET_ACCEPT))
-    return {} if ta1 == ta0 else {"divergences": outcome.diagnostics.get("divergences"), "target_accept": [ta0, ta1]}
+    out = {} if ta1 == ta0 else {"divergences": outcome.diagnostics.get("divergences"), "target_accept": [ta0, ta1]}
+    w0, w1 = _warmup(first), _warmup(last)
+    return out if w1 == w0 else {**out, "num_warmup": [w0, w1]}
+
+
+#: ``num_warmup`` of a spec that does not set it (:func:`pragmodels.fit`'s default)
+_DEFAULT_WARMUP = 1000
+
+
+def _warmup(sampler: dict[str, Any]) -> int:
+    return int(sampler.get("num_warmup", _DEFAULT_WARMUP))
 
 
 def _failed(outcome: FitOutcome, tree: xr.DataTree, standard: float, max_rhat: float) -> list[str]:
@@ -104,7 +115,10 @@ def top_up(specs: Sequence[FitSpec], result: FitManyResult, *, executor: Any = "
     again from its own ESS), never beyond ``most`` times its spec's draws (a NaN diagnostic: left
     for the diagnostics to fail). A fit with divergences is fitted again with its ``target_accept``
     halfway to 1 (0.9 -> 0.95 -> 0.975, at most :data:`TARGET_ACCEPT_MAX`), its draws scaled as well
-    where they fall short. The standards are those of
+    where they fall short. A fit with more than :data:`~pragmodels.inference.diagnostics.DEPTH_CAP_SHARE_MAX` of its
+    trajectories at the tree-depth cap is fitted again with twice the warm-up (at most ``most`` times its spec's):
+    a mass matrix and step size not yet adapted keep the steps small and the trajectories at the cap. The
+    standards are those of
     :mod:`pragmodels.inference.diagnostics` (:data:`~pragmodels.inference.diagnostics.ESS_MIN`,
     :data:`~pragmodels.inference.diagnostics.RHAT_MAX`, no divergence, at most
     :data:`~pragmodels.inference.diagnostics.DEPTH_CAP_SHARE_MAX` of the trajectories at the tree-depth cap).
@@ -167,14 +181,21 @@ def top_up(specs: Sequence[FitSpec], result: FitManyResult, *, executor: Any = "
             n0, n = _draws(by_name[name].sampler), _draws(sampler[name])
             scale = _scale(o, standard, max_rhat, margin)
             ta, ta_next = _target_accept(sampler[name], o)
+            w0, w = _warmup(by_name[name].sampler), _warmup(sampler[name])
+            capped = depth_cap_share(kept[name][1])
+            w_next = min(int(most * w0), 2 * w) if capped > DEPTH_CAP_SHARE_MAX and w < most * w0 else w
             more = scale > 1.0 and n < most * n0
-            if not more and ta_next == ta:
+            if not more and ta_next == ta and w_next == w:
                 continue
             to = int(math.ceil(min(most * n0, n * scale))) if more else n
-            sampler[name] = {**sampler[name], "num_samples": to, **({"target_accept": ta_next} if ta_next != ta else {})}
+            sampler[name] = {**sampler[name], "num_samples": to, **({"target_accept": ta_next} if ta_next != ta else {}),
+                             **({"num_warmup": w_next} if w_next != w else {})}
             again.append(dataclasses.replace(by_name[name], sampler=sampler[name]))
             steps = (f"{o.diagnostics.get('divergences')} divergences (standard 0), " if ta_next != ta else "")
+            steps += (f"{100 * capped:.0f}% of trajectories at the depth cap (standard {100 * DEPTH_CAP_SHARE_MAX:.0f}%), "
+                      if w_next != w else "")
             was = f"was {n}) and target_accept {ta_next} (was {ta}" if ta_next != ta else f"was {n}"
+            was += f") and {w_next} warm-up iterations (was {w}" if w_next != w else ""
             say(f"{name}: {steps}least ESS {_least_ess(o):.0f} (standard {standard:.0f}), max r_hat "
                 f"{o.diagnostics.get('max_rhat', math.nan):.3f} (standard {max_rhat}); sampled again with {to} "
                 f"draws per chain ({was}; round {round_} of at most {rounds})")

@@ -255,6 +255,8 @@ def convergence_table(fits: Mapping[str, Any]) -> pd.DataFrame:
             r = f["draws_resized"]
             steps = (f"; target_accept {r['target_accept'][0]} -> {r['target_accept'][1]} after {r['divergences']} "
                      "divergences" if "target_accept" in r else "")
+            steps += (f"; warm-up {r['num_warmup'][0]} -> {r['num_warmup'][1]} after trajectories at the depth cap"
+                      if "num_warmup" in r else "")
             rows[-1]["draws_resized"] = (f"{r['from']} -> {r['to']} (least ESS {r['ess']:.0f}, r_hat {r['max_rhat']:.3f}"
                                          f"{steps})")
         if f.get("refits_not_kept"):

@@ -186,3 +186,27 @@ def test_a_refit_that_misses_more_standards_is_not_kept(monkeypatch):
     out = top_up(specs, fake(specs), log=said.append)
     assert "refits_not_kept" not in out[0].tree.attrs
     assert json.loads(out[0].tree.attrs["draws_resized"])["to"] == 1000 and out[0].diagnostics["min_ess_bulk"] == 1000
+
+
+def test_a_fit_at_the_depth_cap_is_sampled_again_with_twice_the_warm_up(monkeypatch):
+    """90% of trajectories at the depth cap with ESS and r_hat to spare (a mass matrix not yet adapted: long
+    trajectories, many effective draws): the same draws, twice the warm-up; the log, ``draws_resized`` and the
+    convergence table say so. Still at the cap in round 2: twice again, at most ``most`` x the spec's."""
+    from pragmodels.runs.study import convergence_table
+
+    fake = fake_fit_many([3.0, 3.0], at_cap=[0.9, 0.0])
+    monkeypatch.setattr(sizing, "fit_many", fake)
+    specs = [pm.FitSpec("f", _normal, {"y": np.zeros(3)}, sampler={"num_samples": 400, "num_warmup": 300}, seed=1)]
+    said = []
+    out = top_up(specs, fake(specs), log=said.append)
+    assert said == ["f: 90% of trajectories at the depth cap (standard 1%), least ESS 1200 (standard 400), max r_hat "
+                    "1.001 (standard 1.01); sampled again with 400 draws per chain (was 400) and 600 warm-up iterations "
+                    "(was 300; round 1 of at most 2)"]
+    resized = json.loads(out[0].tree.attrs["draws_resized"])
+    assert resized == {"from": 400, "to": 400, "ess": 1200.0, "max_rhat": 1.001, "rounds": 1, "num_warmup": [300, 600]}
+    row = convergence_table({"f": {"diagnostics": {}, "draws_resized": resized}})["draws_resized"][0]
+    assert row == "400 -> 400 (least ESS 1200, r_hat 1.001; warm-up 300 -> 600 after trajectories at the depth cap)"
+    fake = fake_fit_many([3.0, 3.0, 3.0], at_cap=[0.9, 0.5, 0.5])
+    monkeypatch.setattr(sizing, "fit_many", fake)
+    out = top_up(specs, fake(specs), log=said.append, most=3.0)
+    assert json.loads(out[0].tree.attrs["draws_resized"])["num_warmup"] == [300, 900]  # 600, then 1,200 capped at 3x

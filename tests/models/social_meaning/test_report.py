@@ -75,6 +75,10 @@ def test_the_diagnostics_table_says_where_the_draws_were_resized():
     assert "| 30 s | prior median |" in plain
     t.attrs["draws_resized"] = json.dumps({"from": 600, "to": 1200, "ess": 350.2, "max_rhat": 1.012, "rounds": 1})
     assert "| 30 s; sampled again, 600 -> 1200 draws per chain | prior median |" in _diag_line("gpt MIN", t)
+    t.attrs["draws_resized"] = json.dumps({"from": 600, "to": 600, "ess": 900.0, "max_rhat": 1.002, "rounds": 1,
+                                           "num_warmup": [300, 600]})
+    assert "| 30 s; sampled again, 600 -> 600 draws per chain, warm-up 300 -> 600 | prior median |" in _diag_line("gpt MIN", t)
+    t.attrs["draws_resized"] = json.dumps({"from": 600, "to": 1200, "ess": 350.2, "max_rhat": 1.012, "rounds": 1})
     t.attrs["refits_not_kept"] = json.dumps([{"target_accept": 0.975, "missed": ["r_hat", "depth cap"]}])
     assert ("| 30 s; sampled again, 600 -> 1200 draws per chain; a refit with target_accept 0.975 was worse (missed "
             "r_hat, depth cap), not kept | prior median |") in _diag_line("gpt MIN", t)
