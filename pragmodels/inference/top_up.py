@@ -95,7 +95,7 @@ def _attempt(outcome: FitOutcome, tree: xr.DataTree, sampler: dict[str, Any], ro
              ) -> dict[str, Any]:
     """One attempt as ``refits_not_kept`` records it."""
     d = outcome.diagnostics
-    return {"round": round_, "draws": _draws(sampler),
+    return {"round": round_, "draws": _draws(sampler), "num_warmup": _warmup(sampler),
             "target_accept": float(sampler.get("target_accept", _DEFAULT_TARGET_ACCEPT)),
             "divergences": d.get("divergences"), "max_rhat": round(float(d.get("max_rhat", math.nan)), 4),
             "ess": round(_least_ess(outcome), 1), "depth_cap_share": round(depth_cap_share(tree), 4),
@@ -106,8 +106,8 @@ def top_up(specs: Sequence[FitSpec], result: FitManyResult, *, executor: Any = "
            progress: bool | Literal["bar", "lines"] = True, log: Callable[[str], None] | None = None,
            standard: float = ESS_MIN, max_rhat: float = RHAT_MAX, margin: float = 1.25, most: float = 4.0,
            rounds: int = 2) -> list[FitOutcome]:
-    """Refit, with more draws per chain or smaller steps, every fit of ``result`` short of the sampling standards,
-    and keep the better attempt.
+    """Refit, with more draws per chain, smaller steps or a longer warm-up, every fit of ``result`` short of the
+    sampling standards, and keep the better attempt.
 
     A fit whose least bulk or tail ESS is below ``standard`` or whose max r_hat exceeds ``max_rhat``
     is fitted again (same seed and settings) with its draws per chain scaled by ``margin x standard
@@ -153,9 +153,10 @@ def top_up(specs: Sequence[FitSpec], result: FitManyResult, *, executor: Any = "
         records ``draws_resized`` (JSON ``{"from", "to", "ess", "max_rhat", "rounds"}``: the spec's
         draws, the kept refit's, the first fit's least ESS and r_hat, the round of the kept refit;
         where the target acceptance rate was raised also ``"divergences"``, the first fit's, and
-        ``"target_accept": [from, to]``). A tree whose fit had a refit that was not kept records
-        ``refits_not_kept`` (a JSON list, one ``{"round", "draws", "target_accept", "divergences",
-        "max_rhat", "ess", "depth_cap_share", "missed"}`` per such refit). Where any refit ran, the
+        ``"target_accept": [from, to]``; where the warm-up was lengthened ``"num_warmup": [from, to]``). A
+        tree whose fit had a refit that was not kept records ``refits_not_kept`` (a JSON list, one
+        ``{"round", "draws", "num_warmup", "target_accept", "divergences", "max_rhat", "ess", "depth_cap_share",
+        "missed"}`` per such refit). Where any refit ran, the
         tree's ``wall_time_s`` (and the outcome's ``wall_s``) includes every attempt's.
 
     Raises
@@ -174,10 +175,11 @@ def top_up(specs: Sequence[FitSpec], result: FitManyResult, *, executor: Any = "
     tree_walls: dict[str, float] = {o.name: float(all_trees[o.name].attrs["wall_time_s"]) for o in outcomes}
     walls: dict[str, float] = {o.name: float(o.wall_s) for o in outcomes}  # every attempt's, summed
     not_kept: dict[str, list[dict[str, Any]]] = {}
-    current = {o.name: o for o in outcomes}  # the fits to look at this round, as last sampled
+    active = list(kept)  # the fits to look at this round: every fit, then those whose refit was kept
     for round_ in range(1, rounds + 1):
         again = []
-        for name, o in current.items():
+        for name in active:
+            o = kept[name][0]
             n0, n = _draws(by_name[name].sampler), _draws(sampler[name])
             scale = _scale(o, standard, max_rhat, margin)
             ta, ta_next = _target_accept(sampler[name], o)
@@ -206,7 +208,7 @@ def top_up(specs: Sequence[FitSpec], result: FitManyResult, *, executor: Any = "
             second = fit_many(again, executor=executor, progress=progress, log=log)
         second.raise_on_error()
         second_trees = second.trees
-        current = {}
+        active = []
         for r in second:
             tree = second_trees[r.name]
             tree_walls[r.name] += float(tree.attrs["wall_time_s"])
@@ -220,7 +222,7 @@ def top_up(specs: Sequence[FitSpec], result: FitManyResult, *, executor: Any = "
                     f"{', '.join(missed_before) or 'nothing'}: the attempt before it is kept")
                 continue
             kept[r.name] = (r, tree, dict(sampler[r.name]), round_)
-            current[r.name] = r
+            active.append(r.name)
     merged = []
     for o in outcomes:
         best, tree, ran, round_ = kept[o.name]

@@ -175,7 +175,7 @@ def test_a_refit_that_misses_more_standards_is_not_kept(monkeypatch):
                                           "divergences: the attempt before it is kept")
     assert out[0].diagnostics["divergences"] == 2 and "draws_resized" not in out[0].tree.attrs
     worse = json.loads(out[0].tree.attrs["refits_not_kept"])
-    assert worse == [{"round": 1, "draws": 400, "target_accept": 0.975, "divergences": 0, "max_rhat": 1.02,
+    assert worse == [{"round": 1, "draws": 400, "num_warmup": 1000, "target_accept": 0.975, "divergences": 0, "max_rhat": 1.02,
                       "ess": 800.0, "depth_cap_share": 0.6, "missed": ["r_hat", "depth cap"]}]
     assert out[0].tree.attrs["wall_time_s"] == 20.0 and out[0].wall_s == 20.0
     row = convergence_table({"f": {"diagnostics": {}, "refits_not_kept": worse}})["draws_resized"][0]
