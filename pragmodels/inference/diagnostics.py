@@ -19,8 +19,8 @@ import xarray as xr
 
 from pragmodels.errors import PragmodelsError
 
-__all__ = ["FitWarning", "FitDiagnosticsError", "Diagnostics", "diagnose", "depth_cap_share", "RHAT_MAX",
-           "ESS_PER_CHAIN", "ESS_MIN", "DEPTH_CAP_SHARE_MAX"]
+__all__ = ["FitWarning", "FitDiagnosticsError", "Diagnostics", "diagnose", "depth_cap_share", "missed_standards",
+           "RHAT_MAX", "ESS_PER_CHAIN", "ESS_MIN", "DEPTH_CAP_SHARE_MAX"]
 
 #: the largest r_hat a fit may have (Vehtari et al. 2021)
 RHAT_MAX = 1.01
@@ -29,8 +29,8 @@ ESS_PER_CHAIN = 100
 #: the studies' sampling standard: the least bulk and tail ESS of every parameter, in all chains together
 #: (Vehtari et al. 2021's 100 per chain, for the four chains of a full run)
 ESS_MIN = 400.0
-#: the largest share of post-warm-up NUTS trajectories that may stop at ``max_tree_depth`` (more: the sampler
-#: was cut short, so it explores slowly and its ESS estimates deserve suspicion)
+#: the share of post-warm-up NUTS trajectories stopping at ``max_tree_depth`` that a fit must stay under (at it
+#: or more: the sampler was cut short, so it explores slowly and its ESS estimates deserve suspicion)
 DEPTH_CAP_SHARE_MAX = 0.01
 
 
@@ -195,7 +195,7 @@ def diagnose(tree: xr.DataTree, emit: bool = True, max_tree_depth: int | None = 
     stats = tree["sample_stats"]
     if max_tree_depth is not None and "n_steps" in stats:
         saturated = _cap_share(stats, max_tree_depth)
-        if saturated > DEPTH_CAP_SHARE_MAX:
+        if saturated >= DEPTH_CAP_SHARE_MAX:
             problems.append(
                 f"{100 * saturated:.0f}% of NUTS trajectories hit max_tree_depth={max_tree_depth}: "
                 "the posterior is badly scaled or correlated; reparameterise or raise the limit."
@@ -204,3 +204,38 @@ def diagnose(tree: xr.DataTree, emit: bool = True, max_tree_depth: int | None = 
         for p in problems:
             warnings.warn(p, FitWarning, stacklevel=3)
     return Diagnostics(div, r, eb, et, n_chains, problems)
+
+
+def missed_standards(tree: xr.DataTree, *, ess_min: float = ESS_MIN, rhat_max: float = RHAT_MAX) -> list[str]:
+    """The sampling standards a fit misses: the one rule that :func:`~pragmodels.inference.top_up.top_up` and the
+    studies' reports apply.
+
+    ``"divergences"`` (any), ``"r_hat"`` (above ``rhat_max``), ``"ess"`` (the least bulk or tail ESS of any
+    parameter, all chains together, below ``ess_min``), ``"depth cap"`` (:data:`DEPTH_CAP_SHARE_MAX` or more of
+    the post-warm-up trajectories at the tree-depth cap), and ``"diagnostics"`` where :func:`diagnose` failed
+    the fit for a reason none of those names (a NaN r_hat of one element, a chain that never moved, no draws,
+    or fewer than :data:`ESS_PER_CHAIN` per chain with more than four chains). A missing or NaN diagnostic
+    fails its comparison; the depth-cap share counts as met where the tree does not record it.
+
+    Parameters
+    ----------
+    tree : xarray.DataTree
+        A fit's result, with the ``diagnostics`` and ``diagnostics_ok`` attributes :func:`pragmodels.fit` records.
+    ess_min, rhat_max : float
+        The least ESS and the largest r_hat.
+
+    Returns
+    -------
+    list of str
+        The missed standards, in the order above; empty where the fit meets them all.
+    """
+    d = json.loads(tree.attrs.get("diagnostics", "{}") or "{}")
+    div = d.get("divergences", np.nan)
+    missed = [] if isinstance(div, (int, float)) and div == 0 else ["divergences"]
+    missed += [] if float(d.get("max_rhat", np.nan)) <= rhat_max else ["r_hat"]
+    least = min(float(d.get("min_ess_bulk", np.nan)), float(d.get("min_ess_tail", np.nan)))
+    missed += [] if least >= ess_min else ["ess"]
+    missed += ["depth cap"] if depth_cap_share(tree) >= DEPTH_CAP_SHARE_MAX else []
+    ok = tree.attrs.get("diagnostics_ok", 1)
+    failed = str(ok).strip().lower() in ("0", "false")
+    return missed or (["diagnostics"] if failed else [])

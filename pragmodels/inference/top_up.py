@@ -17,7 +17,14 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
-from pragmodels.inference.diagnostics import DEPTH_CAP_SHARE_MAX, ESS_MIN, RHAT_MAX, FitWarning, depth_cap_share
+from pragmodels.inference.diagnostics import (
+    DEPTH_CAP_SHARE_MAX,
+    ESS_MIN,
+    RHAT_MAX,
+    FitWarning,
+    depth_cap_share,
+    missed_standards,
+)
 from pragmodels.inference.fit_many import FitManyResult, FitOutcome, FitSpec, fit_many
 
 if TYPE_CHECKING:
@@ -79,18 +86,6 @@ def _warmup(sampler: dict[str, Any]) -> int:
     return int(sampler.get("num_warmup", _DEFAULT_WARMUP))
 
 
-def _failed(outcome: FitOutcome, tree: xr.DataTree, standard: float, max_rhat: float) -> list[str]:
-    """The sampling standards a fit misses: ``"divergences"``, ``"r_hat"``, ``"ess"``, ``"depth cap"``
-    (each comparison fails for NaN, but an unrecorded depth-cap share counts as met)."""
-    d = outcome.diagnostics
-    div = d.get("divergences", math.nan)
-    missed = [] if isinstance(div, (int, float)) and div == 0 else ["divergences"]
-    missed += [] if float(d.get("max_rhat", math.nan)) <= max_rhat else ["r_hat"]
-    missed += [] if _least_ess(outcome) >= standard else ["ess"]
-    missed += ["depth cap"] if depth_cap_share(tree) > DEPTH_CAP_SHARE_MAX else []
-    return missed
-
-
 def _attempt(outcome: FitOutcome, tree: xr.DataTree, sampler: dict[str, Any], round_: int, missed: list[str]
              ) -> dict[str, Any]:
     """One attempt as ``refits_not_kept`` records it."""
@@ -115,15 +110,15 @@ def top_up(specs: Sequence[FitSpec], result: FitManyResult, *, executor: Any = "
     again from its own ESS), never beyond ``most`` times its spec's draws (a NaN diagnostic: left
     for the diagnostics to fail). A fit with divergences is fitted again with its ``target_accept``
     halfway to 1 (0.9 -> 0.95 -> 0.975, at most :data:`TARGET_ACCEPT_MAX`), its draws scaled as well
-    where they fall short. A fit with more than :data:`~pragmodels.inference.diagnostics.DEPTH_CAP_SHARE_MAX` of its
+    where they fall short. A fit with :data:`~pragmodels.inference.diagnostics.DEPTH_CAP_SHARE_MAX` or more of its
     trajectories at the tree-depth cap is fitted again with twice the warm-up (at most ``most`` times its spec's):
     a mass matrix and step size not yet adapted keep the steps small and the trajectories at the cap. The
-    standards are those of
-    :mod:`pragmodels.inference.diagnostics` (:data:`~pragmodels.inference.diagnostics.ESS_MIN`,
-    :data:`~pragmodels.inference.diagnostics.RHAT_MAX`, no divergence, at most
-    :data:`~pragmodels.inference.diagnostics.DEPTH_CAP_SHARE_MAX` of the trajectories at the tree-depth cap).
+    standards are :func:`~pragmodels.inference.diagnostics.missed_standards`' (ESS at least ``standard``, r_hat
+    at most ``max_rhat``, no divergence, under :data:`~pragmodels.inference.diagnostics.DEPTH_CAP_SHARE_MAX` of
+    the trajectories at the tree-depth cap, and nothing else :func:`~pragmodels.inference.diagnostics.diagnose`
+    failed).
 
-    A refit replaces the attempt before it unless it misses more of those four standards (smaller
+    A refit replaces the attempt before it unless it misses more of those standards (smaller
     steps can trade a few divergences for trajectories that stop at the depth cap and chains that no
     longer mix): then the earlier attempt is kept, the refit is recorded as not kept, and that fit is
     not refitted again. On a tie the refit, with its more draws, is kept.
@@ -185,7 +180,7 @@ def top_up(specs: Sequence[FitSpec], result: FitManyResult, *, executor: Any = "
             ta, ta_next = _target_accept(sampler[name], o)
             w0, w = _warmup(by_name[name].sampler), _warmup(sampler[name])
             capped = depth_cap_share(kept[name][1])
-            w_next = min(int(most * w0), 2 * w) if capped > DEPTH_CAP_SHARE_MAX and w < most * w0 else w
+            w_next = min(int(most * w0), 2 * w) if capped >= DEPTH_CAP_SHARE_MAX and w < most * w0 else w
             more = scale > 1.0 and n < most * n0
             if not more and ta_next == ta and w_next == w:
                 continue
@@ -214,8 +209,8 @@ def top_up(specs: Sequence[FitSpec], result: FitManyResult, *, executor: Any = "
             tree_walls[r.name] += float(tree.attrs["wall_time_s"])
             walls[r.name] += float(r.wall_s)
             best, best_tree, _, _ = kept[r.name]
-            missed, missed_before = (_failed(r, tree, standard, max_rhat),
-                                     _failed(best, best_tree, standard, max_rhat))
+            missed = missed_standards(tree, ess_min=standard, rhat_max=max_rhat)
+            missed_before = missed_standards(best_tree, ess_min=standard, rhat_max=max_rhat)
             if len(missed) > len(missed_before):
                 not_kept.setdefault(r.name, []).append(_attempt(r, tree, sampler[r.name], round_, missed))
                 say(f"{r.name}: the refit of round {round_} misses {', '.join(missed)}, the attempt before it "

@@ -210,3 +210,35 @@ def test_a_fit_at_the_depth_cap_is_sampled_again_with_twice_the_warm_up(monkeypa
     monkeypatch.setattr(sizing, "fit_many", fake)
     out = top_up(specs, fake(specs), log=said.append, most=3.0)
     assert json.loads(out[0].tree.attrs["draws_resized"])["num_warmup"] == [300, 900]  # 600, then 1,200 capped at 3x
+
+
+def _tree(divergences=0, max_rhat=1.001, ess=(800.0, 900.0), steps=(15,) * 100, ok=1, depth=8):
+    tree = xr.DataTree.from_dict({"posterior": xr.Dataset({"mu": (("chain", "draw"), np.zeros((1, len(steps))))}),
+                                  "sample_stats": xr.Dataset({"n_steps": (("chain", "draw"), np.array([steps]))})})
+    tree.attrs.update(diagnostics=json.dumps({"divergences": divergences, "max_rhat": max_rhat,
+                                              "min_ess_bulk": ess[0], "min_ess_tail": ess[1]}),
+                      diagnostics_ok=ok, sampler_settings=json.dumps({"max_tree_depth": depth}))
+    return tree
+
+
+def test_missed_standards_is_one_rule_at_each_boundary():
+    """``missed_standards``: r_hat 1.01 passes, 1.0101 fails; ESS 400 passes, 399.9 (bulk or tail) fails; one
+    divergence fails; 1% of trajectories at the cap fails, just under passes (the docs' "under 1%"); a NaN or
+    missing diagnostic fails; ``diagnostics`` only where diagnose failed for none of the named reasons."""
+    from pragmodels.inference.diagnostics import missed_standards
+
+    assert missed_standards(_tree()) == []
+    assert missed_standards(_tree(max_rhat=1.01, ess=(400.0, 400.0))) == []
+    assert missed_standards(_tree(max_rhat=1.0101)) == ["r_hat"]
+    assert missed_standards(_tree(ess=(399.9, 900.0))) == ["ess"] == missed_standards(_tree(ess=(900.0, 399.9)))
+    assert missed_standards(_tree(divergences=1)) == ["divergences"]
+    assert missed_standards(_tree(steps=(255,) + (15,) * 99)) == ["depth cap"]  # exactly 1%
+    assert missed_standards(_tree(steps=(255,) + (15,) * 100)) == []  # 1 in 101
+    assert missed_standards(_tree(max_rhat=float("nan"), ess=(float("nan"), 900.0))) == ["r_hat", "ess"]
+    assert missed_standards(_tree(ok=0)) == ["diagnostics"]
+    assert missed_standards(_tree(ok=0, divergences=2)) == ["divergences"]
+    assert missed_standards(_tree(ess=(300.0, 300.0)), ess_min=200.0) == []
+    assert missed_standards(_tree(max_rhat=1.02), rhat_max=1.05) == []
+    bare = _tree()
+    del bare.attrs["sampler_settings"]  # no tree depth recorded: the cap counts as met
+    assert missed_standards(bare) == []
