@@ -27,7 +27,7 @@ posterior's mass. Here:
    basin, is estimated by bridge sampling (Meng & Wong 1996; Gronau et al. 2017) between its
    draws and a multivariate normal fitted to them, on the unconstrained scale (Jacobians included);
    its Monte Carlo error by repeating with four independent proposal sets. The weights are
-   ``Z_k / sum Z``. For separated basins this is the posterior mass of each; stacking (Yao,
+   ``Z_k / sum Z``; a lone basin's is 1, and its mass is not estimated. For separated basins this is the posterior mass of each; stacking (Yao,
    Vehtari & Gelman 2022) would instead weight by predictive performance, which does not tell two
    modes that predict alike apart.
 4. **The combined posterior.** Every chain of the result draws from each basin in proportion to
@@ -77,6 +77,11 @@ MIXED_RHAT = 1.05
 WEIGHT_THRESHOLD = 0.01
 
 
+def _rounded(x: float, digits: int) -> float | None:
+    """``round(x, digits)``; None for NaN (JSON has no NaN)."""
+    return None if math.isnan(x) else round(x, digits)
+
+
 @dataclass
 class Basin:
     """One basin: its optimum's potential (nats), the optimised starts that reached it, its chains, and
@@ -95,7 +100,7 @@ class Basin:
     def record(self) -> dict[str, Any]:
         """JSON-ready."""
         return dict(potential=round(self.potential, 3), starts=len(self.starts), pieces=self.pieces, chains=self.chains,
-                    log_mass=round(self.log_mass, 4), log_mass_se=round(self.log_mass_se, 4),
+                    log_mass=_rounded(self.log_mass, 4), log_mass_se=_rounded(self.log_mass_se, 4),
                     weight=round(self.weight, 4), diagnostics=self.diagnostics, summary=self.summary)
 
 
@@ -375,11 +380,17 @@ def bridge_log_mass(log_p1: np.ndarray, log_q1: np.ndarray, log_p2: np.ndarray, 
 def log_masses(rng_key: jax.Array, model: Callable[..., Any], arrays: Mapping[str, Any], basins: list[Basin],
                latent: Mapping[str, np.ndarray], lp: np.ndarray, repeats: int = 4) -> None:
     """Each basin's log mass by bridge sampling, with its Monte Carlo error (SD over ``repeats`` proposal
-    sets); sets ``log_mass``, ``log_mass_se`` and ``weight`` of each basin.
+    sets); sets ``log_mass``, ``log_mass_se`` and ``weight`` of each basin. A lone basin gets weight 1 and
+    no mass estimate (``log_mass`` and ``log_mass_se`` stay NaN, recorded as None): the weight does not
+    depend on it, and the estimate costs ``repeats`` x the draws' log densities and a compilation (5-7 s of
+    a social-meaning fit).
 
     Shapes: ``latent[site] [chain, draw, ...]`` (constrained), ``lp [chain, draw]`` (the log density on
     the unconstrained scale, Jacobians included).
     """
+    if len(basins) == 1:  # its weight is 1 whatever its mass: nothing to estimate (recorded as None)
+        basins[0].weight = 1.0
+        return
     n_chain, n_draw = lp.shape
 
     def unconstrained(i: jax.Array) -> jax.Array:

@@ -554,7 +554,8 @@ def fit(
             else {"reason": "the first size of this model in this process (padding starts with a second size)"})
         if basins is not None:
             tree.attrs["basins"] = json.dumps(dict(
-                method="bridge sampling (normal proposal, 4 repeats; unconstrained scale)", basin_nats=basin_nats,
+                method=("bridge sampling (normal proposal, 4 repeats; unconstrained scale)" if len(basins) > 1
+                        else "one basin: weight 1, its mass not estimated"), basin_nats=basin_nats,
                 merge_barrier_nats=threshold, basins=[b.record() for b in basins],
                 by_place=[dict(potential=b["potential"], starts=b["starts"]) for b in found_by_place or []],
                 barriers=np.round(barrier, 3).tolist() if barrier is not None else None))

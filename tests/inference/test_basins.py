@@ -181,3 +181,32 @@ def test_basin_merge_false_samples_every_basin_found_by_place():
     # (basins that mixed are merged after sampling: pieces count what each final basin holds)
     assert sum(b["pieces"] for b in apart["basins"]) == len(apart["by_place"])
     assert joined["by_place"] == apart["by_place"] and len(joined["basins"]) < len(apart["by_place"])
+
+
+def one_mode(y):
+    mu = numpyro.sample("mu", dist.Normal(0.0, 5.0))
+    with numpyro.plate("obs", y.shape[0]):
+        numpyro.sample("y", dist.Normal(mu, 1.0), obs=y)
+
+
+@pytest.mark.nuts
+@pytest.mark.filterwarnings("ignore::pragmodels.inference.diagnostics.FitWarning")  # 2 x 100 draws: low ESS
+def test_a_lone_basin_has_weight_one_and_no_mass_estimate(monkeypatch):
+    """One basin: weight 1 by definition, so bridge sampling is skipped (no log density of any draw is
+    evaluated for it), its mass recorded as None (JSON has no NaN) and the method says so; the draws are
+    the chains' own, in order."""
+    from pragmodels.inference import basins as basins_module
+
+    def never(*a, **k):
+        raise AssertionError("bridge sampling ran for a lone basin")
+
+    monkeypatch.setattr(basins_module, "bridge_log_mass", never)
+    kw = dict(num_warmup=100, num_samples=100, num_chains=2, progress_bar=False, init="basins")
+    tree = pm.fit(0, one_mode, dict(y=Y), **kw)
+    record = json.loads(tree.attrs["basins"])
+    assert "postprocessing_error" not in tree.attrs
+    assert len(record["basins"]) == 1 and record["method"] == "one basin: weight 1, its mass not estimated"
+    (basin,) = record["basins"]
+    assert basin["weight"] == 1.0 and basin["log_mass"] is None and basin["log_mass_se"] is None
+    assert basin["chains"] == [0, 1] and tree.posterior["mu"].shape == (2, 100)
+    assert abs(float(tree.posterior["mu"].mean()) - Y.mean()) < 0.3  # 5 obs of SD 1: posterior SD 0.45
