@@ -1,6 +1,6 @@
 """Posteriors with several basins: chains from each, combined by each basin's posterior mass.
 
-Layering: imports ``jax``, ``numpyro.infer.util``, ``arviz_stats`` (r_hat) and
+Layering: imports ``jax``, ``numpyro.infer.util``, :mod:`pragmodels.inference.ess_rhat` (r_hat) and
 :mod:`pragmodels.inference.multistart` (the optimised starts); :func:`pragmodels.fit` uses it for
 ``init="basins"``.
 
@@ -53,6 +53,7 @@ import numpy as np
 from jax.flatten_util import ravel_pytree
 from numpyro.infer.util import potential_energy, unconstrain_fn
 
+from pragmodels.inference.ess_rhat import rank_rhat
 from pragmodels.inference.multistart import adam
 
 __all__ = ["BASIN_NATS", "MAX_BASINS", "SAME_BASIN_DISTANCE", "BARRIER_NATS", "BARRIER_POINTS", "RELAX_STEPS",
@@ -307,8 +308,6 @@ def chain_inits(basins: list[Basin], end_params: Mapping[str, Any], num_chains: 
 
 def _pooled_rhat(draws: Mapping[str, np.ndarray], chains_a: list[int], chains_b: list[int]) -> float:
     """The worst r_hat over every element when each of two chain sets is pooled into one chain."""
-    from arviz_stats.base import array_stats
-
     worst = 0.0
     for v in draws.values():
         a = np.asarray(v)[chains_a].reshape(-1, int(np.prod(np.shape(v)[2:], dtype=int)))
@@ -317,7 +316,7 @@ def _pooled_rhat(draws: Mapping[str, np.ndarray], chains_a: list[int], chains_b:
         both = np.stack([a[:n], b[:n]])  # [2, n, element]
         varies = np.ptp(both, axis=(0, 1)) > 0
         if varies.any():
-            worst = max(worst, float(np.nanmax(array_stats.rhat(both[..., varies], chain_axis=0, draw_axis=1))))
+            worst = max(worst, float(np.nanmax(rank_rhat(np.moveaxis(both[..., varies], -1, 0)))))
     return worst
 
 

@@ -1,7 +1,9 @@
 """Convergence diagnostics with warnings a user can act on.
 
-Layering: imports ``arviz_stats`` and ``numpy``; used by :mod:`pragmodels.inference.fitting`.
-Thresholds follow Vehtari et al. (2021): r_hat <= 1.01 and bulk/tail ESS >= 100 per chain
+Layering: imports ``numpy``, ``xarray`` and :mod:`pragmodels.inference.ess_rhat` (r_hat and ESS of every
+element at once: as ``arviz_stats`` computes them, in a fraction of its time); used by
+:mod:`pragmodels.inference.fitting`. Thresholds follow Vehtari et al. (2021): r_hat <= 1.01 and bulk/tail
+ESS >= 100 per chain, the tail ESS at the 5% and 95% quantiles
 (:data:`RHAT_MAX`, :data:`ESS_PER_CHAIN`); the studies' sampling standard is bulk and tail ESS
 >= 400 in all (:data:`ESS_MIN`), which :func:`pragmodels.inference.top_up.top_up` sizes draws to.
 """
@@ -18,6 +20,7 @@ import numpy as np
 import xarray as xr
 
 from pragmodels.errors import PragmodelsError
+from pragmodels.inference.ess_rhat import rhat_ess
 
 __all__ = ["FitWarning", "FitDiagnosticsError", "Diagnostics", "diagnose", "depth_cap_share", "missed_standards",
            "RHAT_MAX", "ESS_PER_CHAIN", "ESS_MIN", "DEPTH_CAP_SHARE_MAX"]
@@ -136,6 +139,22 @@ def depth_cap_share(tree: xr.DataTree) -> float:
     return _cap_share(tree["sample_stats"], int(settings["max_tree_depth"]))
 
 
+def _rhat_ess(post: xr.Dataset) -> tuple[xr.Dataset, xr.Dataset, xr.Dataset]:
+    """Rank-normalised split r_hat, bulk and tail ESS of every element of every variable
+    (:func:`pragmodels.inference.ess_rhat.rhat_ess`), as three datasets without the chain and draw dims."""
+    out: tuple[dict[str, xr.DataArray], ...] = ({}, {}, {})
+    for name, da in post.data_vars.items():
+        da = da.transpose(..., "chain", "draw")
+        values = np.asarray(da.values)
+        if not np.issubdtype(values.dtype, np.number) and values.dtype != bool:
+            continue
+        dims = da.dims[:-2]
+        coords = {k: c for k, c in da.coords.items() if set(c.dims) <= set(dims)}
+        for store, value in zip(out, rhat_ess(values.astype(float)), strict=True):
+            store[str(name)] = xr.DataArray(value, dims=dims, coords=coords)
+    return xr.Dataset(out[0]), xr.Dataset(out[1]), xr.Dataset(out[2])
+
+
 def diagnose(tree: xr.DataTree, emit: bool = True, max_tree_depth: int | None = None,
              latent: Sequence[str] | None = None) -> Diagnostics:
     """Count divergences, find the worst r_hat and ESS, and warn (``FitWarning``) on problems.
@@ -152,8 +171,6 @@ def diagnose(tree: xr.DataTree, emit: bool = True, max_tree_depth: int | None = 
     Shapes: ``posterior`` variables ``[chain, draw, ...]``; ``sample_stats`` ``diverging`` and
     ``n_steps`` ``[chain, draw]``.
     """
-    from arviz_stats import ess, rhat
-
     post = tree["posterior"].to_dataset()
     n_chains = int(post.sizes["chain"])
     div = int(np.asarray(tree["sample_stats"]["diverging"]).sum()) if "diverging" in tree["sample_stats"] else 0
@@ -161,8 +178,8 @@ def diagnose(tree: xr.DataTree, emit: bool = True, max_tree_depth: int | None = 
     with warnings.catch_warnings():
         # constant deterministic sites (e.g. a cost fixed at 0) give NaN diagnostics; ignored
         warnings.simplefilter("ignore", RuntimeWarning)
-        r_ds = rhat(post) if n_chains > 1 else None
-        eb_ds, et_ds = ess(post, method="bulk"), ess(post, method="tail")
+        r_all, eb_ds, et_ds = _rhat_ess(post)
+        r_ds = r_all if n_chains > 1 else None
         r, r_name = _worst(r_ds, np.nanmax) if r_ds is not None else (np.nan, "")
         eb, eb_name = _worst(eb_ds, np.nanmin)
         et, et_name = _worst(et_ds, np.nanmin)
