@@ -47,7 +47,6 @@ from pragmodels.inference.diagnostics import FitWarning
 from pragmodels.inference.top_up import top_up
 from pragmodels.io.atomic import atomic_write
 from pragmodels.likelihoods.rater import rater_slots
-from pragmodels.runs.beside import in_own_process
 from pragmodels.runs.folder import MODES, Run, lock_folder, read_manifest
 from pragmodels.runs.schema import validate_config
 from pragmodels.runs.study import StudyFolder
@@ -711,72 +710,57 @@ def run(config: dict, out_dir: Path, mode: str, progress: bool, record: Run) -> 
             stamp(f"read the elicited ratings of {name} (prompts {', '.join(lm_info[name]['prompts'])}): {len(g)} "
                   f"records, {int((~g['valid']).sum())} invalid; identity {lm_info[name]['identity']}")
 
-    # the ESR calibration needs no fit: with a process pool it runs beside the fits, in a process of its own
-    # (the main job's wait after the fits, 107 s of 915 on two idle cores, 2026-12-06)
-    pool, beside = (in_own_process(calibration_table, human, llm, conditions, seed, n_replicates,
-                                   config["calibration_sampler"])
-                    if n_replicates and executor == "process" else (None, None))
-    try:
-        stamp("reproducing Tables 2-4")
-        table = reproduction_table(human, llm)
-        disc = discrepancies(table)
-        table.to_csv(tables / "reproduction.csv", index=False)
-        disc.to_csv(tables / "discrepancies.csv", index=False)
-        log(format_side_by_side(table))
-        observed_esr, fig1 = observed_comparisons(human, llm)
-        observed_esr.to_csv(tables / "esr_observed.csv", index=False)
-        if new is not None:  # the new LMs' condition means beside the published LLMs' in the figures that show them
-            hcells = _cells_frame(human)  # (first: the last panel carries the legend of every prompt)
-            fig1 = pd.concat([pd.DataFrame(
-                [dict(model=m, prompt=p, cell=_cell_label(*k), human=hcells[k], llm=v)
-                 for (m, p), g in new.groupby(["model", "prompt"], sort=False) for k, v in _cells_frame(g).items()]), fig1],
-                ignore_index=True)
+    stamp("reproducing Tables 2-4")
+    table = reproduction_table(human, llm)
+    disc = discrepancies(table)
+    table.to_csv(tables / "reproduction.csv", index=False)
+    disc.to_csv(tables / "discrepancies.csv", index=False)
+    log(format_side_by_side(table))
+    observed_esr, fig1 = observed_comparisons(human, llm)
+    observed_esr.to_csv(tables / "esr_observed.csv", index=False)
+    if new is not None:  # the new LMs' condition means beside the published LLMs' in the figures that show them
+        hcells = _cells_frame(human)  # (first: the last panel carries the legend of every prompt)
+        fig1 = pd.concat([pd.DataFrame(
+            [dict(model=m, prompt=p, cell=_cell_label(*k), human=hcells[k], llm=v)
+             for (m, p), g in new.groupby(["model", "prompt"], sort=False) for k, v in _cells_frame(g).items()]), fig1],
+            ignore_index=True)
 
-        if new is not None:
-            new_lms.metrics_table(human, new).to_csv(tables / "lm_metrics.csv", index=False)
-            new_lms.answer_table(new, lm_info).to_csv(tables / "lm_answers.csv", index=False)
-        trees, baseline, cmp = fit_all(human, llm, seed, sampler, progress, motive_prior, conditions, stamp, log,
-                                       executor=executor, new=new, rater_nodes=cfg.rater_nodes, resize=mode == "full")
-        cmp.to_csv(tables / "loo_compare.csv")
-        contrasts(trees).to_csv(tables / "contrasts.csv", index=False)
+    if new is not None:
+        new_lms.metrics_table(human, new).to_csv(tables / "lm_metrics.csv", index=False)
+        new_lms.answer_table(new, lm_info).to_csv(tables / "lm_answers.csv", index=False)
+    trees, baseline, cmp = fit_all(human, llm, seed, sampler, progress, motive_prior, conditions, stamp, log,
+                                   executor=executor, new=new, rater_nodes=cfg.rater_nodes, resize=mode == "full")
+    cmp.to_csv(tables / "loo_compare.csv")
+    contrasts(trees).to_csv(tables / "contrasts.csv", index=False)
 
-        stamp("posterior predictive checks of the three human models (new raters)")
-        ppc_effects, ppc_cells = human_checks(trees, baseline, human, n_draws, seed)
-        ppc_effects.to_csv(tables / "human_ppc_effects.csv", index=False)
-        ppc_cells.to_csv(tables / "human_ppc_cells.csv", index=False)
+    stamp("posterior predictive checks of the three human models (new raters)")
+    ppc_effects, ppc_cells = human_checks(trees, baseline, human, n_draws, seed)
+    ppc_effects.to_csv(tables / "human_ppc_effects.csv", index=False)
+    ppc_cells.to_csv(tables / "human_ppc_cells.csv", index=False)
 
-        stamp("ESR measurement model: signed ESR, CDS and the paper's claims")
-        esr_tree, esr_model, cds_model, claim_table = measurement(human, llm, table, conditions, seed, measurement_sampler)
-        esr_model.to_csv(tables / "esr_model.csv", index=False)
-        cds_model.to_csv(tables / "cds_model.csv", index=False)
-        claim_table.to_csv(tables / "claims.csv", index=False)
-        claim_table.attrs["components"].to_csv(tables / "claims_components.csv", index=False)
-        folder.save_fit("esr measurement", esr_tree, "esr_measurement.nc")
-        lm_esr_tree = None
-        if new is not None:
-            stamp("ESR measurement model of the new LMs (fitted to the humans and them alone)")
-            lm_esr_tree, lm_esr, lm_cds = measurement_new(human, new, seed, measurement_sampler, log)
-            lm_esr.to_csv(tables / "esr_model_lms.csv", index=False)
-            lm_cds.to_csv(tables / "cds_model_lms.csv", index=False)
-            if lm_esr_tree is not None:
-                folder.save_fit("esr measurement (new LMs)", lm_esr_tree, "esr_measurement_lms.nc")
-                from pragmodels import plots
+    stamp("ESR measurement model: signed ESR, CDS and the paper's claims")
+    esr_tree, esr_model, cds_model, claim_table = measurement(human, llm, table, conditions, seed, measurement_sampler)
+    esr_model.to_csv(tables / "esr_model.csv", index=False)
+    cds_model.to_csv(tables / "cds_model.csv", index=False)
+    claim_table.to_csv(tables / "claims.csv", index=False)
+    claim_table.attrs["components"].to_csv(tables / "claims_components.csv", index=False)
+    folder.save_fit("esr measurement", esr_tree, "esr_measurement.nc")
+    lm_esr_tree = None
+    if new is not None:
+        stamp("ESR measurement model of the new LMs (fitted to the humans and them alone)")
+        lm_esr_tree, lm_esr, lm_cds = measurement_new(human, new, seed, measurement_sampler, log)
+        lm_esr.to_csv(tables / "esr_model_lms.csv", index=False)
+        lm_cds.to_csv(tables / "cds_model_lms.csv", index=False)
+        if lm_esr_tree is not None:
+            folder.save_fit("esr measurement (new LMs)", lm_esr_tree, "esr_measurement_lms.nc")
+            from pragmodels import plots
 
-                _save(plots.esr_intervals(lm_esr, title="The new LMs' m" + ESR_TITLES["model"][1:]),
-                      figures / "esr_model_intervals_lms.png")
-        if n_replicates:
-            stamp(f"ESR calibration: {n_replicates} simulated data sets, and the negative control"
-                  + (" (run beside the fits, in a process of its own)" if beside is not None else ""))
-            calibration = beside.get() if beside is not None else calibration_table(
-                human, llm, conditions, seed, n_replicates, config["calibration_sampler"])
-            calibration.to_csv(tables / "esr_calibration.csv", index=False)
-            if pool is not None:
-                pool.close()
-                pool.join()  # ended: its CPU time counts in the run's
-    except BaseException:
-        if pool is not None:
-            pool.terminate()
-        raise
+            _save(plots.esr_intervals(lm_esr, title="The new LMs' m" + ESR_TITLES["model"][1:]),
+                  figures / "esr_model_intervals_lms.png")
+    if n_replicates:
+        stamp(f"ESR calibration: {n_replicates} simulated data sets, and the negative control")
+        calibration_table(human, llm, conditions, seed, n_replicates, config["calibration_sampler"]).to_csv(
+            tables / "esr_calibration.csv", index=False)
     if n_misspecified:
         stamp(f"ESR coverage under misspecification: Likert ratings and the winner's curse, {n_misspecified} "
               "simulated data sets each")
