@@ -42,6 +42,15 @@ TRIALS = [
      "what": "the run committed before, with the coverage check under misspecification in the job",
      "note": "idle cores, cold cache; the same 15 fits and seeds as the run after; the check (223 s of it) is now "
              "its own job (python -m models.social_meaning.esr_checks)"},
+    {"run": "benchmarks/results/runs/social_meaning_2026-12-06T14-25.json",
+     "what": "the run committed before, tail ESS at the 11%/89% quantiles (arviz-stats' default)",
+     "note": "idle cores, cold cache, another machine (VM image fc-v1252); all 15 fits at the standards as then "
+             "measured; at the 5%/95% quantiles four of them fall short on this machine (the trial of 17:57)"},
+    {"run": "benchmarks/results/runs/social_meaning_2026-12-06T17-57.json",
+     "what": "that config, tail ESS at 5%/95%, this machine",
+     "note": "idle cores, cold cache; four fits refitted by top_up (human RSA r_hat 1.010, baseline 1.012, "
+             "GPT ALT tail ESS 359, Claude COM 165): the refit round took 349 s; the config now gives them "
+             "those draws (the run after)"},
 ]
 
 

@@ -129,25 +129,33 @@ def _ess_tail(v: np.ndarray, probs: tuple[float, float]) -> np.ndarray:
 
 def rank_rhat(x: np.ndarray) -> np.ndarray:
     """The rank-normalised split r_hat: the larger of the bulk's and the folded draws' (NaN for an element with
-    a NaN draw, fewer than 2 chains or fewer than 4 draws)."""
+    a NaN draw, fewer than 2 chains or fewer than 4 draws).
+
+    Shapes: ``x [..., chain, draw]`` -> ``[...]``."""
     return _each(x, 2, _rank_rhat)
 
 
 def ess_bulk(x: np.ndarray) -> np.ndarray:
     """The bulk ESS: of the rank-normalised split chains (NaN for an element with a NaN draw or fewer than 4
-    draws)."""
+    draws).
+
+    Shapes: ``x [..., chain, draw]`` -> ``[...]``."""
     return _each(x, 1, lambda v: _ess(_z_scale(_split(v))))
 
 
 def ess_tail(x: np.ndarray, probs: tuple[float, float] = TAIL_PROBS) -> np.ndarray:
     """The tail ESS: the least ESS of the indicators ``x <= q(p)`` for ``p`` in ``probs`` (quantiles over all
-    chains and draws, linear interpolation), split chains (NaN as for :func:`ess_bulk`)."""
+    chains and draws, linear interpolation), split chains (NaN as for :func:`ess_bulk`).
+
+    Shapes: ``x [..., chain, draw]`` -> ``[...]``; ``probs`` two quantile levels."""
     return _each(x, 1, lambda v: _ess_tail(v, probs))
 
 
 def rhat_ess(x: np.ndarray, probs: tuple[float, float] = TAIL_PROBS) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`rank_rhat`, :func:`ess_bulk` and :func:`ess_tail` together, the rank-normalised split chains
-    computed once for r_hat and the bulk ESS."""
+    computed once for r_hat and the bulk ESS.
+
+    Shapes: ``x [..., chain, draw]`` -> three arrays ``[...]`` (r_hat, bulk ESS, tail ESS)."""
     flat, lead = _elements(x)
     out = [np.full(flat.shape[0], np.nan) for _ in range(3)]
     ok = _valid(flat, 1)

@@ -114,8 +114,9 @@ def test_sampler_overrides_apply_to_the_human_fits_and_to_single_llm_fits():
     assert human["chain_method"] == llm["chain_method"] == "sequential" and human["init"] == "basins"
     # the human RSA fits adapt a dense block over the RSA parameters; the baseline, which has none, does not
     rsa = study.split_sampler(full, "human")[0]
-    assert rsa["dense_mass"] == [list(study.RSA_BLOCK)] and rsa["num_samples"] == 400
-    assert study.split_sampler(full, "human baseline")[0]["dense_mass"] is False
+    assert rsa["dense_mass"] == [list(study.RSA_BLOCK)] and rsa["num_samples"] == 800  # its r_hat needs them
+    baseline = study.split_sampler(full, "human baseline")[0]
+    assert baseline["dense_mass"] is False and baseline["num_samples"] == 800
     # the measurement model and its calibration: the settings the committed run used
     assert cfg["measurement_sampler"] == {"quick": dict(num_warmup=200, num_samples=200, num_chains=2),
                                           "full": dict(num_warmup=500, num_samples=1000, num_chains=4)}
