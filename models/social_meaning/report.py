@@ -1,5 +1,5 @@
 """The social-meaning study's report: parameter and chain tables (:func:`parameter_table`,
-:func:`chain_table`), convergence verdicts (:func:`converged`, against :data:`STANDARDS`) and
+:func:`chain_table`), convergence verdicts (:func:`converged`) and
 the markdown of a run folder's ``report.md`` (:func:`report_markdown`).
 """
 
@@ -14,7 +14,7 @@ import pragmodels as pm
 from models.social_meaning import checks, rsa
 from pragmodels import datasets
 from pragmodels.evaluation.model_comparison import loo_sentence
-from pragmodels.inference.diagnostics import DEPTH_CAP_SHARE_MAX, ESS_MIN, RHAT_MAX, depth_cap_share, missed_standards
+from pragmodels.inference.diagnostics import depth_cap_share, missed_standards
 
 KEY_PARAMETERS = ("alpha", "cost_precise", "noise", "lapse", "theta_mu")
 #: the one name of each key parameter in figures, tables' headers and the report's text
@@ -84,17 +84,11 @@ def diagnostics_line(tree) -> str:
             f"{d['max_rhat']:.3f}, min bulk ESS {d['min_ess_bulk']:.0f}; init: {_init_cell(tree)}")
 
 
-#: the sampling standards a fit must meet to be read (issue 13): r_hat, bulk and tail ESS,
-#: divergences, and the share of NUTS trajectories at the tree-depth cap, as
-#: :func:`pragmodels.inference.diagnostics.missed_standards` applies them
-STANDARDS = dict(max_rhat=RHAT_MAX, min_ess=ESS_MIN, max_divergences=0, max_depth_share=DEPTH_CAP_SHARE_MAX)
-
-
 def converged(tree) -> bool:
-    """Whether a fit meets every standard of :data:`STANDARDS`: max r_hat <= 1.01, bulk and tail
-    ESS >= 400, no divergences and under 1% of trajectories at the tree-depth cap
+    """Whether a fit meets the sampling standards it must meet to be read (issue 13): max r_hat <= 1.01,
+    bulk and tail ESS >= 400, no divergences and under 1% of trajectories at the tree-depth cap
     (:func:`pragmodels.inference.diagnostics.missed_standards`, which :func:`pragmodels.top_up` applies too)."""
-    return not missed_standards(tree, ess_min=STANDARDS["min_ess"], rhat_max=STANDARDS["max_rhat"])
+    return not missed_standards(tree)
 
 
 def chain_table(trees: dict) -> pd.DataFrame:
