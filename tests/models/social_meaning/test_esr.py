@@ -99,6 +99,7 @@ def test_selection_conditions_the_human_likelihood_on_significance():
 
 
 @pytest.mark.nuts
+@pytest.mark.slow  # statistical (11 s); NUTS against an exact posterior in the default tier: tests/inference/test_nuts.py
 def test_nuts_matches_the_exact_gaussian_posterior():
     """With normal priors on the effects and normal likelihoods the posterior is Gaussian in
     closed form; NUTS must match its means and SDs (tolerance: 0.1 posterior SD for the mean and 10%
