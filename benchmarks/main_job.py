@@ -51,6 +51,10 @@ TRIALS = [
      "note": "idle cores, cold cache; four fits refitted by top_up (human RSA r_hat 1.010, baseline 1.012, "
              "GPT ALT tail ESS 359, Claude COM 165): the refit round took 349 s; the config now gives them "
              "those draws (the run after)"},
+    {"run": "benchmarks/results/runs/social_meaning_2026-12-06T18-22.json",
+     "what": "the run committed before, the rater node table differentiated by autodiff",
+     "note": "idle cores, cold cache; the same config, seeds and fits as the run after, all 15 at the standards; "
+             "the run after differentiates the node table by hand (a human gradient 0.69-0.73x)"},
 ]
 
 
