@@ -155,6 +155,30 @@ def test_node_log_probs_is_the_log_space_pair(lapse):
         node_log_probs(lat, cut, jnp.asarray([0.1, 0.2]))
 
 
+def test_node_log_probs_hand_written_derivative_is_exact_to_second_order():
+    """The node table's derivative is a custom JVP: in float64 its Hessians (in the latents and in the
+    cutpoints), forward mode in the lapse and a vmapped gradient equal autodiff of the log-space pair
+    to 1e-12 relative (rounding only; measured 2e-16 to 4e-16 relative)."""
+    from pragmodels.likelihoods.categorical import ordinal_log_probs
+    from pragmodels.likelihoods.rater import node_log_probs
+    from pragmodels.logmath import log_mix_uniform
+
+    with jax.enable_x64(True):
+        cut = jnp.asarray([-2.0, -1.0, -0.2, 0.5, 1.5, 3.0], jnp.float64)
+        lat = jnp.linspace(-8.0, 8.0, 9, dtype=jnp.float64)
+        weights = jnp.asarray(np.random.default_rng(0).random((9, 7)), jnp.float64)
+        w = jnp.asarray(0.05, jnp.float64)
+        ours = lambda lat, cut, w: (node_log_probs(lat, cut, w) * weights).sum()  # noqa: E731
+        ref = lambda lat, cut, w: (log_mix_uniform(ordinal_log_probs(lat, cut), w) * weights).sum()  # noqa: E731
+        ops = [lambda f: jax.hessian(f, 0)(lat, cut, w), lambda f: jax.hessian(f, 1)(lat, cut, w),
+               lambda f: jax.jacfwd(f, 2)(lat, cut, w),
+               lambda f: jax.vmap(jax.grad(f), (0, None, None))(jnp.stack([lat, lat + 1.0]), cut, w)]
+        for op in ops:
+            a, b = np.asarray(op(ours)), np.asarray(op(ref))
+            assert a.dtype == np.float64
+            np.testing.assert_allclose(a, b, rtol=0, atol=1e-12 * np.abs(b).max())
+
+
 def test_node_log_probs_stays_finite_where_probability_space_underflows():
     """Latents 200 logits beyond the cutpoints: a concrete zero lapse (Python or JAX) keeps the
     exact log-space tail; a tiny or traced-zero lapse floors the mixture (finite value and gradient)."""
