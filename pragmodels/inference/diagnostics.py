@@ -22,7 +22,7 @@ import xarray as xr
 from pragmodels.errors import PragmodelsError
 from pragmodels.inference.ess_rhat import rhat_ess
 
-__all__ = ["FitWarning", "FitDiagnosticsError", "Diagnostics", "diagnose", "depth_cap_share", "missed_standards",
+__all__ = ["FitWarning", "FitDiagnosticsError", "Diagnostics", "diagnose", "depth_cap_share", "least_ess", "missed_standards",
            "RHAT_MAX", "ESS_PER_CHAIN", "ESS_MIN", "DEPTH_CAP_SHARE_MAX"]
 
 #: the largest r_hat a fit may have (Vehtari et al. 2021)
@@ -223,6 +223,12 @@ def diagnose(tree: xr.DataTree, emit: bool = True, max_tree_depth: int | None = 
     return Diagnostics(div, r, eb, et, n_chains, problems)
 
 
+def least_ess(diagnostics: dict[str, Any]) -> float:
+    """The least of the bulk and tail ESS in a fit's ``diagnostics`` record (:func:`diagnose`); NaN where
+    either is missing or NaN (Python's ``min`` keeps a NaN only in first place)."""
+    return float(np.min([float(diagnostics.get(k, np.nan)) for k in ("min_ess_bulk", "min_ess_tail")]))
+
+
 def missed_standards(tree: xr.DataTree, *, ess_min: float = ESS_MIN, rhat_max: float = RHAT_MAX) -> list[str]:
     """The sampling standards a fit misses: the one rule that :func:`~pragmodels.inference.top_up.top_up` and the
     studies' reports apply.
@@ -250,8 +256,7 @@ def missed_standards(tree: xr.DataTree, *, ess_min: float = ESS_MIN, rhat_max: f
     div = d.get("divergences", np.nan)
     missed = [] if isinstance(div, (int, float)) and div == 0 else ["divergences"]
     missed += [] if float(d.get("max_rhat", np.nan)) <= rhat_max else ["r_hat"]
-    least = min(float(d.get("min_ess_bulk", np.nan)), float(d.get("min_ess_tail", np.nan)))
-    missed += [] if least >= ess_min else ["ess"]
+    missed += [] if least_ess(d) >= ess_min else ["ess"]
     missed += ["depth cap"] if depth_cap_share(tree) >= DEPTH_CAP_SHARE_MAX else []
     ok = tree.attrs.get("diagnostics_ok", 1)
     failed = str(ok).strip().lower() in ("0", "false")

@@ -23,6 +23,7 @@ from pragmodels.inference.diagnostics import (
     RHAT_MAX,
     FitWarning,
     depth_cap_share,
+    least_ess,
     missed_standards,
 )
 from pragmodels.inference.fit_many import FitManyResult, FitOutcome, FitSpec, fit_many
@@ -37,8 +38,7 @@ _DEFAULT_DRAWS = 1000
 
 
 def _least_ess(outcome: FitOutcome) -> float:
-    d = outcome.diagnostics
-    return min(float(d.get("min_ess_bulk", math.nan)), float(d.get("min_ess_tail", math.nan)))
+    return least_ess(outcome.diagnostics)
 
 
 def _scale(outcome: FitOutcome, standard: float, max_rhat: float, margin: float) -> float:

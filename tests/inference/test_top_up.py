@@ -235,6 +235,7 @@ def test_missed_standards_is_one_rule_at_each_boundary():
     assert missed_standards(_tree(steps=(255,) + (15,) * 99)) == ["depth cap"]  # exactly 1%
     assert missed_standards(_tree(steps=(255,) + (15,) * 100)) == []  # 1 in 101
     assert missed_standards(_tree(max_rhat=float("nan"), ess=(float("nan"), 900.0))) == ["r_hat", "ess"]
+    assert missed_standards(_tree(ess=(900.0, float("nan")))) == ["ess"]  # a NaN tail ESS fails too
     assert missed_standards(_tree(ok=0)) == ["diagnostics"]
     assert missed_standards(_tree(ok=0, divergences=2)) == ["divergences"]
     assert missed_standards(_tree(ess=(300.0, 300.0)), ess_min=200.0) == []
