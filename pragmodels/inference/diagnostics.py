@@ -224,8 +224,19 @@ def diagnose(tree: xr.DataTree, emit: bool = True, max_tree_depth: int | None = 
 
 
 def least_ess(diagnostics: dict[str, Any]) -> float:
-    """The least of the bulk and tail ESS in a fit's ``diagnostics`` record (:func:`diagnose`); NaN where
-    either is missing or NaN (Python's ``min`` keeps a NaN only in first place)."""
+    """The least of the bulk and tail ESS in a fit's ``diagnostics`` record; NaN where either is missing or
+    NaN (Python's ``min`` keeps a NaN only in first place).
+
+    Parameters
+    ----------
+    diagnostics : dict
+        A fit's diagnostics (:func:`diagnose`; a tree's ``diagnostics`` attribute, parsed), with
+        ``min_ess_bulk`` and ``min_ess_tail``.
+
+    Returns
+    -------
+    float
+    """
     return float(np.min([float(diagnostics.get(k, np.nan)) for k in ("min_ess_bulk", "min_ess_tail")]))
 
 
