@@ -37,14 +37,10 @@ __all__ = ["top_up"]
 _DEFAULT_DRAWS = 1000
 
 
-def _least_ess(outcome: FitOutcome) -> float:
-    return least_ess(outcome.diagnostics)
-
-
 def _scale(outcome: FitOutcome, standard: float, max_rhat: float, margin: float) -> float:
     """How many times more draws a fit needs (1: none): ``margin x standard / ESS`` below the ESS
     standard, at least 2 where r_hat exceeds ``max_rhat``."""
-    ess, rhat = _least_ess(outcome), float(outcome.diagnostics.get("max_rhat", math.nan))
+    ess, rhat = least_ess(outcome.diagnostics), float(outcome.diagnostics.get("max_rhat", math.nan))
     by_ess = margin * standard / max(ess, 1.0) if ess < standard else 1.0
     return max(by_ess, 2.0 if rhat > max_rhat else 1.0)
 
@@ -93,7 +89,7 @@ def _attempt(outcome: FitOutcome, tree: xr.DataTree, sampler: dict[str, Any], ro
     return {"round": round_, "draws": _draws(sampler), "num_warmup": _warmup(sampler),
             "target_accept": float(sampler.get("target_accept", _DEFAULT_TARGET_ACCEPT)),
             "divergences": d.get("divergences"), "max_rhat": round(float(d.get("max_rhat", math.nan)), 4),
-            "ess": round(_least_ess(outcome), 1), "depth_cap_share": round(depth_cap_share(tree), 4),
+            "ess": round(least_ess(outcome.diagnostics), 1), "depth_cap_share": round(depth_cap_share(tree), 4),
             "missed": missed}
 
 
@@ -193,7 +189,7 @@ def top_up(specs: Sequence[FitSpec], result: FitManyResult, *, executor: Any = "
                       if w_next != w else "")
             was = f"was {n}) and target_accept {ta_next} (was {ta}" if ta_next != ta else f"was {n}"
             was += f") and {w_next} warm-up iterations (was {w}" if w_next != w else ""
-            say(f"{name}: {steps}least ESS {_least_ess(o):.0f} (standard {standard:.0f}), max r_hat "
+            say(f"{name}: {steps}least ESS {least_ess(o.diagnostics):.0f} (standard {standard:.0f}), max r_hat "
                 f"{o.diagnostics.get('max_rhat', math.nan):.3f} (standard {max_rhat}); sampled again with {to} "
                 f"draws per chain ({was}; round {round_} of at most {rounds})")
         if not again:
@@ -226,7 +222,7 @@ def top_up(specs: Sequence[FitSpec], result: FitManyResult, *, executor: Any = "
                 f = first[o.name]
                 tree.attrs["draws_resized"] = json.dumps({
                     "from": _draws(by_name[o.name].sampler), "to": _draws(ran),
-                    "ess": round(_least_ess(f), 1), "max_rhat": round(float(f.diagnostics.get("max_rhat", math.nan)), 4),
+                    "ess": round(least_ess(f.diagnostics), 1), "max_rhat": round(float(f.diagnostics.get("max_rhat", math.nan)), 4),
                     "rounds": round_, **_steps_record(by_name[o.name].sampler, ran, f)})
             if o.name in not_kept:
                 tree.attrs["refits_not_kept"] = json.dumps(not_kept[o.name])
