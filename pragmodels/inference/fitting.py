@@ -52,7 +52,9 @@ from pragmodels.inference.diagnostics import RHAT_MAX, Diagnostics, FitDiagnosti
 from pragmodels.inference.multistart import multistart_inits
 from pragmodels.inference.nuts import (
     CHAIN_METHODS,
+    MASS_MATRICES,
     ChainMethod,
+    MassMatrix,
     NutsRun,
     as_rng_key,
     dense_mass_key,
@@ -172,6 +174,26 @@ def check_settings(num_warmup: object, num_samples: object, num_chains: object, 
     if isinstance(max_tree_depth, bool) or not isinstance(max_tree_depth, (int, np.integer)) or max_tree_depth < 1:
         raise ValueError(f"max_tree_depth must be an integer >= 1; got {max_tree_depth!r}.")
     check_one_of("init", init, list(INITS))
+
+
+def check_mass_matrix(mass_matrix: object, init: object) -> None:
+    """``mass_matrix`` must be one of :data:`~pragmodels.inference.nuts.MASS_MATRICES`, and
+    ``"laplace"`` needs starts at a mode (``init`` ``"optimize"`` or ``"basins"``).
+
+    Parameters
+    ----------
+    mass_matrix, init
+        As for :func:`fit`.
+
+    Raises
+    ------
+    ValueError
+        Naming the value and what was expected.
+    """
+    check_one_of("mass_matrix", mass_matrix, MASS_MATRICES)
+    if mass_matrix == "laplace" and init not in ("optimize", "basins"):
+        raise ValueError(f"mass_matrix='laplace' takes the mass matrix from the curvature at each chain's start, "
+                         f"which must be a mode: it needs init='optimize' or 'basins'; got init={init!r}.")
 
 
 def check_dense_mass(dense_mass: object, info: ModelInfo) -> None:
@@ -354,6 +376,7 @@ def fit(
     pad_trials: bool = True,
     basin_nats: float = BASIN_NATS,
     basin_merge: bool = True,
+    mass_matrix: MassMatrix = "adapt",
 ) -> xr.DataTree:
     """Fit ``model(**data)`` with NUTS and return an ArviZ ``DataTree``.
 
@@ -380,6 +403,16 @@ def fit(
     dense_mass : bool or list of tuples of site names
         NUTS mass matrix: diagonal (False), dense (True) or dense blocks, e.g.
         ``[("beta", "alpha")]`` for strongly correlated parameters.
+    mass_matrix : {"adapt", "laplace"}
+        How its values are set. ``"adapt"`` (default): NumPyro's (Stan's) windowed adaptation
+        during warm-up, from the identity. ``"laplace"``: the inverse Hessian of the log density at
+        each chain's start, kept fixed, with warm-up adapting the step size only
+        (:mod:`pragmodels.inference.laplace_mass`); it needs starts at a mode, ``init="optimize"``
+        or ``"basins"``. Where the posterior is close to its Laplace approximation (many
+        observations per parameter) it needs a fraction of the warm-up: a dense-mass fit whose
+        adaptation spent 84% of its gradients in warm-up took a fifth of the time per effective
+        draw (benchmarks/results/warmup.md). Far from it (funnels, skewed scales) the fixed
+        matrix can be poor: the diagnostics then say so, and ``"adapt"`` is the safer choice.
     init : {"median", "uniform", "optimize", "basins"}
         Where chains start: near the prior medians (default; keeps, e.g., a lapse rate from
         starting near 1 where the likelihood is flat and a chain can stall), NumPyro's
@@ -449,6 +482,7 @@ def fit(
     if chain_method is None:
         chain_method = default_chain_method()
     check_settings(num_warmup, num_samples, num_chains, chain_method, target_accept, max_tree_depth, init)
+    check_mass_matrix(mass_matrix, init)
     data = validate_data(data)
     label = model_name(model, name)
     # one eager trace: validates the data and the prior overrides by name, and records the priors,
@@ -493,7 +527,7 @@ def fit(
                    target_accept=target_accept, max_tree_depth=max_tree_depth, dense_mass=dense_mass,
                    init="uniform" if init in ("optimize", "basins") else init,  # type: ignore[arg-type]
                    init_params=init_params,
-                   progress_bar=progress_bar)
+                   progress_bar=progress_bar, mass_matrix=mass_matrix)
     ran = run.chain_method
     if asked is not None and ran != asked and not (num_chains == 1 and ran == "single"):
         warnings.warn(f"chain_method={chain_method!r} asked for {num_chains} chains on {jax.local_device_count()} "
@@ -545,7 +579,8 @@ def fit(
         settings = sampler_settings(
             num_warmup=num_warmup, num_samples=num_samples, num_chains=num_chains, chain_method=ran,
             chain_method_requested=asked or "auto", devices=run.devices, target_accept=target_accept,
-            max_tree_depth=max_tree_depth, dense_mass=dense_mass, init=init, prior_predictive=prior_predictive)
+            max_tree_depth=max_tree_depth, dense_mass=dense_mass, init=init, prior_predictive=prior_predictive,
+            mass_matrix=mass_matrix)
         tree.attrs.update(provenance_attrs(
             name=label, info=info, data=data, rng_key=rng_key, settings=settings, nuts=run, diagnostics=diag,
             wall_time_s=wall, postprocessing_time_s=post_s, init_optima=optima))

@@ -42,15 +42,20 @@ from pragmodels.inference.compile_cache import (
     static_items,
     store,
 )
+from pragmodels.inference.laplace_mass import laplace_inverse_mass
 from pragmodels.likelihoods.categorical import tabulate_potential
 from pragmodels.model_key import structure_key
 from pragmodels.validation import check_one_of
 
-__all__ = ['CHAIN_METHODS', 'ChainMethod', 'NutsRun', 'run_nuts', 'as_rng_key', 'build_chain_fn', 'dense_mass_key', 'pointwise_log_likelihood']
+__all__ = ['CHAIN_METHODS', 'ChainMethod', 'MASS_MATRICES', 'MassMatrix', 'NutsRun', 'run_nuts', 'as_rng_key',
+           'build_chain_fn', 'dense_mass_key', 'pointwise_log_likelihood']
 
 
 CHAIN_METHODS = ("parallel", "vectorized", "sequential")
 ChainMethod = Literal["parallel", "vectorized", "sequential"]
+#: how the mass matrix is set (:func:`run_nuts`), the default first
+MASS_MATRICES = ("adapt", "laplace")
+MassMatrix = Literal["adapt", "laplace"]
 
 
 # ----------------------------------------------------------------------------- progress bar
@@ -220,7 +225,7 @@ def _layout(chain_method: str, num_chains: int) -> tuple[str, int]:
 def build_chain_fn(bound: Callable[..., Any], *, init: str, has_init: bool, num_warmup: int, num_samples: int,
                     target_accept: float, max_tree_depth: int | tuple[int, int],
                     dense_mass: bool | list[tuple[str, ...]], progress_every: int, ticks: int,
-                    info: dict[str, Any]) -> Callable[..., Any]:
+                    info: dict[str, Any], mass_matrix: MassMatrix = "adapt") -> Callable[..., Any]:
     """The single-chain program ``(rng_key, init_z, arrays) -> ((samples, stats), ok)``.
 
     :func:`run_nuts` maps it over chains; :func:`pragmodels.fit_batched` over data sets too.
@@ -235,11 +240,14 @@ def build_chain_fn(bound: Callable[..., Any], *, init: str, has_init: bool, num_
         Tick the progress bar every ``progress_every`` iterations (0: never), ``ticks`` at a time.
     info : dict
         Filled with what tracing learns (the sites and their shapes).
+    mass_matrix : {"adapt", "laplace"}
+        As for :func:`run_nuts`.
 
     Returns
     -------
     callable
     """
+    check_one_of("mass_matrix", mass_matrix, MASS_MATRICES)
     strategy = init_to_median(num_samples=15) if init == "median" else init_to_uniform()
 
     def one_chain(rng_key, init_z, arrays):
@@ -263,10 +271,12 @@ def build_chain_fn(bound: Callable[..., Any], *, init: str, has_init: bool, num_
             dm = [tuple(sorted(z0))] if dm else []  # as NUTS.init
         else:
             dm = [tuple(b) for b in dm]
+        laplace = mass_matrix == "laplace"
+        inverse_mass = laplace_inverse_mass(model_info.potential_fn(**arrays), z0, dm) if laplace else None
         init_kernel, sample_kernel = hmc(potential_fn_gen=model_info.potential_fn, algo="NUTS")
         state = init_kernel(
-            start, num_warmup, step_size=1.0, inverse_mass_matrix=None, adapt_step_size=True,
-            adapt_mass_matrix=True, dense_mass=dm, target_accept_prob=target_accept, num_steps=None,
+            start, num_warmup, step_size=1.0, inverse_mass_matrix=inverse_mass, adapt_step_size=True,
+            adapt_mass_matrix=not laplace, dense_mass=dm, target_accept_prob=target_accept, num_steps=None,
             trajectory_length=None, max_tree_depth=max_tree_depth, find_heuristic_step_size=False,
             forward_mode_differentiation=False, regularize_mass_matrix=True, model_kwargs=arrays,
             rng_key=key_hmc,
@@ -340,6 +350,7 @@ def run_nuts(
     init: Literal["median", "uniform"] = "median",
     init_params: Mapping[str, Any] | None = None,
     progress_bar: bool = False,
+    mass_matrix: MassMatrix = "adapt",
 ) -> NutsRun:
     """Run NUTS on ``model(**data)`` with a compiled program reused by later calls.
 
@@ -382,6 +393,12 @@ def run_nuts(
         :mod:`pragmodels.inference.multistart`.
     progress_bar : bool
         Show a ``tqdm`` bar (a separately compiled program with a host callback).
+    mass_matrix : {"adapt", "laplace"}
+        ``"adapt"``: NumPyro's (Stan's) windowed adaptation from the identity. ``"laplace"``: the
+        inverse Hessian of the potential at each chain's start
+        (:func:`pragmodels.inference.laplace_mass.laplace_inverse_mass`), kept fixed; warm-up
+        adapts the step size only. The starts must be modes, so it needs ``init_params`` (e.g.
+        optimised starts).
 
     Returns
     -------
@@ -402,6 +419,11 @@ def run_nuts(
                          f"got {init!r}.")
     if not 0 < target_accept < 1:
         raise ValueError(f"target_accept must be in (0, 1); got {target_accept!r}.")
+    check_one_of("mass_matrix", mass_matrix, MASS_MATRICES)
+    if mass_matrix == "laplace" and init_params is None:
+        raise ValueError("mass_matrix='laplace' takes the mass matrix from the curvature at each chain's start, "
+                         "which must be a mode: pass init_params (optimised starts, e.g. "
+                         "pragmodels.inference.multistart.multistart_inits), or use mass_matrix='adapt'.")
     depths = max_tree_depth if isinstance(max_tree_depth, tuple) else (max_tree_depth,)
     if (len(depths) not in (1, 2) or any(isinstance(d, bool) or not isinstance(d, int) or d < 1 for d in depths)):
         raise ValueError(f"max_tree_depth must be an integer >= 1 (or a (warm-up, sampling) pair of them); "
@@ -420,7 +442,7 @@ def run_nuts(
     every = max(1, (num_warmup + num_samples) // 20) if progress_bar else 0
     settings = (num_warmup, num_samples, float(target_accept),
                 max_tree_depth if isinstance(max_tree_depth, int) else tuple(max_tree_depth),
-                dense_mass_key(dense_mass), init, every)
+                dense_mass_key(dense_mass), init, every, mass_matrix)
     layout = (method, n_dev, num_chains if method in ("vectorized", "parallel") else 1)
     skey = structure_key(model)
     cache_key = ("nuts", skey, static_items(static), data_signature(arrays),
@@ -442,7 +464,8 @@ def run_nuts(
         bound = functools.partial(model, **static)
         one = build_chain_fn(bound, init=init, has_init=has_init, num_warmup=num_warmup, num_samples=num_samples,
                               target_accept=float(target_accept), max_tree_depth=max_tree_depth,
-                              dense_mass=dense_mass, progress_every=every, ticks=every * per_program, info=info)
+                              dense_mass=dense_mass, progress_every=every, ticks=every * per_program, info=info,
+                              mass_matrix=mass_matrix)
         jitted, place = _program(one, method, n_dev, has_init)
         compiled = jitted.lower(*place(keys[0], inits[0], arrays)).compile()
         compile_s = time.perf_counter() - t0

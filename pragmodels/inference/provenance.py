@@ -97,12 +97,12 @@ def seed_record(rng_key: int | jax.Array) -> int | list[int]:
 def sampler_settings(*, num_warmup: int, num_samples: int, num_chains: int, chain_method: str,
                      chain_method_requested: str, devices: int, target_accept: float, max_tree_depth: int,
                      dense_mass: bool | list[tuple[str, ...]], init: str, prior_predictive: int = 0,
-                     **extra: Any) -> dict[str, Any]:
+                     mass_matrix: str = "adapt", **extra: Any) -> dict[str, Any]:
     """The ``sampler_settings`` record of a fit (what ran, and what was asked where it differs).
 
     Parameters
     ----------
-    num_warmup, num_samples, num_chains, target_accept, max_tree_depth, dense_mass, init, prior_predictive
+    num_warmup, num_samples, num_chains, target_accept, max_tree_depth, dense_mass, init, prior_predictive, mass_matrix
         As passed to :func:`pragmodels.fit`.
     chain_method : str
         What ran (:attr:`~pragmodels.inference.nuts.NutsRun.chain_method`).
@@ -123,7 +123,7 @@ def sampler_settings(*, num_warmup: int, num_samples: int, num_chains: int, chai
         chain_method=chain_method, chain_method_requested=chain_method_requested, devices=devices,
         target_accept=target_accept, max_tree_depth=max_tree_depth,
         dense_mass=dense_mass if isinstance(dense_mass, bool) else [list(b) for b in dense_mass],
-        init=init, prior_predictive=int(prior_predictive), **extra,
+        mass_matrix=mass_matrix, init=init, prior_predictive=int(prior_predictive), **extra,
     )
 
 

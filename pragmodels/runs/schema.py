@@ -76,6 +76,9 @@ class SamplerSettings(Strict):
     max_tree_depth: int = Field(10, ge=1, le=30, description="maximum NUTS tree depth")
     dense_mass: bool | DenseMassBlocks = Field(False, description="dense mass matrix: true, or blocks of latent "
                                                                   "site names (each site in one block)")
+    mass_matrix: Literal["adapt", "laplace"] = Field(
+        "adapt", description="'adapt': windowed adaptation in warm-up; 'laplace': the inverse Hessian at each "
+                             "chain's start, fixed (needs init 'optimize' or 'basins')")
     init: Literal["median", "uniform", "optimize", "basins"] = Field(
         "median", description="how chains are initialised ('basins': chains in every optimised basin within "
                               "basin_nats of the best, combined by the basins' estimated masses)")
