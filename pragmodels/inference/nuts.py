@@ -27,6 +27,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
+from jax.flatten_util import ravel_pytree
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from numpyro import handlers
 from numpyro.infer import init_to_median, init_to_uniform
@@ -42,7 +43,12 @@ from pragmodels.inference.compile_cache import (
     static_items,
     store,
 )
-from pragmodels.inference.laplace_mass import laplace_inverse_mass
+from pragmodels.inference.laplace_mass import (
+    block_inverse_mass,
+    laplace_covariance,
+    phase_one_length,
+    shrunk_covariance,
+)
 from pragmodels.likelihoods.categorical import tabulate_potential
 from pragmodels.model_key import structure_key
 from pragmodels.validation import check_one_of
@@ -272,15 +278,31 @@ def build_chain_fn(bound: Callable[..., Any], *, init: str, has_init: bool, num_
         else:
             dm = [tuple(b) for b in dm]
         laplace = mass_matrix == "laplace"
-        inverse_mass = laplace_inverse_mass(model_info.potential_fn(**arrays), z0, dm) if laplace else None
+        hmc_settings = dict(adapt_step_size=True, adapt_mass_matrix=not laplace, dense_mass=dm,
+                            target_accept_prob=target_accept, num_steps=None, trajectory_length=None,
+                            max_tree_depth=max_tree_depth, find_heuristic_step_size=False,
+                            forward_mode_differentiation=False, regularize_mass_matrix=True, model_kwargs=arrays)
+        flat0, _ = ravel_pytree(z0)
+        cov_l = laplace_covariance(model_info.potential_fn(**arrays), z0) if laplace else None
+        phase_one = phase_one_length(num_warmup) if laplace else num_warmup
         init_kernel, sample_kernel = hmc(potential_fn_gen=model_info.potential_fn, algo="NUTS")
-        state = init_kernel(
-            start, num_warmup, step_size=1.0, inverse_mass_matrix=inverse_mass, adapt_step_size=True,
-            adapt_mass_matrix=not laplace, dense_mass=dm, target_accept_prob=target_accept, num_steps=None,
-            trajectory_length=None, max_tree_depth=max_tree_depth, find_heuristic_step_size=False,
-            forward_mode_differentiation=False, regularize_mass_matrix=True, model_kwargs=arrays,
-            rng_key=key_hmc,
-        )
+        state = init_kernel(start, num_warmup, step_size=1.0, rng_key=key_hmc,
+                            inverse_mass_matrix=None if cov_l is None else block_inverse_mass(cov_l, z0, dm),
+                            **hmc_settings)
+        re_estimate = laplace and phase_one < num_warmup
+        # the first phase's draws (unconstrained, flat), from which the Laplace matrix is re-estimated
+        first = jnp.zeros((phase_one if re_estimate else 0, flat0.size), flat0.dtype)
+
+        def re_estimated(s, draws):
+            """The state with the mass matrix re-estimated from the first phase's last two thirds and
+            a fresh step-size adaptation (another kernel's initial state: its sqrt and inverse forms)."""
+            assert cov_l is not None
+            cov = shrunk_covariance(draws[phase_one // 3:], cov_l)
+            init_again, _ = hmc(potential_fn_gen=model_info.potential_fn, algo="NUTS")
+            fresh = init_again(s.z, num_warmup - phase_one, step_size=s.adapt_state.step_size, rng_key=s.rng_key,
+                               inverse_mass_matrix=block_inverse_mass(cov, z0, dm), **hmc_settings)
+            return s._replace(adapt_state=fresh.adapt_state)
+
         grad_ok = jnp.all(jnp.stack([jnp.all(jnp.isfinite(g)) for g in jax.tree.leaves(state.z_grad)] or
                                     [jnp.array(True)]))
         ok = jnp.isfinite(state.potential_energy) & grad_ok
@@ -296,8 +318,12 @@ def build_chain_fn(bound: Callable[..., Any], *, init: str, has_init: bool, num_
         total = num_warmup + num_samples
 
         def body(i, carry):
-            s, b = carry
+            s, b, f = carry
             s = sample_kernel(s, model_kwargs=arrays)
+            if re_estimate:  # one kernel in the loop, traced once: the switch is a branch at i == phase_one - 1
+                f = lax.cond(i < phase_one, lambda ff: lax.dynamic_update_index_in_dim(
+                    ff, ravel_pytree(s.z)[0], jnp.minimum(i, phase_one - 1), 0), lambda ff: ff, f)
+                s = lax.cond(i == phase_one - 1, lambda ss: re_estimated(ss, f), lambda ss: ss, s)
             # i is the loop counter, not batched over chains: a real branch even under vmap
             b = lax.cond(i >= num_warmup,
                          lambda bb: jax.tree.map(
@@ -308,9 +334,9 @@ def build_chain_fn(bound: Callable[..., Any], *, init: str, has_init: bool, num_
                 lax.cond(((i + 1) % progress_every == 0) | (i + 1 == total),
                          lambda: jax.debug.callback(functools.partial(_tick, ticks), i),
                          lambda: None)
-            return s, b
+            return s, b, f
 
-        _, buf = lax.fori_loop(0, total, body, (state, buf))
+        _, buf, _ = lax.fori_loop(0, total, body, (state, buf, first))
         return buf, ok
 
     return one_chain

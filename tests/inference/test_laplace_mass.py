@@ -100,6 +100,42 @@ def test_nuts_uses_the_laplace_mass():
     assert np.all(fast.stats["step_size"] == fast.stats["step_size"][:, :1])
 
 
+def flat_at_the_mode():
+    """``x`` with density ``exp(-1e4 x^4)`` (sd 0.06, zero curvature at its mode 0, so the Laplace matrix
+    floors it at sd 10) beside ``y ~ N(0, 1)`` (exact)."""
+    x = numpyro.sample("x", dist.Normal(0.0, 100.0))
+    numpyro.factor("quartic", -1e4 * x**4)
+    numpyro.sample("y", dist.Normal(0.0, 1.0))
+
+
+@pytest.mark.nuts
+def test_the_first_phase_re_estimates_a_wrong_laplace_matrix():
+    """Warm-up long enough re-estimates the matrix from its own draws (phase_one_length), with the
+    Laplace matrix rescaled to their variances: x's sd 10 (floored) against a true 0.06 would make every
+    tree long at the step size x allows; re-estimated, trees are short. 15 warm-up iterations
+    (too few to re-estimate: the fixed matrix) are the negative control."""
+    from pragmodels.inference.laplace_mass import phase_one_length, shrunk_covariance
+
+    assert phase_one_length(300) == 200 and phase_one_length(15) == 15 and phase_one_length(20) == 20
+    start = {"x": jnp.zeros(1), "y": jnp.zeros(1)}
+    kw = dict(num_samples=300, num_chains=1, dense_mass=True, init_params=start, mass_matrix="laplace")
+    fixed = nuts.run_nuts(3, flat_at_the_mode, {}, num_warmup=15, **kw)
+    again = nuts.run_nuts(3, flat_at_the_mode, {}, num_warmup=300, **kw)
+    # means: the fixed matrix's trees range from 1 to 400 steps (64-127 on average for seeds 3-5), the
+    # re-estimated one's 4.6-5.1
+    assert fixed.stats["n_steps"].mean() >= 40, fixed.stats["n_steps"].mean()
+    assert again.stats["n_steps"].mean() <= 12, again.stats["n_steps"].mean()
+    assert abs(np.std(again.samples["x"]) - 0.0585) < 0.01  # sd of exp(-1e4 x^4): 0.1 sqrt(G(3/4)/G(1/4))
+    # the rescaled target: the draws' variances with the prior's correlation; a value that never moved keeps the prior's
+    draws = jnp.asarray(np.random.default_rng(0).normal(size=(400, 2)) * [0.1, 3.0], jnp.float32)
+    draws = draws.at[:, 1].set(0.0)
+    prior = jnp.asarray([[100.0, 5.0], [5.0, 1.0]])
+    cov = np.asarray(shrunk_covariance(draws, prior, weight=10.0))
+    assert abs(cov[0, 0] - 0.01) < 0.002 and abs(cov[1, 1] - 10 / 410) < 1e-6
+    np.testing.assert_allclose(cov[0, 1], 10 / 410 * 5.0 * np.sqrt(np.var(np.asarray(draws[:, 0]), ddof=1) / 100),
+                               rtol=1e-4)
+
+
 A0, B0 = 2.0, 3.0
 N = np.array([20, 50, 200])
 Y = np.array([3, 31, 120])
