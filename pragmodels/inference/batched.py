@@ -175,6 +175,7 @@ def fit_batched(rng_key: int | jax.Array, model: Callable[..., Any], datasets: S
         bad = [(names[k], int(c)) for k, c in np.argwhere(~ok)]
         raise RuntimeError(f"(data set, chain) {bad}: no finite log density at the starting point.")
     stats = dict(stats)
+    warmup_steps = np.asarray(stats.pop(nuts.WARMUP_STEPS))  # [K, chain]
     stats["tree_depth"] = (np.floor(np.log2(np.maximum(stats["n_steps"], 1))) + 1).astype(np.int64)
     latent_sites = entry.info["latent_sites"]
 
@@ -193,7 +194,8 @@ def fit_batched(rng_key: int | jax.Array, model: Callable[..., Any], datasets: S
         loglik = {k: cut_padding(v, n, n_max) for k, v in loglik.items()}
         pp = {k: cut_padding(v, n, n_max) for k, v in pp.items()} if pp else None
         run = nuts.NutsRun(samples=per_k[i], stats={k: v[i] for k, v in stats.items()}, latent_sites=latent_sites,
-                         chain_method="vectorized", devices=1, compile_s=compile_s, run_s=run_s, cache_hit=hit)
+                         chain_method="vectorized", devices=1, compile_s=compile_s, run_s=run_s, cache_hit=hit,
+                         warmup_steps=warmup_steps[i])
         tree = to_datatree(run, loglik, pp, None, infos[i], dims, coords)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", FitWarning)

@@ -406,13 +406,12 @@ def fit(
     mass_matrix : {"adapt", "laplace"}
         How its values are set. ``"adapt"`` (default): NumPyro's (Stan's) windowed adaptation
         during warm-up, from the identity. ``"laplace"``: the inverse Hessian of the log density at
-        each chain's start, kept fixed, with warm-up adapting the step size only
-        (:mod:`pragmodels.inference.laplace_mass`); it needs starts at a mode, ``init="optimize"``
-        or ``"basins"``. Where the posterior is close to its Laplace approximation (many
-        observations per parameter) it needs a fraction of the warm-up: a dense-mass fit whose
-        adaptation spent 84% of its gradients in warm-up took a fifth of the time per effective
-        draw (benchmarks/results/warmup.md). Far from it (funnels, skewed scales) the fixed
-        matrix can be poor: the diagnostics then say so, and ``"adapt"`` is the safer choice.
+        each chain's start for the first two thirds of warm-up, then one re-estimate from those
+        draws; the step size adapts throughout (:mod:`pragmodels.inference.laplace_mass`). It needs
+        starts at a mode, ``init="optimize"`` or ``"basins"``, and at most 2,000 unconstrained
+        values. Where the posterior is close to Gaussian it needs a fraction of the warm-up
+        (benchmarks/results/warmup.md); where it is not (two modes of a parameter, funnels) the
+        diagnostics say so, and ``"adapt"`` is the safer choice.
     init : {"median", "uniform", "optimize", "basins"}
         Where chains start: near the prior medians (default; keeps, e.g., a lapse rate from
         starting near 1 where the likelihood is flat and a chain can stall), NumPyro's

@@ -10,14 +10,20 @@ the depth cap for most of the warm-up: measured (2026-12-06, the social-meaning 
 LLM's ratings, 101 dense dimensions) 212 leapfrogs per warm-up iteration against 34 in sampling,
 84% of a fit's gradients spent in warm-up. Started at a mode (``init="optimize"`` or
 ``"basins"``), the inverse Hessian of the potential there is the Laplace approximation of the
-posterior covariance: used as the inverse mass matrix, fixed, with warm-up adapting only the step
-size, the same fit reached the same effective sample size per leapfrog in sampling after a
-warm-up of 200 iterations at 35 leapfrogs each (benchmarks/results/warmup.md).
+posterior covariance. ``mass_matrix="laplace"`` samples the first two thirds of warm-up
+(:func:`phase_one_length`) with it as the inverse mass matrix, then re-estimates the matrix once
+from the last two thirds of those draws (:func:`shrunk_covariance`: toward the Laplace matrix
+rescaled to the draws' variances, which fills the directions fewer draws than dimensions leave
+empty and undoes a scale the Laplace matrix got wrong), and adapts the step size throughout
+(restarted at the switch). Measured on the same fits (``benchmarks/results/warmup.md``): a short
+warm-up at 30-60 leapfrogs per iteration instead of the depth cap. Where the posterior is far
+from Gaussian (two modes of one parameter within a basin), one re-estimate from a few hundred
+draws is not enough and the windowed adaptation does better; the diagnostics say which.
 
-:func:`laplace_inverse_mass` computes it in NumPyro's structured form: a dense block for each
-``dense_mass`` block (its sites' joint covariance, the sites in the block's order) and one
-diagonal block for every other site (their marginal variances), which is what the windowed
-adaptation estimates by sampling.
+:func:`laplace_inverse_mass` and :func:`block_inverse_mass` give a covariance NumPyro's structured
+form: a dense block for each ``dense_mass`` block (its sites' joint covariance, the sites in the
+block's order) and one diagonal block for every other site (their marginal variances), which is
+what the windowed adaptation estimates by sampling.
 """
 
 from __future__ import annotations

@@ -61,6 +61,8 @@ CHAIN_METHODS = ("parallel", "vectorized", "sequential")
 ChainMethod = Literal["parallel", "vectorized", "sequential"]
 #: how the mass matrix is set (:func:`run_nuts`), the default first
 MASS_MATRICES = ("adapt", "laplace")
+#: the key of the warm-up's leapfrog steps in the chain program's statistics (not a per-draw statistic)
+WARMUP_STEPS = "warmup_steps"
 MassMatrix = Literal["adapt", "laplace"]
 
 
@@ -122,6 +124,8 @@ class NutsRun:
         Seconds spent initialising, warming up and sampling, including the copy to the host.
     cache_hit : bool
         Whether the compiled program came from the cache.
+    warmup_steps : np.ndarray, optional
+        ``[chain]``: leapfrog steps each chain took in warm-up (``stats["n_steps"]`` has the draws').
     """
 
     samples: dict[str, np.ndarray]
@@ -132,6 +136,7 @@ class NutsRun:
     compile_s: float
     run_s: float
     cache_hit: bool
+    warmup_steps: np.ndarray | None = None
 
     @property
     def num_chains(self) -> int:
@@ -232,7 +237,8 @@ def build_chain_fn(bound: Callable[..., Any], *, init: str, has_init: bool, num_
                     target_accept: float, max_tree_depth: int | tuple[int, int],
                     dense_mass: bool | list[tuple[str, ...]], progress_every: int, ticks: int,
                     info: dict[str, Any], mass_matrix: MassMatrix = "adapt") -> Callable[..., Any]:
-    """The single-chain program ``(rng_key, init_z, arrays) -> ((samples, stats), ok)``.
+    """The single-chain program ``(rng_key, init_z, arrays) -> ((samples, stats), ok)``; ``stats``
+    holds the draws' statistics and, under :data:`WARMUP_STEPS`, the warm-up's leapfrog steps.
 
     :func:`run_nuts` maps it over chains; :func:`pragmodels.fit_batched` over data sets too.
 
@@ -318,8 +324,9 @@ def build_chain_fn(bound: Callable[..., Any], *, init: str, has_init: bool, num_
         total = num_warmup + num_samples
 
         def body(i, carry):
-            s, b, f = carry
+            s, b, f, w = carry
             s = sample_kernel(s, model_kwargs=arrays)
+            w = w + jnp.where(i < num_warmup, s.num_steps, 0).astype(w.dtype)
             if re_estimate:  # one kernel in the loop, traced once: the switch is a branch at i == phase_one - 1
                 f = lax.cond(i < phase_one, lambda ff: lax.dynamic_update_index_in_dim(
                     ff, ravel_pytree(s.z)[0], jnp.minimum(i, phase_one - 1), 0), lambda ff: ff, f)
@@ -334,10 +341,10 @@ def build_chain_fn(bound: Callable[..., Any], *, init: str, has_init: bool, num_
                 lax.cond(((i + 1) % progress_every == 0) | (i + 1 == total),
                          lambda: jax.debug.callback(functools.partial(_tick, ticks), i),
                          lambda: None)
-            return s, b, f
+            return s, b, f, w
 
-        _, buf, _ = lax.fori_loop(0, total, body, (state, buf, first))
-        return buf, ok
+        _, (draws, stats), _, warm = lax.fori_loop(0, total, body, (state, buf, first, jnp.zeros((), jnp.int32)))
+        return (draws, {**stats, WARMUP_STEPS: warm}), ok
 
     return one_chain
 
@@ -422,9 +429,10 @@ def run_nuts(
     mass_matrix : {"adapt", "laplace"}
         ``"adapt"``: NumPyro's (Stan's) windowed adaptation from the identity. ``"laplace"``: the
         inverse Hessian of the potential at each chain's start
-        (:func:`pragmodels.inference.laplace_mass.laplace_inverse_mass`), kept fixed; warm-up
-        adapts the step size only. The starts must be modes, so it needs ``init_params`` (e.g.
-        optimised starts).
+        (:func:`pragmodels.inference.laplace_mass.laplace_covariance`) for the first two thirds of
+        warm-up, then one re-estimate from their draws
+        (:func:`~pragmodels.inference.laplace_mass.shrunk_covariance`); the step size adapts
+        throughout. The starts must be modes, so it needs ``init_params`` (e.g. optimised starts).
 
     Returns
     -------
@@ -512,6 +520,8 @@ def run_nuts(
         (samples, stats), ok = jax.tree.map(lambda *xs: np.stack(xs), *outs)
     else:
         (samples, stats), ok = outs[0]
+    stats = dict(stats)
+    warmup_steps = np.atleast_1d(stats.pop(WARMUP_STEPS))
     ok = np.atleast_1d(ok)
     if not ok.all():
         bad_chains = [int(c) for c in np.flatnonzero(~ok)]
@@ -521,7 +531,8 @@ def run_nuts(
     stats = dict(stats)
     stats["tree_depth"] = (np.floor(np.log2(np.maximum(stats["n_steps"], 1))) + 1).astype(np.int64)
     return NutsRun(samples=dict(samples), stats=stats, latent_sites=entry.info["latent_sites"],
-                   chain_method=method, devices=n_dev, compile_s=compile_s, run_s=run_s, cache_hit=hit)
+                   chain_method=method, devices=n_dev, compile_s=compile_s, run_s=run_s, cache_hit=hit,
+                   warmup_steps=warmup_steps)
 
 
 # ----------------------------------------------------------------------------- log-likelihood

@@ -165,7 +165,8 @@ def provenance_attrs(*, name: str, info: ModelInfo, data: Mapping[str, Any], rng
         ``python_version``, ``backend``, ``created_at``, ``model``, ``priors``,
         ``sampler_settings``, ``seed``, ``data_sha256``, ``observed_sites``, ``wall_time_s``,
         ``compile_time_s``, ``sampling_time_s``, ``postprocessing_time_s``, ``kernel_cache_hit``,
-        ``diagnostics``, ``diagnostics_ok``, ``init_optima``, then ``extra``.
+        ``warmup_leapfrog_steps`` (per chain as sampled, before basins are combined; JSON), ``diagnostics``,
+        ``diagnostics_ok``, ``init_optima``, then ``extra``.
     """
     return dict(
         **versions(),
@@ -181,6 +182,7 @@ def provenance_attrs(*, name: str, info: ModelInfo, data: Mapping[str, Any], rng
         sampling_time_s=float(nuts.run_s),
         postprocessing_time_s=float(postprocessing_time_s),
         kernel_cache_hit=int(nuts.cache_hit),
+        warmup_leapfrog_steps=json.dumps(None if nuts.warmup_steps is None else [int(n) for n in nuts.warmup_steps]),
         diagnostics=json.dumps(diagnostics.as_attrs() if diagnostics is not None else {}),
         diagnostics_ok=int(diagnostics is not None and diagnostics.ok),
         init_optima=json.dumps(init_optima),

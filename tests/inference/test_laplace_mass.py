@@ -98,6 +98,8 @@ def test_nuts_uses_the_laplace_mass():
     assert np.median(fast.stats["n_steps"]) <= 7, np.median(fast.stats["n_steps"])
     assert np.median(slow.stats["n_steps"]) >= 63, np.median(slow.stats["n_steps"])
     assert np.all(fast.stats["step_size"] == fast.stats["step_size"][:, :1])
+    # the warm-up's own leapfrog steps, per chain (at least one per iteration), short with the Laplace mass too
+    assert fast.warmup_steps.shape == (1,) and 15 <= fast.warmup_steps[0] < slow.warmup_steps[0]
 
 
 def flat_at_the_mode():
@@ -182,6 +184,8 @@ def test_settings_are_checked_and_recorded():
                   mass_matrix="laplace", chain_method="vectorized", progress_bar=False, posterior_predictive=False)
     settings = json.loads(tree.attrs["sampler_settings"])
     assert settings["mass_matrix"] == "laplace" and settings["init"] == "optimize"
+    steps = json.loads(tree.attrs["warmup_leapfrog_steps"])
+    assert len(steps) == 2 and all(isinstance(n, int) and n >= 100 for n in steps)
     assert json.loads(pm.fit(0, beta_binomial, data, num_warmup=20, num_samples=20, num_chains=1,
                              progress_bar=False, posterior_predictive=False).attrs["sampler_settings"]
                       )["mass_matrix"] == "adapt"
