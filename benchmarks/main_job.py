@@ -55,6 +55,15 @@ TRIALS = [
      "what": "the run committed before, the rater node table differentiated by autodiff",
      "note": "idle cores, cold cache; the same config, seeds and fits as the run after, all 15 at the standards; "
              "the run after differentiates the node table by hand (a human gradient 0.69-0.73x)"},
+    {"run": "benchmarks/results/runs/social_meaning_2026-12-06T20-52.json",
+     "what": "the run committed before, mass matrices adapted in NumPyro's windows",
+     "note": "idle cores, cold cache; all 15 fits at the standards; the run after starts every fit's mass matrix "
+             "from the Laplace approximation (mass_matrix='laplace'; GPT ALT still adapted) with shorter warm-ups"},
+    {"run": "benchmarks/results/runs/social_meaning_2026-12-06T23-29.json",
+     "what": "mass_matrix='laplace', 1,000 draws per LLM chain, 600 per human chain, the motives link adapted",
+     "note": "cold cache, cores shared with a 5-minute test run during the human fits (their times are not "
+             "comparable); all 15 fits at the standards with no refit; the draws of the run after are sized from "
+             "its ESS per draw"},
 ]
 
 
