@@ -101,6 +101,21 @@ def overhead_rows() -> list[dict]:
              "note": "before: NumPyro's MCMC, which recompiles per run", "source": "fit_overhead.py"}]
 
 
+def warmup_rows() -> list[dict]:
+    """The mass matrix: windowed adaptation (before) against mass_matrix='laplace' (after), per case."""
+    df = _csv("warmup")
+    rows = []
+    for case, g in df.groupby("case", sort=False):
+        a, lp = (g[g["mass_matrix"] == m].iloc[0] for m in ("adapt", "laplace"))
+        for figure, col in (("bulk ESS per second (no compile)", "ess_per_s"), ("fit wall (s)", "wall_s"),
+                            ("leapfrog steps per warm-up iteration", "leapfrogs_per_warmup_iteration")):
+            rows.append({"item": "1 warm-up", "figure": f"{case} fit, mass matrix adapt -> laplace: {figure}",
+                         "before": a[col], "after": lp[col], "ratio": lp[col] / a[col], "target": "", "met": "",
+                         "load": lp["load"], "note": f"draws {a['num_samples']} -> {lp['num_samples']} per chain",
+                         "source": "warmup.py"})
+    return rows
+
+
 def chain_method_rows() -> list[dict]:
     """fit's default chain method on one CPU device: sequential (after) against vectorized (before)."""
     df = _csv("chain_method")
@@ -118,7 +133,7 @@ def chain_method_rows() -> list[dict]:
 def main() -> None:
     from benchmarks._results import write_results
 
-    rows = job_rows() + chain_method_rows() + hier_rows() + listener_rows() + overhead_rows()
+    rows = job_rows() + warmup_rows() + chain_method_rows() + hier_rows() + listener_rows() + overhead_rows()
     for r in rows:
         print({k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.items()})
     write_results(rows, "speed_summary", "Issue 38 in one table",

@@ -31,8 +31,8 @@ CONFIG = ROOT / "fits" / "social_meaning.json"
 ADAPT = {"llm": dict(num_warmup=600, num_samples=600), "claude MIN": dict(num_warmup=600, num_samples=1000),
          "human": dict(num_warmup=300, num_samples=800)}
 #: and those of fits/social_meaning.json now
-LAPLACE = {"llm": dict(num_warmup=300, num_samples=1000), "claude MIN": dict(num_warmup=300, num_samples=1000),
-           "human": dict(num_warmup=200, num_samples=600)}
+LAPLACE = {"llm": dict(num_warmup=300, num_samples=500), "claude MIN": dict(num_warmup=300, num_samples=1100),
+           "human": dict(num_warmup=200, num_samples=500)}
 
 
 def _load() -> str:

@@ -7,8 +7,8 @@ matrix at the end of windows of 25, 50, 100, ... warm-up draws. A dense block of
 then estimated from fewer draws than it has dimensions until the last window, and the
 regularised, rank-deficient estimate (``1e-3`` where no draw went) makes NUTS build trees at
 the depth cap for most of the warm-up: measured (2026-12-06, the social-meaning RSA model on an
-LLM's ratings, 101 dense dimensions) 212 leapfrogs per warm-up iteration against 34 in sampling,
-84% of a fit's gradients spent in warm-up. Started at a mode (``init="optimize"`` or
+LLM's ratings, 101 dense dimensions) 215 leapfrogs per warm-up iteration against 37 in sampling,
+85% of a fit's gradients spent in warm-up. Started at a mode (``init="optimize"`` or
 ``"basins"``), the inverse Hessian of the potential there is the Laplace approximation of the
 posterior covariance. ``mass_matrix="laplace"`` samples the first two thirds of warm-up
 (:func:`phase_one_length`) with it as the inverse mass matrix, then re-estimates the matrix once
@@ -16,7 +16,8 @@ from the last two thirds of those draws (:func:`shrunk_covariance`: toward the L
 rescaled to the draws' variances, which fills the directions fewer draws than dimensions leave
 empty and undoes a scale the Laplace matrix got wrong), and adapts the step size throughout
 (restarted at the switch). Measured on the same fits (``benchmarks/results/warmup.md``): a short
-warm-up at 30-60 leapfrogs per iteration instead of the depth cap. Where the posterior is far
+warm-up at 51-71 leapfrogs per iteration instead of 215-220, and 2.0-3.2x the bulk ESS per
+second (compile excluded; the Hessian adds 4-8 s of compiling). Where the posterior is far
 from Gaussian (two modes of one parameter within a basin), one re-estimate from a few hundred
 draws is not enough and the windowed adaptation does better; the diagnostics say which.
 

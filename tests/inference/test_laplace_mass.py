@@ -10,13 +10,12 @@ import numpy as np
 import numpyro
 import numpyro.distributions as dist
 import pytest
-from arviz_stats import mcse
-from scipy import stats
 
 import pragmodels as pm
 from pragmodels.inference import nuts
 from pragmodels.inference.laplace_mass import EIGEN_FLOOR, laplace_covariance, laplace_inverse_mass
 from pragmodels.inference.multistart import multistart_inits
+from tests.inference.test_nuts import N, Y, beta_binomial, check_exact_beta
 
 # a correlated Gaussian over z = {"a": [2], "b": []}, ravelled as (a0, a1, b)
 SIGMA = np.array([[4.0, 1.2, -0.3], [1.2, 1.0, 0.2], [-0.3, 0.2, 0.25]])
@@ -138,17 +137,6 @@ def test_the_first_phase_re_estimates_a_wrong_laplace_matrix():
                                rtol=1e-4)
 
 
-A0, B0 = 2.0, 3.0
-N = np.array([20, 50, 200])
-Y = np.array([3, 31, 120])
-
-
-def beta_binomial(y, n):
-    with numpyro.plate("group", y.shape[0]):
-        theta = numpyro.sample("theta", dist.Beta(A0, B0))
-        numpyro.sample("y", dist.Binomial(n, theta), obs=y)
-
-
 @pytest.mark.nuts
 def test_laplace_mass_matches_exact_beta_posterior():
     """A skewed posterior (Beta, on the logit scale its Laplace approximation is only approximate), started
@@ -157,14 +145,7 @@ def test_laplace_mass_matches_exact_beta_posterior():
     found = multistart_inits(jax.random.key(0), beta_binomial, dict(y=Y, n=N), 4)
     run = nuts.run_nuts(2, beta_binomial, dict(y=Y, n=N), num_warmup=200, num_samples=1000, num_chains=4,
                         chain_method="vectorized", init_params=found.init_params, mass_matrix="laplace")
-    theta = run.samples["theta"]
-    exact = stats.beta(A0 + Y, B0 + N - Y)
-    se = mcse(theta, method="mean", chain_axis=0, draw_axis=1)
-    assert np.all(np.abs(theta.mean((0, 1)) - exact.mean()) < 4 * se), (theta.mean((0, 1)), exact.mean(), se)
-    for q in (0.05, 0.5, 0.95):
-        se_q = mcse(theta, method="quantile", prob=q, chain_axis=0, draw_axis=1)
-        got = np.quantile(theta, q, axis=(0, 1))
-        assert np.all(np.abs(got - exact.ppf(q)) < 4 * se_q), (q, got, exact.ppf(q), se_q)
+    check_exact_beta(run.samples["theta"])
     assert run.stats["diverging"].sum() == 0
 
 

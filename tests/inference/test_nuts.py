@@ -73,6 +73,18 @@ def compiles():
     monitoring.unregister_event_duration_listener(listener)
 
 
+def check_exact_beta(theta):
+    """``theta [chain, draw, group]``: means and 5/50/95% quantiles within 4 Monte Carlo standard errors
+    of the exact posterior of :func:`beta_binomial` (12 comparisons)."""
+    exact = stats.beta(A0 + Y, B0 + N - Y)
+    se = mcse(theta, method="mean", chain_axis=0, draw_axis=1)
+    assert np.all(np.abs(theta.mean((0, 1)) - exact.mean()) < 4 * se), (theta.mean((0, 1)), exact.mean(), se)
+    for q in (0.05, 0.5, 0.95):
+        se_q = mcse(theta, method="quantile", prob=q, chain_axis=0, draw_axis=1)
+        got = np.quantile(theta, q, axis=(0, 1))
+        assert np.all(np.abs(got - exact.ppf(q)) < 4 * se_q), (q, got, exact.ppf(q), se_q)
+
+
 # sequential chains in `make test-all`: the default run checks them draw for draw against numpyro's
 # MCMC (test_draws_equal_numpyro_mcmc), and vectorized chains against the exact posterior here
 @pytest.mark.nuts
@@ -90,13 +102,7 @@ def test_posterior_matches_exact_beta_posterior(method):
     assert theta.shape == (4, 1000, 3) and run.latent_sites == ("theta",)
     assert run.samples["log_odds"].shape == (4, 1000, 3)
     np.testing.assert_allclose(run.samples["log_odds"], np.log(theta / (1 - theta)), rtol=1e-4, atol=1e-4)
-    exact = stats.beta(A0 + Y, B0 + N - Y)
-    se = mcse(theta, method="mean", chain_axis=0, draw_axis=1)
-    assert np.all(np.abs(theta.mean((0, 1)) - exact.mean()) < 4 * se), (theta.mean((0, 1)), exact.mean(), se)
-    for q in (0.05, 0.5, 0.95):
-        se_q = mcse(theta, method="quantile", prob=q, chain_axis=0, draw_axis=1)
-        got = np.quantile(theta, q, axis=(0, 1))
-        assert np.all(np.abs(got - exact.ppf(q)) < 4 * se_q), (q, got, exact.ppf(q), se_q)
+    check_exact_beta(theta)
     assert ess(theta, chain_axis=0, draw_axis=1).min() > 1000
     assert set(run.stats) == {"diverging", "n_steps", "tree_depth", "acceptance_rate", "energy", "lp", "step_size"}
     for v in run.stats.values():
