@@ -90,6 +90,8 @@ class FitPostprocessingError(FitDiagnosticsError):
     to disk. The partial result (posterior and sample_stats at least) is on :attr:`tree`."""
 
 INITS = ("median", "uniform", "optimize", "basins")
+#: the inits whose chains start at optimised end points (modes): multistart, and mass_matrix="laplace" allowed
+OPTIMISED_INITS = ("optimize", "basins")
 Init = Literal["median", "uniform", "optimize", "basins"]
 
 
@@ -191,7 +193,7 @@ def check_mass_matrix(mass_matrix: object, init: object) -> None:
         Naming the value and what was expected.
     """
     check_one_of("mass_matrix", mass_matrix, MASS_MATRICES)
-    if mass_matrix == "laplace" and init not in ("optimize", "basins"):
+    if mass_matrix == "laplace" and init not in OPTIMISED_INITS:
         raise ValueError(f"mass_matrix='laplace' takes the mass matrix from the curvature at each chain's start, "
                          f"which must be a mode: it needs init='optimize' or 'basins'; got init={init!r}.")
 
@@ -506,7 +508,7 @@ def fit(
     key_mcmc, key_pp = jax.random.split(key)
     init_params, optima, basins, found_by_place, barrier, threshold = None, None, None, None, None, None
     static, arrays = split_data(run_data)
-    if init in ("optimize", "basins"):
+    if init in OPTIMISED_INITS:
         key_mcmc, key_init = jax.random.split(key_mcmc)
         bound = bound_model(run_model, static)
         found = multistart_inits(key_init, bound, arrays, num_chains)
@@ -524,7 +526,7 @@ def fit(
     run = run_nuts(key_mcmc, run_model, run_data, num_warmup=num_warmup, num_samples=num_samples,
                    num_chains=num_chains * (len(basins) if basins else 1), chain_method=chain_method,
                    target_accept=target_accept, max_tree_depth=max_tree_depth, dense_mass=dense_mass,
-                   init="uniform" if init in ("optimize", "basins") else init,  # type: ignore[arg-type]
+                   init="uniform" if init in OPTIMISED_INITS else init,  # type: ignore[arg-type]
                    init_params=init_params,
                    progress_bar=progress_bar, mass_matrix=mass_matrix)
     ran = run.chain_method
