@@ -31,7 +31,8 @@ posterior's mass. Here:
    Vehtari & Gelman 2022) would instead weight by predictive performance, which does not tell two
    modes that predict alike apart.
 4. **The combined posterior.** Every chain of the result draws from each basin in proportion to
-   its weight (draws taken without replacement from the basin's chains, in random order), so
+   its weight (a block of consecutive draws from the basin's chains, without replacement, so the
+   chains keep their autocorrelation; a lone basin gives the run's chains as they are), so
    summaries, LOO and predictive checks read the mixture. Each basin's own chains are diagnosed
    (r_hat within the basin); the result's ``attrs["basins"]`` records each basin: its optimum, the
    starts that reached it, its log mass and error, weight, diagnostics and parameter means and
@@ -431,8 +432,16 @@ def log_masses(rng_key: jax.Array, model: Callable[..., Any], arrays: Mapping[st
 
 def combine(draws: Mapping[str, np.ndarray], basins: list[Basin], num_chains: int, rng: np.random.Generator
             ) -> np.ndarray:
-    """Which draw of the run fills each place of the combined posterior: every chain draws from each basin
-    in proportion to its weight (largest remainders), without replacement, in random order.
+    """Which draw of the run fills each place of the combined posterior: every chain of the result takes
+    from each basin a block of consecutive draws, as many as the basin's weight asks (largest
+    remainders), without replacement, the blocks in basin order.
+
+    Consecutive draws keep the chains' autocorrelation, so an effective sample size or MCSE computed
+    from the result is not inflated (draws in random order would look independent); a chain made of
+    two basins' blocks reads as less mixed, not more. A lone basin whose chains are the run's, as many
+    as the result's, gives the run's own chains in their order. Basin ``k``'s chains, laid end to end,
+    are cut into ``num_chains`` equal stretches; result chain ``c`` takes its block from stretch ``c``,
+    at an offset drawn from ``rng`` (0 where the block fills the stretch).
 
     Shapes: ``draws[site] [chain, draw, ...]`` (only the shape is read) -> ``[num_chains, draw, 2]``
     (chain and draw index into the run).
@@ -442,16 +451,17 @@ def combine(draws: Mapping[str, np.ndarray], basins: list[Basin], num_chains: in
     raw = w * n_draw
     counts = np.floor(raw).astype(int)
     counts[np.argsort(raw - counts)[::-1][: n_draw - counts.sum()]] += 1
-    pools = [rng.permutation([(c, d) for c in b.chains for d in range(n_draw)]) for b in basins]
-    taken = [0] * len(basins)
     out = np.empty((num_chains, n_draw, 2), dtype=int)
-    for c in range(num_chains):
-        picks = []
-        for k, n in enumerate(counts):
-            picks.append(pools[k][taken[k]: taken[k] + n])
-            taken[k] += n
-        chain = np.concatenate(picks)
-        out[c] = chain[rng.permutation(n_draw)]
+    for k, (b, n) in enumerate(zip(basins, counts, strict=True)):
+        pool = np.array([(c, d) for c in b.chains for d in range(n_draw)])  # chain-major: each chain in order
+        stretch = len(pool) // num_chains
+        if n > stretch:
+            raise ValueError(f"basin {k} has {len(b.chains)} chain(s) of {n_draw} draws, too few for {num_chains} "
+                             f"result chains of {n} draws each from it (weight {b.weight:.3f}).")
+        at = int(counts[:k].sum())
+        for c in range(num_chains):
+            offset = int(rng.integers(0, stretch - n + 1)) if stretch > n else 0
+            out[c, at: at + n] = pool[c * stretch + offset: c * stretch + offset + n]
     return out
 
 

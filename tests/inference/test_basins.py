@@ -124,6 +124,27 @@ def test_each_chain_draws_from_each_basin_by_its_weight():
     np.testing.assert_array_equal(from_first, [0.75, 0.75])
     pairs = {tuple(p) for p in index.reshape(-1, 2)}
     assert len(pairs) == 200  # without replacement
+    # each basin's share is one block of consecutive draws of one chain: the chains' autocorrelation is kept
+    for c in range(2):
+        for block in (index[c, :75], index[c, 75:]):
+            assert len(set(block[:, 0])) == 1 and np.all(np.diff(block[:, 1]) == 1)
+        assert index[c, 0, 0] in (0, 1) and index[c, 75, 0] in (2, 3)
+
+
+def test_a_lone_basin_gives_the_runs_chains_in_order():
+    """Weight 1 over all the run's chains: the index is the identity (no draw moved); a basin merged from
+    three basins' chains (12) into 4 result chains takes a consecutive stretch of each."""
+    index = combine({"x": np.zeros((4, 50))}, [Basin(0.0, [0], chains=[0, 1, 2, 3], weight=1.0)], 4,
+                    np.random.default_rng(0))
+    np.testing.assert_array_equal(index[..., 0], np.repeat(np.arange(4)[:, None], 50, axis=1))
+    np.testing.assert_array_equal(index[..., 1], np.tile(np.arange(50), (4, 1)))
+    merged = combine({"x": np.zeros((12, 50))}, [Basin(0.0, [0], chains=list(range(12)), weight=1.0)], 4,
+                     np.random.default_rng(1))
+    flat = merged[..., 0] * 50 + merged[..., 1]  # the draw's place in the chains laid end to end
+    assert np.all(np.diff(flat, axis=1) == 1) and len(set(flat.ravel())) == 200
+    assert all(150 * c <= flat[c, 0] and flat[c, -1] < 150 * (c + 1) for c in range(4))  # stretch c of 12 chains
+    with pytest.raises(ValueError, match="basin 0 has 2 chain"):
+        combine({"x": np.zeros((2, 50))}, [Basin(0.0, [0], chains=[0, 1], weight=1.0)], 4, np.random.default_rng(0))
 
 
 def test_disagreeing_basins_are_named():
@@ -201,8 +222,14 @@ def test_a_lone_basin_has_weight_one_and_no_mass_estimate(monkeypatch):
         raise AssertionError("bridge sampling ran for a lone basin")
 
     monkeypatch.setattr(basins_module, "bridge_log_mass", never)
+    from pragmodels.inference import fitting
+
+    indices = []
+    monkeypatch.setattr(fitting, "combine", lambda *a: indices.append(combine(*a)) or indices[-1])
     kw = dict(num_warmup=100, num_samples=100, num_chains=2, progress_bar=False, init="basins")
     tree = pm.fit(0, one_mode, dict(y=Y), **kw)
+    (index,) = indices  # the run's chains, each in its order
+    np.testing.assert_array_equal(index, np.stack(np.meshgrid(np.arange(2), np.arange(100), indexing="ij"), -1))
     record = json.loads(tree.attrs["basins"])
     assert "postprocessing_error" not in tree.attrs
     assert len(record["basins"]) == 1 and record["method"] == "one basin: weight 1, its mass not estimated"
