@@ -86,6 +86,15 @@ def adam(value_and_grad: Callable[[Params], tuple[jax.Array, Params]], params: P
     return p
 
 
+@functools.partial(jax.jit, static_argnums=(0,))
+def _starts(model: Callable[..., Any], keys: jax.Array, kwargs: dict[str, Any]) -> Params:
+    """One uniform start in (-2, 2) on the unconstrained scale per key (NumPyro's ``init_to_uniform``,
+    each redrawn until its potential and gradient are finite), compiled: called eagerly, NumPyro's
+    search for valid starts is traced and compiled again on every call (5.2 s of each social-meaning
+    LLM fit, 3.3-4.0 s of a human one; benchmarks/multistart.py)."""
+    return initialize_model(keys, model, model_kwargs=kwargs, init_strategy=init_to_uniform(radius=2.0)).param_info.z
+
+
 @functools.partial(jax.jit, static_argnums=(0, 3, 4))
 def _optimise(model: Callable[..., Any], params: Params, kwargs: dict[str, Any], steps: int, lr: float
               ) -> tuple[Params, jax.Array]:
@@ -115,9 +124,7 @@ def multistart_inits(rng_key: jax.Array, model: Callable[..., Any], model_kwargs
             raise ValueError(f"{name} must be an integer >= {low}; got {value!r}.")
     if not lr > 0:
         raise ValueError(f"lr must be > 0; got {lr!r}.")
-    keys = jax.random.split(rng_key, n_starts)
-    info = initialize_model(keys, model, model_kwargs=model_kwargs, init_strategy=init_to_uniform(radius=2.0))
-    start = info.param_info.z  # {site: [start, ...]} unconstrained
+    start = _starts(model, jax.random.split(rng_key, n_starts), model_kwargs)  # {site: [start, ...]} unconstrained
     end, final = _optimise(model, start, model_kwargs, steps, float(lr))
     final = np.asarray(final, dtype=float)
     final[~np.isfinite(final)] = np.inf

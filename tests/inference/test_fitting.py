@@ -255,6 +255,41 @@ def test_multistart_rejects_bad_settings_by_name():
         pm.fit(0, _two_basins, dict(y=np.array(0.0)), init="map")
 
 
+def test_multistart_draws_numpyros_uniform_starts_and_compiles_them_once():
+    """The starts are NumPyro's ``init_to_uniform(radius=2)`` for the same keys (its eager search,
+    the reference), constrained sites included; the compiled search traces the model once per model
+    and shape, not once per call (eagerly it was traced and compiled again on every fit)."""
+    import jax
+    import numpyro
+    import numpyro.distributions as dist
+    from numpyro.infer import init_to_uniform
+    from numpyro.infer.util import initialize_model
+
+    from pragmodels.inference import multistart
+
+    calls = []
+
+    def model(y):
+        calls.append(1)
+        mu = numpyro.sample("mu", dist.Normal(0.0, 1.0))
+        sd = numpyro.sample("sd", dist.HalfNormal(1.0))
+        w = numpyro.sample("w", dist.Dirichlet(np.ones(3)))
+        numpyro.sample("y", dist.Normal(mu + w[0], sd), obs=y)
+
+    kw = dict(y=np.array([0.3, -0.2]))
+    for seed in (3, 4):
+        keys = jax.random.split(jax.random.key(seed), 5)
+        eager = initialize_model(keys, model, model_kwargs=kw, init_strategy=init_to_uniform(radius=2.0)).param_info.z
+        before = len(calls)
+        compiled = multistart._starts(model, keys, kw)
+        assert set(compiled) == {"mu", "sd", "w"} and compiled["w"].shape == (5, 2)  # unconstrained simplex
+        for site in eager:
+            np.testing.assert_allclose(compiled[site], eager[site], rtol=1e-6, atol=1e-6)
+            assert np.all(np.abs(np.asarray(compiled[site])) < 2.0)
+        traced = len(calls) - before
+        assert traced > 0 if seed == 3 else traced == 0  # the second call runs the compiled program
+
+
 @pytest.mark.parametrize("dense_mass, bad", [([("alpha", "nope")], "nope"), ([("choice",)], "choice")])
 def test_dense_mass_naming_a_site_the_model_does_not_sample_is_refused(dense_mass, bad):
     from pragmodels.rsa_models import listener_model
