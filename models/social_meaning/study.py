@@ -11,8 +11,10 @@ re-renders a finished run's report from its ``run.json``. Notes: ``docs/studies/
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
+import time
 import warnings
 from pathlib import Path
 
@@ -45,6 +47,7 @@ from models.social_meaning.report import (  # noqa: F401
 from pragmodels import datasets, metrics
 from pragmodels.inference.diagnostics import FitWarning
 from pragmodels.inference.top_up import top_up
+from pragmodels.inference.workers import start_in_worker
 from pragmodels.io.atomic import atomic_write
 from pragmodels.likelihoods.rater import rater_slots
 from pragmodels.runs.folder import MODES, Run, lock_folder, read_manifest
@@ -491,6 +494,38 @@ def scenario_table(human, llm, conditions, seed: int, n_replicates: int, sampler
     return esr_checks.summary(rows)
 
 
+def measurement_work(human, llm, table, conditions, seed: int, measurement_sampler: dict, n_replicates: int,
+                     n_misspecified: int, calibration_sampler: dict, log=None) -> dict:
+    """What the study computes from the data alone, not from the RSA fits: the ESR measurement model
+    (:func:`measurement`), its calibration (:func:`calibration_table`, ``n_replicates`` simulated
+    data sets; none at 0) and its coverage under misspecification (:func:`scenario_table`). :func:`run`
+    starts it in a worker beside the fits (``executor="process"``), else calls it after them; ``log``
+    (a callable taking a line) stamps each step. Returns ``{"tree", "esr", "cds", "claims",
+    "claims_components", "calibration" (with ``n_replicates``), "scenarios" (with ``n_misspecified``),
+    "timings"}``."""
+    say = log or (lambda msg: None)
+    timings, out = {}, {}
+    t = time.perf_counter()
+    say("ESR measurement model: signed ESR, CDS and the paper's claims")
+    out["tree"], out["esr"], out["cds"], claim_table = measurement(human, llm, table, conditions, seed,
+                                                                   measurement_sampler)
+    out["claims"], out["claims_components"] = claim_table, claim_table.attrs["components"]
+    timings["measurement_s"] = round(time.perf_counter() - t, 1)
+    if n_replicates:
+        t = time.perf_counter()
+        say(f"ESR calibration: {n_replicates} simulated data sets, and the negative control")
+        out["calibration"] = calibration_table(human, llm, conditions, seed, n_replicates, calibration_sampler)
+        timings["calibration_s"] = round(time.perf_counter() - t, 1)
+    if n_misspecified:
+        t = time.perf_counter()
+        say(f"ESR coverage under misspecification: Likert ratings and the winner's curse, {n_misspecified} "
+            "simulated data sets each")
+        out["scenarios"] = scenario_table(human, llm, conditions, seed, n_misspecified, calibration_sampler)
+        timings["coverage_s"] = round(time.perf_counter() - t, 1)
+    out["timings"] = timings
+    return out
+
+
 def human_checks(trees: dict, baseline, human: pd.DataFrame, n_draws: int, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Posterior predictive checks of the three human fits with new raters
     (:mod:`models.social_meaning.checks`): the ten effects and the 144 condition means, one block
@@ -728,8 +763,19 @@ def run(config: dict, out_dir: Path, mode: str, progress: bool, record: Run) -> 
     if new is not None:
         new_lms.metrics_table(human, new).to_csv(tables / "lm_metrics.csv", index=False)
         new_lms.answer_table(new, lm_info).to_csv(tables / "lm_answers.csv", index=False)
-    trees, baseline, cmp = fit_all(human, llm, seed, sampler, progress, motive_prior, conditions, stamp, log,
-                                   executor=executor, new=new, rater_nodes=cfg.rater_nodes, resize=mode == "full")
+    args = (human, llm, table, conditions, seed, measurement_sampler, n_replicates, n_misspecified,
+            config["calibration_sampler"])
+    with contextlib.ExitStack() as stack:
+        beside = None
+        if executor == "process":  # it needs no RSA fit: run beside the pool rather than after it on one core
+            stamp(f"ESR measurement model{', its calibration' if n_replicates else ''}"
+                  f"{' and its coverage check' if n_misspecified else ''}: started in a worker beside the fits")
+            beside = stack.enter_context(start_in_worker(measurement_work, *args))
+        trees, baseline, cmp = fit_all(human, llm, seed, sampler, progress, motive_prior, conditions, stamp, log,
+                                       executor=executor, new=new, rater_nodes=cfg.rater_nodes, resize=mode == "full")
+        if beside is not None and not beside.done():
+            stamp("waiting for the ESR measurement model's worker")
+        done = beside.result() if beside is not None else None
     cmp.to_csv(tables / "loo_compare.csv")
     contrasts(trees).to_csv(tables / "contrasts.csv", index=False)
 
@@ -738,12 +784,15 @@ def run(config: dict, out_dir: Path, mode: str, progress: bool, record: Run) -> 
     ppc_effects.to_csv(tables / "human_ppc_effects.csv", index=False)
     ppc_cells.to_csv(tables / "human_ppc_cells.csv", index=False)
 
-    stamp("ESR measurement model: signed ESR, CDS and the paper's claims")
-    esr_tree, esr_model, cds_model, claim_table = measurement(human, llm, table, conditions, seed, measurement_sampler)
-    esr_model.to_csv(tables / "esr_model.csv", index=False)
-    cds_model.to_csv(tables / "cds_model.csv", index=False)
-    claim_table.to_csv(tables / "claims.csv", index=False)
-    claim_table.attrs["components"].to_csv(tables / "claims_components.csv", index=False)
+    if done is None:
+        done = measurement_work(*args, log=stamp)
+    else:
+        log(f"ESR measurement model and its checks (in their worker, beside the fits): {done['timings']}")
+    esr_tree = done["tree"]
+    done["esr"].to_csv(tables / "esr_model.csv", index=False)
+    done["cds"].to_csv(tables / "cds_model.csv", index=False)
+    done["claims"].to_csv(tables / "claims.csv", index=False)
+    done["claims_components"].to_csv(tables / "claims_components.csv", index=False)
     folder.save_fit("esr measurement", esr_tree, "esr_measurement.nc")
     lm_esr_tree = None
     if new is not None:
@@ -758,14 +807,9 @@ def run(config: dict, out_dir: Path, mode: str, progress: bool, record: Run) -> 
             _save(plots.esr_intervals(lm_esr, title="The new LMs' m" + ESR_TITLES["model"][1:]),
                   figures / "esr_model_intervals_lms.png")
     if n_replicates:
-        stamp(f"ESR calibration: {n_replicates} simulated data sets, and the negative control")
-        calibration_table(human, llm, conditions, seed, n_replicates, config["calibration_sampler"]).to_csv(
-            tables / "esr_calibration.csv", index=False)
+        done["calibration"].to_csv(tables / "esr_calibration.csv", index=False)
     if n_misspecified:
-        stamp(f"ESR coverage under misspecification: Likert ratings and the winner's curse, {n_misspecified} "
-              "simulated data sets each")
-        scenario_table(human, llm, conditions, seed, n_misspecified, config["calibration_sampler"]).to_csv(
-            tables / "esr_calibration_scenarios.csv", index=False)
+        done["scenarios"].to_csv(tables / "esr_calibration_scenarios.csv", index=False)
 
     stamp("each LLM's observed condition means against the human-fitted model's")
     predicted, _, ppc = means_against_human_fit(human_implied_effects(trees, n_draws, seed), human, fig1)
@@ -773,10 +817,10 @@ def run(config: dict, out_dir: Path, mode: str, progress: bool, record: Run) -> 
     predicted.to_csv(tables / "human_model_predicted_means.csv", index=False)
 
     stamp("figures")
-    write_figures(figures, dict(fig1=fig1, esr_observed=observed_esr, esr_model=esr_model, loo_compare=cmp,
+    write_figures(figures, dict(fig1=fig1, esr_observed=observed_esr, esr_model=done["esr"], loo_compare=cmp,
                                 human_ppc_effects=ppc_effects, human_ppc_cells=ppc_cells,
                                 human_model_predicted_means=predicted, ppc_condition_means=ppc))
-    if len(claim_table) or new is not None:
+    if len(done["claims"]) or new is not None:
         _save(contrast_figure(esr_tree, trees, lm_esr_tree=lm_esr_tree), figures / "contrasts.png", dpi=110)
 
     stamp("writing posteriors (netCDF)")

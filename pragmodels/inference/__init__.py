@@ -7,6 +7,8 @@
   the same model and shapes reuse;
 - :mod:`~pragmodels.inference.batched`: several data sets of one model in one compiled run;
 - :mod:`~pragmodels.inference.fit_many`: many fits in process, on a process pool or a Dask cluster;
+- :mod:`~pragmodels.inference.workers`: worker processes' JAX set-up, and one task started in a
+  worker beside the caller (:func:`~pragmodels.inference.workers.start_in_worker`);
 - :mod:`~pragmodels.inference.top_up`: the fits short of the sampling standards refitted with more draws;
 - :mod:`~pragmodels.inference.predictive`: prior and posterior predictive draws;
 - :mod:`~pragmodels.inference.multistart`: the multi-start optimisation behind ``init="optimize"``;

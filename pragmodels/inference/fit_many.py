@@ -1,17 +1,19 @@
 """``fit_many``: run many fits in process, on a local process pool or on a Dask cluster.
 
 Layering: imports :mod:`pragmodels.inference.fitting`, :mod:`pragmodels.inference.diagnostics`,
-:mod:`pragmodels.io.netcdf` and :mod:`pragmodels.io.imports`; ``tqdm`` and ``pandas`` lazily;
-``distributed`` never (a Dask ``Client`` is recognised by its type once the caller has imported it).
+:mod:`pragmodels.inference.workers`, :mod:`pragmodels.io.netcdf` and :mod:`pragmodels.io.imports`;
+``tqdm`` and ``pandas`` lazily; ``distributed`` never (a Dask ``Client`` is recognised by its type
+once the caller has imported it).
 
 A :class:`FitSpec` describes one fit (name, model or ``"module:attr"`` / ``"file.py:attr"``
 string, data, priors, sampler settings, seed); :func:`fit_many` runs a list of them with an
 executor (``"sequential"``, ``"process"``, a Dask ``Client``, or any ``concurrent.futures``
 executor) and returns a :class:`FitManyResult`. A failed fit is recorded with its error and the
 others still run (:meth:`FitManyResult.raise_on_error`); with ``out_dir`` each fit is saved
-atomically by its worker and only its path travels back. :func:`configure_worker` sets up a
-worker's JAX (one CPU device, a few threads). Executors, SLURM through dask-jobqueue, the
-``__main__`` guard and cores per worker: the docs page *Running studies and sweeps*.
+atomically by its worker and only its path travels back. :func:`configure_worker`
+(:mod:`pragmodels.inference.workers`) sets up a worker's JAX (one CPU device, a few threads).
+Executors, SLURM through dask-jobqueue, the ``__main__`` guard and cores per worker: the docs page
+*Running studies and sweeps*.
 """
 
 from __future__ import annotations
@@ -45,6 +47,12 @@ from typing import (
 from pragmodels.errors import PragmodelsError
 from pragmodels.inference import fitting
 from pragmodels.inference.diagnostics import FitWarning
+from pragmodels.inference.workers import (
+    compilation_cache_dir,
+    configure_worker,
+    cpu_count,
+    spawn_environ,
+)
 from pragmodels.io.errors import ResultSaveError
 from pragmodels.io.imports import (
     import_locations,
@@ -295,95 +303,6 @@ def resolve_model(ref: str) -> Callable[..., Any]:
     return obj
 
 
-def _cpu_count() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - macOS, Windows
-        return os.cpu_count() or 1
-
-
-def _worker_xla_flags(flags: str, threads: int) -> str:
-    flags = re.sub(r"--xla_force_host_platform_device_count=\S*", "", flags)
-    parts = flags.split() + ["--xla_force_host_platform_device_count=1"]
-    if threads == 1 and "xla_cpu_multi_thread_eigen" not in flags:
-        parts.append("--xla_cpu_multi_thread_eigen=false")
-    if "intra_op_parallelism_threads" not in flags:
-        parts.append(f"intra_op_parallelism_threads={threads}")
-    # XLA reads a value whose first token lacks "--" as a file of flags (and aborts when there is none):
-    # the "--" flags first, as this function, run again in the worker, would otherwise leave them
-    return " ".join(sorted(parts, key=lambda p: not p.startswith("--")))
-
-
-def configure_worker(threads: int | None = None, cache_dir: str | None = None) -> bool:
-    """Set a worker process's JAX up for one fit at a time.
-
-    One CPU device, ``threads`` XLA intra-op threads, no GPU preallocation (unless
-    ``XLA_PYTHON_CLIENT_PREALLOCATE`` is set), and JAX's persistent compilation cache. The
-    device and thread settings (``XLA_FLAGS``, ``PRAGMODELS_HOST_DEVICES=1``) take effect only
-    before JAX initialises its backends in this process. Called by :func:`run_fit` in process
-    and Dask workers, never in the calling process.
-
-    Parameters
-    ----------
-    threads : int, optional
-        XLA intra-op threads (at least 1); default ``PRAGMODELS_WORKER_THREADS``, else 1.
-    cache_dir : str, optional
-        Compilation cache folder (``fit_many`` passes the calling process's to process and Dask
-        workers); default ``PRAGMODELS_COMPILATION_CACHE``, none when neither is set. A folder
-        that cannot be written warns (``RuntimeWarning``) instead of raising.
-
-    Returns
-    -------
-    bool
-        Whether the device and thread settings were applied (False when JAX had already
-        initialised its backends).
-    """
-    if threads is None:
-        threads = int(os.environ.get("PRAGMODELS_WORKER_THREADS", 1))
-    threads = max(1, int(threads))
-    applied = True
-    if "jax" in sys.modules:
-        try:
-            from jax._src import xla_bridge
-
-            applied = not xla_bridge.backends_are_initialized()
-        except Exception:  # pragma: no cover - private API moved
-            applied = False
-    if applied:
-        os.environ["XLA_FLAGS"] = _worker_xla_flags(os.environ.get("XLA_FLAGS", ""), threads)
-        os.environ["PRAGMODELS_HOST_DEVICES"] = "1"
-        os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
-    if cache_dir or os.environ.get("PRAGMODELS_COMPILATION_CACHE"):
-        from pragmodels.runtime import enable_compilation_cache
-
-        try:
-            enable_compilation_cache(cache_dir)
-        except OSError as e:  # an unwritable cache slows the fits down but must not fail them
-            warnings.warn(f"compilation cache not enabled in this worker: {e}", RuntimeWarning, stacklevel=2)
-    return applied
-
-
-@contextlib.contextmanager
-def _spawn_environ(threads: int) -> Iterator[None]:
-    """Environment for worker processes spawned inside the block (restored afterwards)."""
-    new = {"XLA_FLAGS": _worker_xla_flags(os.environ.get("XLA_FLAGS", ""), threads),
-           "PRAGMODELS_HOST_DEVICES": "1", "PRAGMODELS_WORKER_THREADS": str(threads)}
-    for var, value in (("XLA_PYTHON_CLIENT_PREALLOCATE", "false"), ("OMP_NUM_THREADS", str(threads)),
-                       ("OPENBLAS_NUM_THREADS", str(threads)), ("MKL_NUM_THREADS", str(threads))):
-        if var not in os.environ:
-            new[var] = value
-    old = {k: os.environ.get(k) for k in new}
-    os.environ.update(new)
-    try:
-        yield
-    finally:
-        for k, v in old.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-
-
 def _diagnostics_of(tree: xr.DataTree) -> tuple[dict[str, Any], bool | None]:
     attrs = tree.attrs
     try:
@@ -625,14 +544,6 @@ def _failed(name: str, exc: BaseException) -> FitOutcome:
     return FitOutcome(name, "error", error=FitError.from_exception(exc))
 
 
-def _compilation_cache_dir() -> str | None:
-    jax = sys.modules.get("jax")
-    try:
-        return getattr(jax.config, "jax_compilation_cache_dir", None) or None if jax else None
-    except Exception:  # pragma: no cover
-        return None
-
-
 def _executor_kind(executor: object) -> str:
     if isinstance(executor, str):
         if executor not in ("sequential", "process"):
@@ -718,11 +629,11 @@ def fit_many(specs: Iterable[FitSpec | Mapping[str, Any]], *,
             env: contextlib.AbstractContextManager[None]
             threads: int | None
             if kind == "process":
-                n = min(int(max_workers or _cpu_count()), len(specs))
-                threads = int(os.environ.get("PRAGMODELS_WORKER_THREADS", max(1, _cpu_count() // n)))
+                n = min(int(max_workers or cpu_count()), len(specs))
+                threads = int(os.environ.get("PRAGMODELS_WORKER_THREADS", max(1, cpu_count() // n)))
                 pool = cf.ProcessPoolExecutor(max_workers=n, mp_context=multiprocessing.get_context("spawn"))
-                env = _spawn_environ(threads)
-                cache_dir = _compilation_cache_dir()  # this process's cache: the same machine
+                env = spawn_environ(threads)
+                cache_dir = compilation_cache_dir()  # this process's cache: the same machine
             else:
                 assert isinstance(executor, cf.Executor)  # _executor_kind checked it
                 pool, env, threads, cache_dir = executor, contextlib.nullcontext(), None, None
@@ -781,7 +692,7 @@ def _run_dask(client: Client, specs: list[FitSpec], blobs: list[bytes], paths: M
 
     token = uuid.uuid4().hex[:8]
     imports = imported_by_location()
-    cache_dir = _compilation_cache_dir()  # the workers load what another worker (or an earlier run) compiled
+    cache_dir = compilation_cache_dir()  # the workers load what another worker (or an earlier run) compiled
     futures = [client.submit(run_fit, s.name, b, paths[s.name], configure=True, cache_dir=cache_dir,
                              imports=imports, key=f"fit-{s.name}-{token}",
                              pure=False) for s, b in zip(specs, blobs)]
