@@ -69,6 +69,50 @@ def test_likert_matches_numpyro_ordered_logistic_and_rejects_bad_ratings():
         site_log_prob(categorical.likert_ratings, "r", latent, cut, np.array([1, 2, 8]))
 
 
+@pytest.mark.parametrize("per_condition", [False, True])
+def test_likert_with_a_scalar_lapse_is_the_mixture_of_numpyros_ordered_logistic(per_condition):
+    """A scalar lapse is mixed in with the probabilities in one step (node_log_probs): the values are
+    ``log((1 - lapse) P_OrderedLogistic + lapse / 7)`` (NumPyro's distribution, the reference), per
+    rating or through ``rows``; traced (a sampled lapse) the value and the gradient in latent,
+    cutpoints and lapse equal the two-step form's (log-space probabilities, then ``log_mix_uniform``)."""
+    from pragmodels.logmath import log_mix_uniform
+
+    latent = jnp.array([-1.0, 0.3, 2.0, 9.0])
+    cut = jnp.array([-2.0, -0.5, 0.5, 1.0, 2.0, 3.0])
+    ratings = np.array([1, 4, 7, 1])  # the last far in a tail: 11 logits below the first cutpoint
+    rows = np.array([0, 1, 2, 3]) if per_condition else None
+    lapse = 0.03
+    lp, site = site_log_prob(categorical.likert_ratings, "r", latent, cut, ratings, lapse=lapse, rows=rows)
+    p = np.exp(np.asarray(dist.OrderedLogistic(latent, cut).log_prob(jnp.arange(7)[:, None]), float)).T
+    ref = np.log((1 - lapse) * p[np.arange(4), ratings - 1] + lapse / 7)
+    np.testing.assert_allclose(lp, ref, rtol=1e-5)
+
+    def total(lat, c, w, one_step):
+        if one_step:
+            fn = categorical.likert_ratings
+        else:
+            def fn(name, lat, c, obs, lapse, rows):
+                return categorical.choices(name, log_mix_uniform(categorical.ordinal_log_probs(lat, c), lapse),
+                                           obs - 1, what="rating", dim="response", rows=rows)
+        return site_log_prob_traced(fn, "r", lat, c, ratings, lapse=w, rows=rows).sum()
+
+    for w in (0.03, 1e-4):
+        one = jax.value_and_grad(lambda *a: total(*a, True), argnums=(0, 1, 2))(latent, cut, jnp.asarray(w))
+        two = jax.value_and_grad(lambda *a: total(*a, False), argnums=(0, 1, 2))(latent, cut, jnp.asarray(w))
+        np.testing.assert_allclose(one[0], two[0], rtol=1e-6)
+        for g1, g2 in zip(one[1], two[1], strict=True):
+            np.testing.assert_allclose(g1, g2, rtol=1e-4, atol=1e-6)
+    with pytest.raises(ValueError, match=r"site 'r': lapse = 1.5; expected a lapse"):
+        site_log_prob(categorical.likert_ratings, "r", latent, cut, ratings, lapse=1.5)
+
+
+def site_log_prob_traced(fn, *args, **kw):
+    """The observed site's log-probabilities, for use under a transformation (no numpy conversion)."""
+    tr = handlers.trace(handlers.seed(fn, 0)).get_trace(*args, **kw)
+    site = next(s for s in tr.values() if s["type"] == "sample")
+    return site["fn"].log_prob(site["value"])
+
+
 def test_binned_slider_responses():
     edges = bin_edges(0, 100, 21)
     idx = bin_index([0, 2.4, 50, 99.9, 100], edges)
