@@ -524,6 +524,32 @@ def _check_specs(specs: Iterable[FitSpec | Mapping[str, Any]]) -> list[FitSpec]:
     return out
 
 
+def _pad_from_the_start(specs: list[FitSpec]) -> list[FitSpec]:
+    """The specs, with ``pad_trials="always"`` for the fits of a model (same model, same static values)
+    that this batch runs at two or more data shapes and that leave ``pad_trials`` unset: each worker
+    then pads from the first such fit it meets, where on its own it would compile that first size
+    unpadded and the size bucket besides (:func:`pragmodels.inference.padding.worth_padding`; the
+    social-meaning study's 12 LLM fits, 1,342-1,440 ratings: two programs per worker instead of one).
+    A model named by a string is resolved here to compare it."""
+    from pragmodels.inference.compile_cache import data_signature, split_data, static_items
+    from pragmodels.model_key import structure_key
+
+    shapes: dict[Any, set] = {}
+    keys: list[Any] = []
+    for s in specs:
+        try:
+            model = resolve_model(s.model) if isinstance(s.model, str) else s.model
+            static, arrays = split_data(s.data)
+            key = (structure_key(model), static_items(static))
+            shapes.setdefault(key, set()).add(data_signature(arrays))
+        except Exception:  # noqa: BLE001 - a spec that cannot be keyed here fails in its worker, with its error
+            key = None
+        keys.append(key)
+    return [dataclasses.replace(s, sampler={**s.sampler, "pad_trials": "always"})
+            if k is not None and len(shapes[k]) > 1 and "pad_trials" not in s.sampler else s
+            for s, k in zip(specs, keys, strict=True)]
+
+
 def _dumps(i: int, spec: FitSpec) -> bytes:
     try:
         import cloudpickle
@@ -605,6 +631,7 @@ def fit_many(specs: Iterable[FitSpec | Mapping[str, Any]], *,
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
     paths = {s.name: (str(out / f"{s.name}.nc") if out is not None else None) for s in specs}
+    specs = _pad_from_the_start(specs)
     blobs = [_dumps(i, s) for i, s in enumerate(specs)] if kind != "sequential" else []
     imports = imported_by_location() if kind != "sequential" else {}  # e.g. a study's package, for the workers
 

@@ -375,7 +375,7 @@ def fit(
     priors: Mapping[str, Any] | None = None,
     out: str | os.PathLike[str] | None = None,
     strict: bool = False,
-    pad_trials: bool = True,
+    pad_trials: bool | Literal["always"] = True,
     basin_nats: float = BASIN_NATS,
     basin_merge: bool = True,
     mass_matrix: MassMatrix = "adapt",
@@ -458,13 +458,15 @@ def fit(
         Raise :class:`~pragmodels.inference.diagnostics.FitDiagnosticsError` instead of warning (a
         :class:`FitPostprocessingError` when a step after sampling failed); the result is on the
         exception's ``.tree``.
-    pad_trials : bool
+    pad_trials : bool or "always"
         Once a model meets a second data size in this process, pad the per-trial arrays to the next
         size of 8, 12, 16, 24, 32, 48, ... and mask the padding (:mod:`pragmodels.inference.padding`),
         so that fits to data sets of different sizes share their compiled programs (and memory).
         Done only where a check shows it changes no site's shape and not the log density; the result
         never holds padding, and ``tree.attrs["padding"]`` says what was padded or why not. The draws
-        differ from an unpadded fit's only as two seeds do.
+        differ from an unpadded fit's only as two seeds do. ``"always"``: pad from the first fit
+        (:func:`~pragmodels.fit_many` passes it to the fits of a model it runs at several sizes, whose
+        workers would otherwise each compile the first size they meet unpadded as well).
 
     Returns
     -------
@@ -484,6 +486,8 @@ def fit(
         chain_method = default_chain_method()
     check_settings(num_warmup, num_samples, num_chains, chain_method, target_accept, max_tree_depth, init)
     check_mass_matrix(mass_matrix, init)
+    if not (isinstance(pad_trials, bool) or pad_trials == "always"):
+        raise ValueError(f"pad_trials must be True, False or 'always'; got {pad_trials!r}.")
     data = validate_data(data)
     label = model_name(model, name)
     # one eager trace: validates the data and the prior overrides by name, and records the priors,
@@ -497,7 +501,8 @@ def fit(
         raise ValueError("the model has no observed sites: pass the observations in `data`.")
 
     # the model and data the programs run on: padded to a size bucket where that changes nothing
-    plan = plan_padding(model, data, info.observed_values) if pad_trials and worth_padding(model, data) else None
+    pad = pad_trials == "always" or (pad_trials is True and worth_padding(model, data))
+    plan = plan_padding(model, data, info.observed_values) if pad else None
     run_model, run_data = (plan.model, plan.data) if plan is not None and plan.padded else (model, data)
 
     def cut(draws: dict[str, np.ndarray] | None) -> dict[str, np.ndarray] | None:

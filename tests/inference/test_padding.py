@@ -133,3 +133,31 @@ def test_fits_of_two_sizes_share_one_program_and_hold_no_padding():
     assert json.loads(unpadded.attrs["padding"]) == {"reason": "pad_trials=False"}
     assert unpadded.observed_data["choice"].shape == (50,)
     forget_sizes()
+
+
+def test_fit_many_pads_from_the_start_the_model_it_runs_at_several_sizes():
+    """Two sizes of one model in a batch: both specs get pad_trials="always" (each worker would otherwise
+    compile the first size it meets unpadded, and the bucket besides); a model at one size, a spec that
+    sets pad_trials itself and another model's spec are left as they are."""
+    from pragmodels.inference.fit_many import FitSpec, _pad_from_the_start
+
+    specs = [FitSpec("a", listener_model(), listener_data(50), seed=0),
+             FitSpec("b", listener_model(), listener_data(60), seed=1),
+             FitSpec("c", listener_model(), listener_data(57), sampler={"pad_trials": False}, seed=2),
+             FitSpec("d", listener_model(depth=2), listener_data(60), seed=3)]
+    out = _pad_from_the_start(specs)
+    assert [s.sampler.get("pad_trials") for s in out] == ["always", "always", False, None]
+    assert [s.sampler.get("pad_trials") for s in specs] == [None, None, False, None]  # the caller's specs unchanged
+
+
+@pytest.mark.nuts
+@pytest.mark.filterwarnings("ignore::pragmodels.inference.diagnostics.FitWarning")  # short chains
+def test_pad_trials_always_pads_the_first_fit_of_a_model():
+    forget_sizes()
+    kw = dict(num_warmup=20, num_samples=20, num_chains=1, progress_bar=False)
+    tree = pm.fit(0, listener_model(), listener_data(50), pad_trials="always", **kw)
+    assert json.loads(tree.attrs["padding"]) == {"n_trials": 50, "padded_to": 64, "arrays": ["utterance", "choice"]}
+    assert tree.observed_data["choice"].shape == (50,)
+    with pytest.raises(ValueError, match="pad_trials must be True, False or 'always'; got 'yes'"):
+        pm.fit(0, listener_model(), listener_data(50), pad_trials="yes", **kw)
+    forget_sizes()
