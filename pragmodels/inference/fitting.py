@@ -30,11 +30,11 @@ import jax
 import numpy as np
 import xarray as xr
 from jax.flatten_util import ravel_pytree
-from numpyro.infer.util import potential_energy
 
 from pragmodels.inference.basins import (
     BASIN_NATS,
     Basin,
+    FlatPotential,
     barriers,
     chain_inits,
     combine,
@@ -520,12 +520,12 @@ def fit(
         init_params, optima = found.init_params, found.summary()
         if init == "basins":
             basins = find_basins(found.end_params, found.potentials, nats=basin_nats)
-            flat, unravel = ravel_pytree({k: v[0] for k, v in found.end_params.items()})
+            point = {k: v[0] for k, v in found.end_params.items()}
             found_by_place = [b.record() for b in basins]
             if basin_merge:
-                threshold = merge_threshold(int(flat.size))
-                barrier = barriers(lambda z: potential_energy(bound, (), arrays, unravel(z)), found.end_params,
-                                   basins, enough=threshold)
+                threshold = merge_threshold(int(ravel_pytree(point)[0].size))
+                barrier = barriers(FlatPotential.of(bound, point), found.end_params, basins, enough=threshold,
+                                   args=(arrays,))
                 basins = merge_connected(basins, barrier, threshold)
             init_params, _ = chain_inits(basins, found.end_params, num_chains)
     run = run_nuts(key_mcmc, run_model, run_data, num_warmup=num_warmup, num_samples=num_samples,

@@ -93,6 +93,42 @@ def test_a_curved_valley_is_one_basin_and_a_real_pass_keeps_two():
     assert len(merge_connected([Basin(0.09, [0]), Basin(0.04, [1])], pass_, merge_threshold(2))) == 2
 
 
+def test_a_flat_potential_is_the_models_and_barriers_compile_it_once():
+    """FlatPotential(z, arrays) is NumPyro's potential at the point z ravels to; equal models and layouts
+    give equal objects, so barriers between the double wells, as a model, trace the model once for two
+    data sets of one shape (a closure over each data set traced it every time) and read the pass as the
+    closure does."""
+    from jax.flatten_util import ravel_pytree
+    from numpyro.infer.util import potential_energy
+
+    from pragmodels.inference.basins import FlatPotential
+
+    traced = []
+
+    def wells(shift):
+        traced.append(1)
+        x = numpyro.sample("x", dist.ImproperUniform(dist.constraints.real, (), ()))
+        s = numpyro.sample("s", dist.Normal(0.0, 1.0).expand([2]).to_event(1))
+        numpyro.factor("well", -((x - shift) ** 2 - 9.0) ** 2 / 4.0)
+
+    point = {"x": jnp.array(0.5), "s": jnp.array([0.1, -0.2])}
+    flat = FlatPotential.of(wells, point)
+    assert flat == FlatPotential.of(wells, {"x": np.zeros(()), "s": np.zeros(2)}) and hash(flat)
+    z = ravel_pytree(point)[0]
+    data = {"shift": jnp.array(0.0)}
+    assert float(flat(z, data)) == pytest.approx(float(potential_energy(wells, (), data, point)), rel=1e-6)
+    ends = {"s": np.zeros((2, 2)), "x": np.array([3.0, -3.0])}
+    found = [barriers(flat, ends, [Basin(0.0, [0]), Basin(0.0, [1])], args=({"shift": jnp.array(v)},))
+             for v in (0.0, 0.001)]
+    n = len(traced)
+    again = barriers(flat, ends, [Basin(0.0, [0]), Basin(0.0, [1])], args=({"shift": jnp.array(0.002)},))
+    assert len(traced) == n  # compiled programs reused: the model was not traced again
+    closure = barriers(lambda z: flat(z, data), ends, [Basin(0.0, [0]), Basin(0.0, [1])])
+    np.testing.assert_allclose(found[0], closure, rtol=1e-5)
+    top = 81 / 4 + np.log(2 * np.pi)  # the pass above basins given potential 0: s's prior adds 2 x log(2 pi) / 2
+    assert found[0][0, 1] == pytest.approx(top, abs=0.05) and again[0, 1] == pytest.approx(top, abs=0.05)
+
+
 def test_merging_is_transitive_and_starts_chains_in_each_piece():
     """Basin 2 connects only to basin 1, which connects to basin 0: all three are one, and its first chains
     start at each piece's optimum in turn."""
