@@ -64,6 +64,12 @@ TRIALS = [
      "note": "cold cache, cores shared with a 5-minute test run during the human fits (their times are not "
              "comparable); all 15 fits at the standards with no refit; the draws of the run after are sized from "
              "its ESS per draw"},
+    {"run": "benchmarks/results/runs/social_meaning_2026-12-06T23-59.json",
+     "what": "the run committed before: starts searched eagerly, the LLM lapse mixed in two steps, the ESR "
+             "measurement model and calibration after the fits",
+     "note": "idle cores, cold cache; all 15 fits at the standards with no refit; the run after compiles the "
+             "starts' search once, mixes the LLM lapse in one step, pads the LLM fits from the start and runs "
+             "the ESR model beside the fits"},
 ]
 
 

@@ -116,6 +116,28 @@ def warmup_rows() -> list[dict]:
     return rows
 
 
+def start_rows() -> list[dict]:
+    """The optimised starts (NumPyro's search for valid starts eager -> compiled) and the LLM likelihood's
+    lapse (two steps -> one), each against its anchor in one process."""
+    rows = []
+    ms = _csv("multistart")
+    for case, g in ms.groupby("case", sort=False):
+        before, after = g.iloc[0], g.iloc[1]
+        for what, col in (("later calls", "later_call_s"), ("first call", "first_call_s")):
+            rows.append({"item": "1 starts", "figure": f"{case}: optimised starts (16 x 2,000 Adam steps), {what} (s), "
+                         "starts searched eagerly -> compiled", "before": before[col], "after": after[col],
+                         "ratio": after[col] / before[col], "target": "", "met": "", "load": after["load"],
+                         "note": "same keys, same end points", "source": "multistart.py"})
+    lk = _csv("likert_lapse")
+    two, one = (lk[lk["form"] == f].iloc[0] for f in ("two steps", "one step"))
+    rows.append({"item": "1 likelihood", "figure": "LLM model (gpt MIN) value and gradient (us), lapse mixed in two "
+                 "steps -> one", "before": two["us_per_gradient"], "after": one["us_per_gradient"],
+                 "ratio": one["us_per_gradient"] / two["us_per_gradient"], "target": "", "met": "", "load": one["load"],
+                 "note": f"compiled loop; potentials within {one['max_abs_potential_diff']:.1g} nats",
+                 "source": "likert_lapse.py"})
+    return rows
+
+
 def chain_method_rows() -> list[dict]:
     """fit's default chain method on one CPU device: sequential (after) against vectorized (before)."""
     df = _csv("chain_method")
@@ -133,7 +155,7 @@ def chain_method_rows() -> list[dict]:
 def main() -> None:
     from benchmarks._results import write_results
 
-    rows = job_rows() + warmup_rows() + chain_method_rows() + hier_rows() + listener_rows() + overhead_rows()
+    rows = job_rows() + warmup_rows() + start_rows() + chain_method_rows() + hier_rows() + listener_rows() + overhead_rows()
     for r in rows:
         print({k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.items()})
     write_results(rows, "speed_summary", "Issue 38 in one table",
