@@ -773,9 +773,14 @@ def run(config: dict, out_dir: Path, mode: str, progress: bool, record: Run) -> 
             beside = stack.enter_context(start_in_worker(measurement_work, *args))
         trees, baseline, cmp = fit_all(human, llm, seed, sampler, progress, motive_prior, conditions, stamp, log,
                                        executor=executor, new=new, rater_nodes=cfg.rater_nodes, resize=mode == "full")
-        if beside is not None and not beside.done():
-            stamp("waiting for the ESR measurement model's worker")
-        done = beside.result() if beside is not None else None
+        done = None
+        if beside is not None:
+            if not beside.done():
+                stamp("waiting for the ESR measurement model's worker")
+            try:
+                done = beside.result()
+            except ChildProcessError as e:  # the worker itself died (e.g. out of memory): do it here instead
+                log(f"the ESR measurement model's worker failed ({e}); running it in this process")
     cmp.to_csv(tables / "loo_compare.csv")
     contrasts(trees).to_csv(tables / "contrasts.csv", index=False)
 

@@ -44,6 +44,8 @@ from typing import (
     cast,
 )
 
+import numpy as np
+
 from pragmodels.errors import PragmodelsError
 from pragmodels.inference import fitting
 from pragmodels.inference.diagnostics import FitWarning
@@ -530,21 +532,28 @@ def _pad_from_the_start(specs: list[FitSpec]) -> list[FitSpec]:
     then pads from the first such fit it meets, where on its own it would compile that first size
     unpadded and the size bucket besides (:func:`pragmodels.inference.padding.worth_padding`; the
     social-meaning study's 12 LLM fits, 1,342-1,440 ratings: two programs per worker instead of one).
-    A model named by a string is resolved here to compare it."""
-    from pragmodels.inference.compile_cache import data_signature, split_data, static_items
+    Keyed with NumPy alone (this process's JAX is not started, a string model not imported)."""
     from pragmodels.model_key import structure_key
+
+    def key(s: FitSpec) -> Any:
+        static = tuple(sorted((k, type(v).__name__, v) for k, v in s.data.items()
+                              if v is None or isinstance(v, (bool, int, float, str))))
+        model = s.model if isinstance(s.model, str) else structure_key(s.model)
+        return model, static
+
+    def shape(s: FitSpec) -> tuple:
+        return tuple(sorted((k, np.shape(v), str(np.asarray(v).dtype)) for k, v in s.data.items()
+                            if not (v is None or isinstance(v, (bool, int, float, str)))))
 
     shapes: dict[Any, set] = {}
     keys: list[Any] = []
     for s in specs:
         try:
-            model = resolve_model(s.model) if isinstance(s.model, str) else s.model
-            static, arrays = split_data(s.data)
-            key = (structure_key(model), static_items(static))
-            shapes.setdefault(key, set()).add(data_signature(arrays))
+            k = key(s)
+            shapes.setdefault(k, set()).add(shape(s))
         except Exception:  # noqa: BLE001 - a spec that cannot be keyed here fails in its worker, with its error
-            key = None
-        keys.append(key)
+            k = None
+        keys.append(k)
     return [dataclasses.replace(s, sampler={**s.sampler, "pad_trials": "always"})
             if k is not None and len(shapes[k]) > 1 and "pad_trials" not in s.sampler else s
             for s, k in zip(specs, keys, strict=True)]

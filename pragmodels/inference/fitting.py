@@ -501,7 +501,8 @@ def fit(
         raise ValueError("the model has no observed sites: pass the observations in `data`.")
 
     # the model and data the programs run on: padded to a size bucket where that changes nothing
-    pad = pad_trials == "always" or (pad_trials is True and worth_padding(model, data))
+    seen_before = worth_padding(model, data) if pad_trials is not False else False  # records this size too
+    pad = pad_trials == "always" or (pad_trials is True and seen_before)
     plan = plan_padding(model, data, info.observed_values) if pad else None
     run_model, run_data = (plan.model, plan.data) if plan is not None and plan.padded else (model, data)
 

@@ -91,7 +91,10 @@ def _starts(model: Callable[..., Any], keys: jax.Array, kwargs: dict[str, Any]) 
     """One uniform start in (-2, 2) on the unconstrained scale per key (NumPyro's ``init_to_uniform``,
     each redrawn until its potential and gradient are finite), compiled: called eagerly, NumPyro's
     search for valid starts is traced and compiled again on every call (5.2 s of each social-meaning
-    LLM fit, 3.3-4.0 s of a human one; benchmarks/multistart.py)."""
+    LLM fit, 3.3-4.0 s of a human one; benchmarks/multistart.py). Traced, NumPyro does not raise for a
+    start it found no valid value for in its 100 tries (eagerly it failed the whole fit): that start
+    ends at an infinite potential and is left out of the basins; all of them so is a
+    ``FloatingPointError`` (:func:`multistart_inits`)."""
     return initialize_model(keys, model, model_kwargs=kwargs, init_strategy=init_to_uniform(radius=2.0)).param_info.z
 
 

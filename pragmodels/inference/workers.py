@@ -20,6 +20,7 @@ import os
 import pickle
 import re
 import sys
+import traceback
 import warnings
 from collections.abc import Callable, Iterator, Mapping
 from multiprocessing.connection import Connection
@@ -169,6 +170,7 @@ def _run_task(conn: Connection, blob: bytes, threads: int, cache_dir: str | None
                           f"{failed})") from e
         outcome: tuple[bool, Any] = (True, fn(*args, **kwargs))
     except BaseException as e:  # noqa: BLE001 - every failure travels back to the caller
+        e.add_note("raised in the worker:\n" + traceback.format_exc())  # the worker's traceback, with the exception
         outcome = (False, e)
     try:
         conn.send(outcome)
@@ -231,6 +233,10 @@ class WorkerTask:
                 self._process.join()
                 raise ChildProcessError(f"the worker running {self.name} ended without a result "
                                         f"(exit code {self._process.exitcode}).") from None
+            except Exception as e:  # sent, but not rebuilt here (e.g. an exception class of odd arguments)
+                self.terminate()
+                raise ChildProcessError(f"the outcome of {self.name} could not be read back: "
+                                        f"{type(e).__name__}: {e}") from e
             self._process.join()
             self._conn.close()
         ok, value = self._outcome
@@ -259,7 +265,9 @@ def start_in_worker(fn: Callable[..., Any], /, *args: Any, threads: int = 1, **k
     ``threads`` XLA threads, the calling process's compilation cache, the packages the caller imported
     by location, such as a study's ``models``) and ends when the call returns. ``fn`` must be
     importable by reference (module-level) and the arguments and result picklable: they travel
-    between the processes, nothing is saved.
+    between the processes, nothing is saved. The worker is a daemonic process, so that it ends with
+    the caller: ``fn`` cannot start processes of its own (a ``fit_many`` with ``executor="process"``).
+    An exception raised by ``fn`` carries the worker's traceback as a note.
 
     Parameters
     ----------

@@ -534,7 +534,8 @@ def node_log_probs(latent: ArrayLike, cutpoints: ArrayLike, lapse: ArrayLike = 0
     if fixed is not None and float(fixed) == 0:
         return ordinal_log_probs(latent, cutpoints)
     eta, c = jnp.asarray(latent), jnp.asarray(cutpoints)
-    return _mixed_log_probs(eta, c, jnp.asarray(lapse, jnp.result_type(eta, c)))
+    dtype = jnp.result_type(eta, c, float)  # integer latents and cutpoints: a float lapse, not a truncated one
+    return _mixed_log_probs(eta.astype(dtype), c.astype(dtype), jnp.asarray(lapse, dtype))
 
 
 def _logistic_pair(d: jax.Array) -> tuple[jax.Array, jax.Array]:

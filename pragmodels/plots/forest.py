@@ -21,16 +21,22 @@ def _common_draws(trees: Mapping[str, xr.DataTree], var_names: Sequence[str]) ->
     ``plot_forest`` aligns the fits on their chain and draw coordinates; fits with different
     numbers of draws (e.g. 1,500 for the human fit, 600 for the LLM fits) then come out as NaN
     for every fit but one and vanish from the plot. A forest plot shows medians and intervals,
-    which the first ``min`` draws of every chain estimate well enough."""
+    which ``min`` draws of every chain estimate well enough: evenly spaced over the chain, not its
+    first ones (a fit of several basins holds each basin's draws in a block of its chains,
+    :func:`pragmodels.inference.basins.combine`)."""
     import itertools
 
+    import numpy as np
     import xarray as xr
 
     n_chain = min(t["posterior"].sizes["chain"] for t in trees.values())
     n_draw = min(t["posterior"].sizes["draw"] for t in trees.values())
     out = {}
     for label, tree in trees.items():
-        post = tree["posterior"].to_dataset()[list(var_names)].isel(chain=slice(0, n_chain), draw=slice(0, n_draw))
+        n = tree["posterior"].sizes["draw"]
+        keep = np.round(np.linspace(0, n - 1, n_draw)).astype(int) if n > n_draw else slice(None)
+        post = tree["posterior"].to_dataset()[list(var_names)].isel(chain=slice(0, n_chain), draw=keep)
+        post = post.assign_coords(draw=np.arange(n_draw))
         flat = {}
         for v in var_names:
             da = post[v]

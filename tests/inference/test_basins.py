@@ -108,7 +108,7 @@ def test_a_flat_potential_is_the_models_and_barriers_compile_it_once():
     def wells(shift):
         traced.append(1)
         x = numpyro.sample("x", dist.ImproperUniform(dist.constraints.real, (), ()))
-        s = numpyro.sample("s", dist.Normal(0.0, 1.0).expand([2]).to_event(1))
+        numpyro.sample("s", dist.Normal(0.0, 1.0).expand([2]).to_event(1))
         numpyro.factor("well", -((x - shift) ** 2 - 9.0) ** 2 / 4.0)
 
     point = {"x": jnp.array(0.5), "s": jnp.array([0.1, -0.2])}

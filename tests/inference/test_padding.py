@@ -144,10 +144,14 @@ def test_fit_many_pads_from_the_start_the_model_it_runs_at_several_sizes():
     specs = [FitSpec("a", listener_model(), listener_data(50), seed=0),
              FitSpec("b", listener_model(), listener_data(60), seed=1),
              FitSpec("c", listener_model(), listener_data(57), sampler={"pad_trials": False}, seed=2),
-             FitSpec("d", listener_model(depth=2), listener_data(60), seed=3)]
+             FitSpec("d", listener_model(depth=2), listener_data(60), seed=3),
+             # a model named by a string is keyed by its name (not imported here); static values split models
+             FitSpec("e", "somewhere.py:model", listener_data(50), seed=4),
+             FitSpec("f", "somewhere.py:model", listener_data(60), seed=5),
+             FitSpec("g", "somewhere.py:model", {**listener_data(60), "depth": 2}, seed=6)]
     out = _pad_from_the_start(specs)
-    assert [s.sampler.get("pad_trials") for s in out] == ["always", "always", False, None]
-    assert [s.sampler.get("pad_trials") for s in specs] == [None, None, False, None]  # the caller's specs unchanged
+    assert [s.sampler.get("pad_trials") for s in out] == ["always", "always", False, None, "always", "always", None]
+    assert [s.sampler.get("pad_trials") for s in specs] == [None, None, False] + [None] * 4  # the caller's specs unchanged
 
 
 @pytest.mark.nuts
@@ -158,6 +162,7 @@ def test_pad_trials_always_pads_the_first_fit_of_a_model():
     tree = pm.fit(0, listener_model(), listener_data(50), pad_trials="always", **kw)
     assert json.loads(tree.attrs["padding"]) == {"n_trials": 50, "padded_to": 64, "arrays": ["utterance", "choice"]}
     assert tree.observed_data["choice"].shape == (50,)
+    assert worth_padding(listener_model(), listener_data(60))  # the padded fit's size was recorded all the same
     with pytest.raises(ValueError, match="pad_trials must be True, False or 'always'; got 'yes'"):
         pm.fit(0, listener_model(), listener_data(50), pad_trials="yes", **kw)
     forget_sizes()

@@ -24,8 +24,9 @@ def test_the_worker_is_set_up_as_fit_manys_and_returns_the_result():
 
 
 def test_an_exception_comes_back_as_raised_and_a_dead_worker_is_named():
-    with pytest.raises(ValueError, match="invalid literal for int"):
+    with pytest.raises(ValueError, match="invalid literal for int") as raised:
         start_in_worker(int, "x").result(timeout=120)
+    assert "raised in the worker" in "".join(raised.value.__notes__)  # with the worker's traceback
     with pytest.raises(ChildProcessError, match=r"_exit ended without a result \(exit code 3\)"):
         start_in_worker(os._exit, 3).result(timeout=120)
 

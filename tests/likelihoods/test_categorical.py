@@ -104,6 +104,10 @@ def test_likert_with_a_scalar_lapse_is_the_mixture_of_numpyros_ordered_logistic(
             np.testing.assert_allclose(g1, g2, rtol=1e-4, atol=1e-6)
     with pytest.raises(ValueError, match=r"site 'r': lapse = 1.5; expected a lapse"):
         site_log_prob(categorical.likert_ratings, "r", latent, cut, ratings, lapse=1.5)
+    # integer latents and cutpoints: the lapse is still mixed in (a float, not truncated to the inputs' int)
+    ints = np.exp(np.asarray(categorical.node_log_probs(jnp.array([0, 1]), jnp.array([-1, 0, 1]), 0.5)))
+    floats = np.exp(np.asarray(categorical.ordinal_log_probs(jnp.array([0.0, 1.0]), jnp.array([-1.0, 0.0, 1.0]))))
+    np.testing.assert_allclose(ints, 0.5 * floats + 0.5 / 4, rtol=1e-6)
 
 
 def site_log_prob_traced(fn, *args, **kw):

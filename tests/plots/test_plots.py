@@ -46,6 +46,20 @@ def test_forest_shows_every_fit_even_with_different_draw_counts():
         assert sum(abs(m - truth) < 0.1 for m in mids) == 2, (truth, mids)  # its two intervals (50%, 94%)
 
 
+def test_common_draws_spread_over_the_chain_not_its_first_ones():
+    """A fit of two basins holds each basin's draws in a block of its chains (first 1,200 of 1,500 at 0,
+    the last 300 at 10): cut to another fit's 600 draws, the forest keeps evenly spaced ones, so the
+    second basin's share stays a fifth (the first 600 would hold none of it)."""
+    from pragmodels.plots.forest import _common_draws
+
+    blocks = _tree(1500, 0.0, 0)
+    blocks["posterior"]["alpha"].values[:, 1200:] += 10.0
+    out = _common_draws({"basins": blocks, "other": _tree(600, 0.0, 1)}, ["alpha"])
+    kept = out["basins"]["posterior"]["alpha"].values
+    assert kept.shape == (4, 600) and list(out["basins"]["posterior"]["draw"].values) == list(range(600))
+    assert abs(float((kept > 5).mean()) - 0.2) < 0.01
+
+
 def test_forest_gives_thirteen_fits_thirteen_colours():
     """The study compares humans and 12 LLM x prompt fits; the default cycle of 10 colours gave
     two fits the same colour."""
