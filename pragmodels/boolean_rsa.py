@@ -23,7 +23,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-__all__ = ["boolean_recursion", "speaker_table", "listener_weights", "listener_table", "safe_range"]
+__all__ = ["boolean_recursion", "speaker_table", "listener_weights", "listener_norms", "listener_table", "safe_range"]
 
 
 def safe_range(dtype: jnp.dtype) -> float:
@@ -47,6 +47,12 @@ def safe_range(dtype: jnp.dtype) -> float:
 def _log_matvec(mask: jax.Array, log_x: jax.Array, transpose: bool) -> tuple[jax.Array, jax.Array]:
     """``log(M x)`` (or ``log(M^T x)``) for ``x = exp(log_x)`` (``-inf`` entries: 0), and the range
     (max - min over finite entries) of ``log_x``; an all ``-inf`` result row stays ``-inf``."""
+    log_y, spread, _ = _log_matvec_nan(mask, log_x, transpose)
+    return log_y, spread
+
+
+def _log_matvec_nan(mask: jax.Array, log_x: jax.Array, transpose: bool) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """:func:`_log_matvec`, and whether the product met a NaN of ``mask`` (a row of ``-inf`` there)."""
     finite = log_x > -jnp.inf
     top = jnp.max(jnp.where(finite, log_x, -jnp.inf))
     top = jax.lax.stop_gradient(jnp.where(top > -jnp.inf, top, 0.0))
@@ -55,7 +61,7 @@ def _log_matvec(mask: jax.Array, log_x: jax.Array, transpose: bool) -> tuple[jax
     x = jnp.where(finite, jnp.exp(jnp.where(finite, log_x, 0.0) - top), 0.0)
     y = (x @ mask) if transpose else (mask @ x)
     ok = y > 0
-    return jnp.where(ok, jnp.log(jnp.where(ok, y, 1.0)) + top, -jnp.inf), spread
+    return jnp.where(ok, jnp.log(jnp.where(ok, y, 1.0)) + top, -jnp.inf), spread, jnp.any(jnp.isnan(y))
 
 
 def _speaker_weights(log_n: jax.Array, alpha: jax.Array, cost: jax.Array, outside: bool) -> jax.Array:
@@ -73,14 +79,17 @@ def _speaker_weights(log_n: jax.Array, alpha: jax.Array, cost: jax.Array, outsid
 
 
 def boolean_recursion(mask: jax.Array, alpha: jax.Array, cost: jax.Array, log_inner: jax.Array, depth: int,
-                      outside: bool) -> tuple[jax.Array, jax.Array, jax.Array]:
-    """The speaker at level ``depth`` as ``(log w [utterance], log Z [state], spread)``.
+                      outside: bool) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
+    """The speaker at level ``depth`` as ``(log w [utterance], log Z [state], spread, nan)``.
 
     ``S_depth(u | s) = M[u, s] w(u) / Z(s)``; ``spread`` is the widest range a rescaled vector had
-    (compare with :func:`safe_range`: beyond it the result may have lost entries to underflow).
+    (compare with :func:`safe_range`: beyond it the result may have lost entries to underflow);
+    ``nan``: whether ``mask`` holds a NaN (read from the first product, so a caller that marks the
+    entries it cannot trust as NaN, a graded entry of a traced lexicon, learns of them without a
+    pass of its own over the table).
 
     Shapes: ``mask [utterance, state]``, ``alpha []``, ``cost [utterance]``, ``log_inner [state]``
-    -> ``([utterance], [state], [])``.
+    -> ``([utterance], [state], [], [])``.
 
     Parameters
     ----------
@@ -101,13 +110,13 @@ def boolean_recursion(mask: jax.Array, alpha: jax.Array, cost: jax.Array, log_in
     -------
     tuple of jax.Array
     """
-    log_n, spread = _log_matvec(mask, log_inner, transpose=False)
+    log_n, spread, nan = _log_matvec_nan(mask, log_inner, transpose=False)
     for level in range(depth):
         log_w = _speaker_weights(log_n, alpha, cost, outside)
         log_z, s_w = _log_matvec(mask, log_w, transpose=True)
         spread = jnp.maximum(spread, s_w)
         if level == depth - 1:
-            return log_w, log_z, spread
+            return log_w, log_z, spread, nan
         ok = log_z > -jnp.inf
         log_v = jnp.where(ok, log_inner - jnp.where(ok, log_z, 0.0), -jnp.inf)
         log_n, s_v = _log_matvec(mask, log_v, transpose=False)
@@ -140,13 +149,24 @@ def listener_weights(log_z: jax.Array, log_prior: jax.Array) -> tuple[jax.Array,
     return log_v, jnp.where(jnp.any(ok_z), jax.lax.stop_gradient(top - low), 0.0)
 
 
-def listener_table(mask: jax.Array, log_v: jax.Array) -> jax.Array:
+def listener_norms(mask: jax.Array, log_v: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """``log (M v)(u)``, the listener's normaliser per utterance (:func:`listener_table`), and the range of
+    ``log v`` the product was taken over (:func:`safe_range`).
+
+    Shapes: ``mask [utterance, state]``, ``log_v [state]`` -> ``([utterance], [])``.
+    """
+    return _log_matvec(mask, log_v, transpose=False)
+
+
+def listener_table(mask: jax.Array, log_v: jax.Array, log_mv: jax.Array | None = None) -> jax.Array:
     """The listener above the speaker ``M w / Z``: ``log L(s | u) = log v(s) - log (M v)(u)``
     (:func:`listener_weights`), where ``M[u, s] = 1`` (``-inf`` elsewhere; an utterance true of no
-    state with ``v > 0`` is all ``-inf``).
+    state with ``v > 0`` is all ``-inf``). ``log_mv``: :func:`listener_norms`' first value, when the
+    caller has it (then the table is one elementwise pass).
 
-    Shapes: ``mask [utterance, state]``, ``log_v [state]`` -> ``[utterance, state]``.
+    Shapes: ``mask [utterance, state]``, ``log_v [state]``, ``log_mv [utterance]`` -> ``[utterance, state]``.
     """
-    log_mv, _ = _log_matvec(mask, log_v, transpose=False)
+    if log_mv is None:
+        log_mv, _ = _log_matvec(mask, log_v, transpose=False)
     ok = (mask > 0) & (log_v[None, :] > -jnp.inf) & (log_mv[:, None] > -jnp.inf)
     return jnp.where(ok, jnp.where(ok, log_v[None, :], 0.0) - jnp.where(ok, log_mv[:, None], 0.0), -jnp.inf)

@@ -305,7 +305,7 @@ def test_boolean_closed_form_falls_back_where_float32_would_underflow():
     from pragmodels.boolean_rsa import boolean_recursion, safe_range
 
     mask = (log_sem > -jnp.inf).astype(jnp.float32)
-    _, _, spread = boolean_recursion(mask, jnp.float32(60.0), jnp.zeros(30), jnp.zeros(40), 1, False)
+    _, _, spread, _ = boolean_recursion(mask, jnp.float32(60.0), jnp.zeros(30), jnp.zeros(40), 1, False)
     assert float(spread) > safe_range(jnp.float32)  # the case does exercise the fallback
     ref = pm.pragmatic_listener(log_sem, 60.0)
     got = jax.jit(lambda a: pm.pragmatic_listener(log_sem, a, boolean=True))(60.0)
@@ -338,3 +338,12 @@ def test_a_traced_graded_lexicon_under_boolean_true_is_nan():
     f = jax.jit(lambda ls: pm.pragmatic_listener(ls, 1.0, boolean=True))
     assert np.isnan(np.asarray(f(jnp.array([[0.0, -0.5], [-jnp.inf, 0.0]])))).all()
     assert np.isfinite(np.asarray(f(jnp.array([[0.0, 0.0], [-jnp.inf, 0.0]])))[1, 1])
+    # the log-space branch too (alpha 60 on an utterance true of one state and one true of all: beyond float32's
+    # range, the fallback runs), with the graded test fused into each branch's last step
+    truth = random_lexicon(np.random.default_rng(5), 30, 40, empty=False)
+    truth[0], truth[1] = 0.0, 1.0
+    truth[0, 3] = 1.0
+    log_sem = to_log(truth).at[2, 5].set(-0.5)
+    g = jax.jit(lambda ls: pm.pragmatic_listener(ls, 60.0, boolean=True))
+    assert np.isnan(np.asarray(g(log_sem))).all()
+    assert not np.isnan(np.asarray(g(to_log(truth)))).any()
