@@ -70,6 +70,10 @@ TRIALS = [
      "note": "idle cores, cold cache; all 15 fits at the standards with no refit; the run after compiles the "
              "starts' search once, mixes the LLM lapse in one step, pads the LLM fits from the start and runs "
              "the ESR model beside the fits"},
+    {"run": "benchmarks/results/runs/social_meaning_2026-12-07T01-44.json",
+     "what": "the same code but the review's fixes (the forest's draws, padding keyed without JAX)",
+     "note": "idle cores, cold cache; the same 15 fits, draw for draw, as the run after (identical ESS), "
+             "which took 503 s an hour later: the spread between the two is this machine's"},
 ]
 
 
