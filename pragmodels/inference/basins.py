@@ -485,7 +485,8 @@ def log_masses(rng_key: jax.Array, model: Callable[..., Any], arrays: Mapping[st
         b.log_mass = float(np.mean(estimates))
         b.log_mass_se = float(np.std(estimates, ddof=1) / math.sqrt(repeats)) if repeats > 1 else float("nan")
     logs = np.array([b.log_mass for b in basins])
-    w = np.exp(logs - np.logaddexp.reduce(logs))
+    with np.errstate(invalid="ignore"):  # a mass bridge sampling could not estimate (NaN): NaN weights, which
+        w = np.exp(logs - np.logaddexp.reduce(logs))  # combine refuses, and fit then keeps every chain
     for b, wk in zip(basins, w, strict=True):
         b.weight = float(wk)
 
@@ -507,7 +508,10 @@ def combine(draws: Mapping[str, np.ndarray], basins: list[Basin], num_chains: in
     (chain and draw index into the run).
     """
     n_draw = next(iter(draws.values())).shape[1]
-    w = np.array([b.weight for b in basins])
+    w = np.array([b.weight for b in basins], dtype=float)
+    if not (np.isfinite(w).all() and (w >= 0).all() and abs(w.sum() - 1.0) < 1e-6):
+        raise ValueError(f"the basins' weights must be finite, >= 0 and sum to 1; got {w.tolist()} (a mass that "
+                         "bridge sampling could not estimate): the result keeps every chain as it ran.")
     raw = w * n_draw
     counts = np.floor(raw).astype(int)
     counts[np.argsort(raw - counts)[::-1][: n_draw - counts.sum()]] += 1

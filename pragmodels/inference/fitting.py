@@ -551,13 +551,20 @@ def fit(
           if posterior_predictive else None)
     basin_diag = None
     if basins is not None:  # the basins' masses, then every chain of the result draws from each by its weight
-        basins, basin_diag = _weigh_basins(jax.random.fold_in(key, 2), bound_model(run_model, static), arrays, run,
-                                           basins, max_tree_depth)
-        index = combine(run.samples, basins, num_chains, np.random.default_rng(int(jax.random.randint(
-            jax.random.fold_in(key, 3), (), 0, 2**31 - 1))))
-        run = dataclasses.replace(run, samples=take(run.samples, index), stats=take(run.stats, index))
-        loglik = take(loglik, index) if loglik else loglik
-        pp = take(pp, index) if pp else pp
+        by_mass = basins
+        weighed = steps.attempt("basins", lambda: _weigh_basins(
+            jax.random.fold_in(key, 2), bound_model(run_model, static), arrays, run, by_mass, max_tree_depth))
+        index = None
+        if weighed is not None:
+            basins, basin_diag = weighed
+            index = steps.attempt("basins", lambda: combine(run.samples, basins, num_chains, np.random.default_rng(
+                int(jax.random.randint(jax.random.fold_in(key, 3), (), 0, 2**31 - 1)))))
+        if index is None:  # not weighed: every chain as it ran, diagnosed together (so basins that did not mix show)
+            basin_diag = None
+        else:
+            run = dataclasses.replace(run, samples=take(run.samples, index), stats=take(run.stats, index))
+            loglik = take(loglik, index) if loglik else loglik
+            pp = take(pp, index) if pp else pp
     prior = None
     if prior_predictive:
         prior = steps.attempt("prior_predictive", lambda: prior_predictive_draws(

@@ -273,3 +273,27 @@ def test_a_lone_basin_has_weight_one_and_no_mass_estimate(monkeypatch):
     assert basin["weight"] == 1.0 and basin["log_mass"] is None and basin["log_mass_se"] is None
     assert basin["chains"] == [0, 1] and tree.posterior["mu"].shape == (2, 100)
     assert abs(float(tree.posterior["mu"].mean()) - Y.mean()) < 0.3  # 5 obs of SD 1: posterior SD 0.45
+
+
+@pytest.mark.nuts
+@pytest.mark.filterwarnings("ignore::pragmodels.inference.diagnostics.FitWarning")  # short chains, unmixed basins
+def test_a_mass_bridge_sampling_cannot_estimate_keeps_every_chain(monkeypatch):
+    """A NaN log mass (bridge sampling failed) leaves the weights undefined: the fit does not lose its chains
+    but keeps every basin's chains as they ran, diagnosed together, and says why (postprocessing_error,
+    PostprocessingWarning); combine refuses such weights by name."""
+    from pragmodels.inference import basins as basins_module
+    from pragmodels.inference.fitting import PostprocessingWarning
+
+    monkeypatch.setattr(basins_module, "bridge_log_mass", lambda *a, **k: float("nan"))
+    kw = dict(num_warmup=100, num_samples=100, num_chains=1, progress_bar=False, init="basins", basin_merge=False)
+    with pytest.warns(PostprocessingWarning, match="basins"):
+        tree = pm.fit(0, two_modes, dict(y=Y), **kw)
+    errors = json.loads(tree.attrs["postprocessing_error"])
+    assert "weights must be finite" in errors["basins"]
+    record = json.loads(tree.attrs["basins"])
+    n_basins = len(record["basins"])
+    assert n_basins > 1 and tree.posterior["mu"].shape == (n_basins, 100)  # every basin's chain, none dropped
+    with pytest.raises(ValueError, match=r"weights must be finite.*\[nan, nan\]"):
+        combine({"x": np.zeros((2, 10))}, [Basin(0.0, [0], chains=[0], weight=float("nan")),
+                                          Basin(1.0, [1], chains=[1], weight=float("nan"))], 1,
+                np.random.default_rng(0))
