@@ -26,12 +26,28 @@ import numpy as np
 
 from pragmodels.model_key import structure_key
 
-__all__ = ['split_data', 'data_signature', 'static_items', 'CompiledEntry', 'lookup', 'store', 'cache_info',
+__all__ = ['split_data', 'is_static', 'data_signature', 'static_items', 'CompiledEntry', 'lookup', 'store', 'cache_info',
            'clear_cache', 'set_cache_size', 'bound_model', 'model_label']
 
 _STATIC_TYPES = (bool, int, float, str)
 
 # ----------------------------------------------------------------------------- data and cache
+
+
+def is_static(value: Any) -> bool:
+    """Whether a model keyword argument is static (bound into the model, part of the cache key) rather
+    than a traced array: Python ``None``, ``bool``, ``int``, ``float`` and ``str`` (:func:`split_data`).
+
+    Parameters
+    ----------
+    value : object
+        A value of the model's data.
+
+    Returns
+    -------
+    bool
+    """
+    return value is None or isinstance(value, _STATIC_TYPES)
 
 
 def split_data(data: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, jax.Array]]:
@@ -63,7 +79,7 @@ def split_data(data: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, jax.A
         raise TypeError(f"data must be a dict of model keyword arguments; got {type(data).__name__}.")
     static, arrays = {}, {}
     for name, value in data.items():
-        if value is None or isinstance(value, _STATIC_TYPES):
+        if is_static(value):
             static[name] = value
             continue
         try:

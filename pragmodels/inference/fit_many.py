@@ -533,17 +533,16 @@ def _pad_from_the_start(specs: list[FitSpec]) -> list[FitSpec]:
     unpadded and the size bucket besides (:func:`pragmodels.inference.padding.worth_padding`; the
     social-meaning study's 12 LLM fits, 1,342-1,440 ratings: two programs per worker instead of one).
     Keyed with NumPy alone (this process's JAX is not started, a string model not imported)."""
+    from pragmodels.inference.compile_cache import is_static, static_items
     from pragmodels.model_key import structure_key
 
     def key(s: FitSpec) -> Any:
-        static = tuple(sorted((k, type(v).__name__, v) for k, v in s.data.items()
-                              if v is None or isinstance(v, (bool, int, float, str))))
         model = s.model if isinstance(s.model, str) else structure_key(s.model)
-        return model, static
+        return model, static_items({k: v for k, v in s.data.items() if is_static(v)})
 
     def shape(s: FitSpec) -> tuple:
         return tuple(sorted((k, np.shape(v), str(np.asarray(v).dtype)) for k, v in s.data.items()
-                            if not (v is None or isinstance(v, (bool, int, float, str)))))
+                            if not is_static(v)))
 
     shapes: dict[Any, set] = {}
     keys: list[Any] = []
