@@ -24,6 +24,8 @@ conventions and their references are on the docs page *Declaring models* ("The R
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from typing import Literal
 
 import jax
@@ -357,10 +359,12 @@ def _boolean_agent(log_semantics: jax.Array, alpha: ArrayLike, cost: ArrayLike |
                                                      cost_scaling == "outside")
 
     log_v, spread_v = listener_weights(log_z, log_outer)
-    log_mv = None
     if listener:  # the final listener multiplies by v = P / Z: its range counts too
         log_mv, _ = listener_norms(mask, log_v)  # before the cond: the branch is then one pass over the table
         spread = jnp.maximum(spread, spread_v)
+        table: Callable[[], jax.Array] = functools.partial(listener_table, mask, log_v, log_mv)
+    else:
+        table = lambda: speaker_table(mask, log_w, log_z, log_inner).T  # noqa: E731
 
     # traced, a graded entry (NaN in the mask, found by the recursion's first product) makes the result NaN,
     # applied in each branch's last step, where it fuses with the table's one pass. A test of its own over
@@ -371,8 +375,7 @@ def _boolean_agent(log_semantics: jax.Array, alpha: ArrayLike, cost: ArrayLike |
         return jnp.where(graded, jnp.nan, table) if traced else table
 
     def closed() -> jax.Array:
-        table = listener_table(mask, log_v, log_mv) if listener else speaker_table(mask, log_w, log_z, log_inner).T
-        return poisoned(table.astype(out.dtype))
+        return poisoned(table().astype(out.dtype))
 
     return jax.lax.cond(spread <= safe_range(out.dtype), closed, lambda: poisoned(log_space()))
 

@@ -158,15 +158,13 @@ def listener_norms(mask: jax.Array, log_v: jax.Array) -> tuple[jax.Array, jax.Ar
     return _log_matvec(mask, log_v, transpose=False)
 
 
-def listener_table(mask: jax.Array, log_v: jax.Array, log_mv: jax.Array | None = None) -> jax.Array:
+def listener_table(mask: jax.Array, log_v: jax.Array, log_mv: jax.Array) -> jax.Array:
     """The listener above the speaker ``M w / Z``: ``log L(s | u) = log v(s) - log (M v)(u)``
-    (:func:`listener_weights`), where ``M[u, s] = 1`` (``-inf`` elsewhere; an utterance true of no
-    state with ``v > 0`` is all ``-inf``). ``log_mv``: :func:`listener_norms`' first value, when the
-    caller has it (then the table is one elementwise pass).
+    (:func:`listener_weights`; ``log_mv``: :func:`listener_norms`' first value), where ``M[u, s] = 1``
+    (``-inf`` elsewhere; an utterance true of no state with ``v > 0`` is all ``-inf``). One
+    elementwise pass over the table.
 
     Shapes: ``mask [utterance, state]``, ``log_v [state]``, ``log_mv [utterance]`` -> ``[utterance, state]``.
     """
-    if log_mv is None:
-        log_mv, _ = _log_matvec(mask, log_v, transpose=False)
     ok = (mask > 0) & (log_v[None, :] > -jnp.inf) & (log_mv[:, None] > -jnp.inf)
     return jnp.where(ok, jnp.where(ok, log_v[None, :], 0.0) - jnp.where(ok, log_mv[:, None], 0.0), -jnp.inf)
