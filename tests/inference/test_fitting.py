@@ -120,6 +120,7 @@ def test_datatree_groups_dims_and_provenance(fitted, speaker_data):
     settings = json.loads(attrs["sampler_settings"])
     assert settings["chain_method"] == default_chain_method() and settings["chain_method_requested"] == "auto"
     assert (settings["devices"] > 1) == (settings["chain_method"] == "parallel")
+    assert settings["mass_matrix"] == "adapt"  # the default (test_laplace_mass.py: the other value)
     assert fitted["posterior"]["cost_weight"].dims == ("chain", "draw", "cost_term")
     assert attrs["model"].startswith("rsa_speaker(depth=1")
     assert attrs["pragmodels_version"] == pm.__version__

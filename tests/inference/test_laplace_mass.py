@@ -137,6 +137,9 @@ def test_the_first_phase_re_estimates_a_wrong_laplace_matrix():
                                rtol=1e-4)
 
 
+# a statistical check, in the slow tier: the default run fits with the Laplace mass in
+# test_settings_are_checked_and_recorded, and checks the matrix the kernel uses in test_nuts_uses_the_laplace_mass
+@pytest.mark.slow
 @pytest.mark.nuts
 def test_laplace_mass_matches_exact_beta_posterior():
     """A skewed posterior (Beta, on the logit scale its Laplace approximation is only approximate), started
@@ -167,6 +170,4 @@ def test_settings_are_checked_and_recorded():
     assert settings["mass_matrix"] == "laplace" and settings["init"] == "optimize"
     steps = json.loads(tree.attrs["warmup_leapfrog_steps"])
     assert len(steps) == 2 and all(isinstance(n, int) and n >= 100 for n in steps)
-    assert json.loads(pm.fit(0, beta_binomial, data, num_warmup=20, num_samples=20, num_chains=1,
-                             progress_bar=False, posterior_predictive=False).attrs["sampler_settings"]
-                      )["mass_matrix"] == "adapt"
+    # the default, "adapt", is recorded too: tests/inference/test_fitting.py::test_datatree_groups_dims_and_provenance

@@ -85,10 +85,11 @@ def check_exact_beta(theta):
         assert np.all(np.abs(got - exact.ppf(q)) < 4 * se_q), (q, got, exact.ppf(q), se_q)
 
 
-# sequential chains in `make test-all`: the default run checks them draw for draw against numpyro's
-# MCMC (test_draws_equal_numpyro_mcmc), and vectorized chains against the exact posterior here
+# a statistical check, in `make test-all` (the slow tier): the default run checks one, three vectorized
+# and three sequential chains draw for draw against numpyro's MCMC (test_draws_equal_numpyro_mcmc)
+@pytest.mark.slow
 @pytest.mark.nuts
-@pytest.mark.parametrize("method", ["vectorized", pytest.param("sequential", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("method", ["vectorized", "sequential"])
 def test_posterior_matches_exact_beta_posterior(method):
     """Means and 5/50/95% quantiles of each group's rate within 4 Monte Carlo standard errors of the
     exact Beta posterior, for vectorized and for sequential chains (so the chain methods agree in
