@@ -20,6 +20,13 @@ from pragmodels.runtime import configure_host_devices, enable_compilation_cache 
 # Measured on the two cores: a first fit of a small listener 10.1 -> 7.2 s, tests/test_validation.py +
 # test_agents.py 90 -> 69 s, the whole tier 566-568 -> 392-464 s. Processes the tests start inherit it.
 _NO_LLVM_OPT = "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"
+# XLA_FLAGS as the run was started, kept for the processes it starts: pytest-xdist's workers inherit the
+# environment of the controller, which has imported this file with no worker count and asked for a device per
+# core. Without the reset a worker kept the controller's flag (configure_host_devices leaves a device count
+# alone), so each of the two workers ran two devices and fits chose "parallel" instead of one device each.
+_RUN_FLAGS = "PRAGMODELS_TESTS_XLA_FLAGS"
+os.environ.setdefault(_RUN_FLAGS, os.environ.get("XLA_FLAGS", ""))
+os.environ["XLA_FLAGS"] = os.environ[_RUN_FLAGS]
 if "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
     os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {_NO_LLVM_OPT}".strip()
 
