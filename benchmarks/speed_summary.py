@@ -152,10 +152,25 @@ def chain_method_rows() -> list[dict]:
     return rows
 
 
+def listener_form_rows() -> list[dict]:
+    """The general listener's forms tried (``listener_forms.py``): each against the floor, same process."""
+    df = _csv("listener_forms")
+    rows = []
+    for _, r in df[df["form"] != "floor"].iterrows():
+        floor = df[(df["n"] == r["n"]) & (df["form"] == "floor")].iloc[0]
+        rows.append({"item": "3 listener forms", "figure": f"{r['n']}x{r['n']} depth 1, general: {r['form']} (ms)",
+                     "before": floor["ms"], "after": r["ms"], "ratio": r["over_floor"], "target": "<= 1 (floor)",
+                     "met": "yes" if r["over_floor"] <= 1.0 else "no", "load": r["load"],
+                     "note": "shipped" if r["form"] == "pragmodels" else "probe, not shipped",
+                     "source": "listener_forms.py"})
+    return rows
+
+
 def main() -> None:
     from benchmarks._results import write_results
 
-    rows = job_rows() + warmup_rows() + start_rows() + chain_method_rows() + hier_rows() + listener_rows() + overhead_rows()
+    rows = (job_rows() + warmup_rows() + start_rows() + chain_method_rows() + hier_rows() + listener_rows()
+            + listener_form_rows() + overhead_rows())
     for r in rows:
         print({k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.items()})
     write_results(rows, "speed_summary", "Issue 38 in one table",
