@@ -10,18 +10,23 @@ YNNPACK reductions per log-sum-exp, three [n, n] tables written, eight reads), s
 measures the forms that would change the passes or the work per element:
 
 - ``select-free``: the safety of :mod:`pragmodels.logmath` without per-element selects in the forward
-  pass (``x - where(ok, lse, inf)``; ``alpha * log_p`` with the double ``where`` in a custom JVP only);
+  pass (``x - where(ok, lse, inf)``; ``alpha * log_p`` with the double ``where`` in a custom JVP only;
+  for ``alpha > 0``: at ``alpha = 0`` a false entry gives ``0 * -inf = NaN`` where ``masked_scale`` keeps it out);
 - ``row blocks``: the table in blocks of 128 utterances (a ``fori_loop``), each block's rows
   normalised in cache, the speaker's column log-sum-exp accumulated online; two reads of the table;
 - ``factored``: the same listener with its cancellations taken out, exactly, in log space: the prior's
   ``alpha log P(s)`` cancels in the speaker's normaliser and the utterance's ``-alpha log Z0(u)`` in the
   listener's, so ``log L1 = normalise_s(alpha log_semantics + lv[s])`` with
-  ``lv[s] = -logsumexp_u(alpha log_semantics[u, s] - alpha log Z0[u])``: no L0 or S1 table;
+  ``lv[s] = -logsumexp_u(alpha log_semantics[u, s] - alpha log Z0[u])`` (uniform prior, as measured; a
+  prior adds its ``log P(s)`` to ``lv``): no L0 or S1 table;
 - ``closed form``: the graded analogue of the Boolean closed form,
   ``L1(s | u) = K[u, s] v[s] / (K v)[u]`` with ``K = exp(alpha log_semantics)`` and
   ``v = P / (w^T K)``, ``w[u] = exp(-alpha cost[u]) Z0[u]^-alpha``: two matrix-vector products on a
-  table written once. Without the spread checks and log-space fallback a library version would need
-  (an entry more than ~87 nats below its row's largest underflows), so an upper bound on its speed.
+  table written once. Without the spread checks and log-space fallback a library version would need,
+  so an upper bound on its speed: where a state's whole column lies more than about 87 / alpha nats
+  below its rows' largest entries (float32), its column sum underflows and the whole table comes back
+  NaN (a 3 x 3 lexicon with one column at 1e-30 does). The check below uses random graded lexicons,
+  which never come near that.
 
 Each form is checked against the floor (max abs difference of log L1 below 1e-4) before timing;
 milliseconds per call after two warm-up calls, the forms interleaved, medians. Writes

@@ -20,17 +20,21 @@ from pragmodels.runtime import configure_host_devices, enable_compilation_cache 
 # Measured on the two cores: a first fit of a small listener 10.1 -> 7.2 s, tests/test_validation.py +
 # test_agents.py 90 -> 69 s, the whole tier 566-568 -> 392-464 s. Processes the tests start inherit it.
 _NO_LLVM_OPT = "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"
-# XLA_FLAGS as the run was started, kept for the processes it starts: pytest-xdist's workers inherit the
-# environment of the controller, which has imported this file with no worker count and asked for a device per
-# core. Without the reset a worker kept the controller's flag (configure_host_devices leaves a device count
-# alone), so each of the two workers ran two devices and fits chose "parallel" instead of one device each.
-_RUN_FLAGS = "PRAGMODELS_TESTS_XLA_FLAGS"
-os.environ.setdefault(_RUN_FLAGS, os.environ.get("XLA_FLAGS", ""))
-os.environ["XLA_FLAGS"] = os.environ[_RUN_FLAGS]
+# pytest-xdist's workers inherit the environment of the controller, which has imported this file with no worker
+# count and asked for a device per core; configure_host_devices leaves a device count alone, so each of the two
+# workers kept two devices and fits chose "parallel" instead of one device's "sequential". A process whose
+# XLA_FLAGS are the ones this file wrote (in the process that started it) starts again from the flags that
+# process was given; any other value (a user's, a subprocess's own) is this run's starting point.
+_RUN_FLAGS, _SET_FLAGS = "PRAGMODELS_TESTS_XLA_FLAGS", "PRAGMODELS_TESTS_XLA_FLAGS_SET"
+if _SET_FLAGS in os.environ and os.environ.get("XLA_FLAGS", "") == os.environ[_SET_FLAGS]:
+    os.environ["XLA_FLAGS"] = os.environ.get(_RUN_FLAGS, "")
+else:
+    os.environ[_RUN_FLAGS] = os.environ.get("XLA_FLAGS", "")
 if "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
     os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {_NO_LLVM_OPT}".strip()
 
 configure_host_devices(max(1, (os.cpu_count() or 1) // int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))))
+os.environ[_SET_FLAGS] = os.environ.get("XLA_FLAGS", "")
 enable_compilation_cache(os.environ.get("PRAGMODELS_COMPILATION_CACHE", str(ROOT / ".pytest_cache" / "jax")))
 
 

@@ -113,6 +113,22 @@ def test_posterior_matches_exact_beta_posterior(method):
     np.testing.assert_array_equal(run.stats["tree_depth"], np.floor(np.log2(run.stats["n_steps"])) + 1)
 
 
+@pytest.mark.nuts
+def test_a_constrained_models_draws_deterministic_sites_and_statistics():
+    """What the exact-posterior check above also asserts, on a short run in the default tier: the latent
+    site in its constrained space, a deterministic site computed from it, the statistics' names and
+    shapes, the step size fixed after warm-up, and the tree depth implied by the number of steps."""
+    run = nuts.run_nuts(0, beta_binomial, data(), num_chains=2, chain_method="sequential", **SHORT)
+    theta = run.samples["theta"]
+    assert theta.shape == (2, SHORT["num_samples"], 3) and run.latent_sites == ("theta",)
+    assert np.all((theta > 0) & (theta < 1))
+    np.testing.assert_allclose(run.samples["log_odds"], np.log(theta / (1 - theta)), rtol=1e-4, atol=1e-4)
+    assert set(run.stats) == {"diverging", "n_steps", "tree_depth", "acceptance_rate", "energy", "lp", "step_size"}
+    assert all(v.shape == (2, SHORT["num_samples"]) for v in run.stats.values())
+    assert np.all(run.stats["step_size"] == run.stats["step_size"][:, :1])  # fixed after warm-up
+    np.testing.assert_array_equal(run.stats["tree_depth"], np.floor(np.log2(run.stats["n_steps"])) + 1)
+
+
 IDENTITY_SCRIPT = """
 import json, numpy as np
 import jax; jax.config.update("jax_enable_x64", True)
