@@ -220,7 +220,10 @@ def test_social_meaning_main_job_quick(tmp_path):
     assert manifest["fits"]["claude MIN"]["file"] == "posteriors/claude_MIN_rsa.nc"
     # every fit kept every group (the human fits' predictive once failed and was only recorded)
     assert {k: f["postprocessing_error"] for k, f in manifest["fits"].items() if f["postprocessing_error"]} == {}
-    assert "meet the sampling standards (Diagnostics); below them: " in report  # named, not only counted
+    # named, not only counted (the line says where the chains started before the names since 1ce16fc)
+    below = re.search(r"meet the sampling standards \(Diagnostics\) within the basins their chains sampled.*?; "
+                      r"below them: ([^\n]+)\.\n", report)
+    assert below and "gpt MIN" in below.group(1).split(", "), below
     drawn = (out / "figures" / "contrasts.png").stat().st_mtime_ns
     rebuilt = rebuild_report(out).read_text()  # from run.json, tables and posteriors: no markdown parsed
     assert (out / "figures" / "contrasts.png").stat().st_mtime_ns > drawn  # redrawn from the saved posteriors
