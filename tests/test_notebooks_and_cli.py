@@ -283,7 +283,8 @@ def test_wavelength_study_quick(tmp_path):
 def test_implicature_study_quick(tmp_path):
     """The DRInQ study through `pragmodels run` on the committed LM outputs with short chains:
     every table, the figure and the report's sections; malformed samples counted; the four
-    listener models fitted and compared by LOO."""
+    listener models and their three variants (a fitted cost; L0 the LM-pragmatic reading, for RSA and
+    the literal listener) fitted and compared by LOO."""
     cfg = json.loads((ROOT / "fits" / "implicature.json").read_text())
     cfg.pop("$schema")
     cfg["study"] = str(ROOT / "models" / "implicature" / "study.py") + ":run"
@@ -297,16 +298,17 @@ def test_implicature_study_quick(tmp_path):
     acc = pd.read_csv(t / "accuracy.csv")
     assert {"scored letters"} <= set(acc.reading) and {"consensus", "generated label"} == set(acc.label)
     assert ((acc["lo"] <= acc["mean"] + 1e-9) & (acc["mean"] <= acc["hi"] + 1e-9)).all()
-    assert set(pd.read_csv(t / "loo.csv")["model"]) == {"rsa", "literal", "prior", "letter"}
+    variants = {"rsa", "literal", "prior", "letter", "rsa_cost", "rsa_lm_pragmatic", "literal_lm_pragmatic"}
+    assert set(pd.read_csv(t / "loo.csv")["model"]) == variants  # since d7dc285 (2026-12-06)
     pp = pd.read_csv(t / "predictive_accuracy.csv")
     assert pp[["argmax_mean", "annotator_mean"]].stack().between(0, 1).all()
-    assert sorted(p.name for p in (out / "figures").iterdir()) == ["accuracy_smollm2.png", "generated.png",
-                                                                   "loo_smollm2.png"]
+    assert sorted(p.name for p in (out / "figures").iterdir()) == [  # both scored LMs (gemma3 since 2026-12-06)
+        "accuracy_gemma3.png", "accuracy_smollm2.png", "generated.png", "loo_gemma3.png", "loo_smollm2.png"]
     gen = pd.read_csv(t / "generated_accuracy.csv")  # the paper's reading, for the LMs run through a server
     assert {"smollm2_server", "gemma3_server"} <= set(gen["lm"]) and (gen[["valid", "truncated", "malformed"]] >= 0).all().all()
     quick = (out / "report.md").read_text()  # what the quick run checked, and nothing else
     assert "checks that the pipeline runs end to end, and nothing else" in quick and "**" not in quick
-    assert "4 listener models fitted by NUTS" in quick and "`accuracy_smollm2.png`" in quick
+    assert quick.count("7 listener models fitted by NUTS") == 2 and "`accuracy_smollm2.png`" in quick
     from models.implicature.study import report_markdown
 
     report = report_markdown(out, "full")  # the analysis, rendered from the quick run's folder: every section renders
