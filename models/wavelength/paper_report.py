@@ -326,15 +326,23 @@ def sized_fits(named: dict[str, tuple[Any, dict[str, Any]]], seeds: dict[str, in
     return {safe[o.name]: o.tree for o in pm.top_up(specs, result, progress=False)}
 
 
+#: the parameter-table rows of :func:`resized_rows`
+AGAIN, NOT_KEPT = "sampled again: draws / target_accept", "sampled again, not kept: draws / target_accept"
+
+
 def resized_rows(fit: str, tree: Any) -> list[dict[str, Any]]:
-    """A parameter-table row for a fit that :func:`sized_fits` sampled again (none otherwise): its last
-    attempt's draws per chain (``mean``) and ``target_accept`` (``lo``)."""
-    if "draws_resized" not in tree.attrs:
-        return []
-    r = json.loads(tree.attrs["draws_resized"])
-    ta = r["target_accept"][1] if "target_accept" in r else SAMPLER.get("target_accept", np.nan)  # raised, or as set
-    return [{"fit": fit, "parameter": "sampled again: draws / target_accept", "mean": float(r["to"]),
-             "lo": float(ta), "hi": np.nan}]
+    """The parameter-table rows for a fit that :func:`sized_fits` sampled again (none otherwise): the kept
+    attempt's draws per chain (``mean``) and ``target_accept`` (``lo``), under :data:`AGAIN`; and each refit that
+    missed more of the standards than the attempt before it, so was not kept (``pragmodels.top_up``), under
+    :data:`NOT_KEPT` (its round in ``hi``). Without the second, a fit refitted in vain read as never refitted."""
+    rows = []
+    if "draws_resized" in tree.attrs:
+        r = json.loads(tree.attrs["draws_resized"])
+        ta = r["target_accept"][1] if "target_accept" in r else SAMPLER.get("target_accept", np.nan)  # raised, or as set
+        rows.append({"fit": fit, "parameter": AGAIN, "mean": float(r["to"]), "lo": float(ta), "hi": np.nan})
+    rows += [{"fit": fit, "parameter": NOT_KEPT, "mean": float(a["draws"]), "lo": float(a["target_accept"]),
+              "hi": float(a["round"])} for a in json.loads(tree.attrs.get("refits_not_kept", "[]"))]
+    return rows
 
 
 def posterior_listener(name: str, model: Any, tree: Any, data: dict[str, Any], n: int = 200) -> np.ndarray:
@@ -602,7 +610,9 @@ def build(out: Path, only: str | None = None) -> Path:
              "numbers are "
              "not to be relied on. A fit short of the sampling standards at the settings above was sampled again "
              "(`pragmodels.top_up`: more draws per chain, or a higher `target_accept` where it diverged; its "
-             "`sampled again: draws / target_accept` row gives the last attempt's), as in every study's full run; "
+             "`sampled again: draws / target_accept` row gives the kept attempt's, and a `sampled again, not kept` row "
+             "each refit that missed more of the standards than the attempt before it, with its round), as in every "
+             "study's full run; "
              "the cut posterior's per-draw fits were not.", "",
              "## What these runs can and cannot show", "",
              "- Whether each LM keeps the paper's answer format at all: the parse-failure shares above are a finding "
