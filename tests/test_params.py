@@ -310,8 +310,8 @@ def test_a_plain_numpyro_site_can_be_given_another_prior():
 @pytest.mark.nuts
 def test_fit_warns_and_records_when_chains_run_otherwise_than_asked():
     """A prime number of chains larger than the device count cannot be split evenly over the
-    devices (conftest asks for one per core), so an explicit chain_method='parallel' runs them
-    vectorized, says so and records it."""
+    devices (conftest asks for one per core), so an explicit chain_method='parallel' runs them as one
+    device would (sequential on a CPU), says so and records it."""
     import jax
 
     n_dev = jax.local_device_count()
@@ -321,7 +321,7 @@ def test_fit_warns_and_records_when_chains_run_otherwise_than_asked():
         tree = pm.fit(0, speaker_model(), data, num_warmup=50, num_samples=50, num_chains=chains,
                       chain_method="parallel", progress_bar=False, priors={"lapse": 0.0})
     s = json.loads(tree.attrs["sampler_settings"])
-    assert s["chain_method"] == "vectorized" and s["chain_method_requested"] == "parallel"
+    assert s["chain_method"] == "sequential" and s["chain_method_requested"] == "parallel"
 
 
 @pytest.mark.filterwarnings("ignore:Found chain dimension to be longer than draw:UserWarning")  # a tiny hand-made tree
@@ -331,7 +331,7 @@ def test_nan_diagnostics_of_sampled_sites_are_a_failure():
     A latent site whose chain never moved fails too; a constant deterministic does not."""
     data = _speaker_data()
     with pytest.raises(diagnostics.FitDiagnosticsError, match=r"r_hat or ESS is NaN for \['alpha'"):
-        pm.fit(0, speaker_model(), data, num_warmup=20, num_samples=1, num_chains=2, chain_method="vectorized",
+        pm.fit(0, speaker_model(), data, num_warmup=20, num_samples=1, num_chains=2,
                progress_bar=False, priors={"lapse": 0.0}, strict=True)
     import xarray as xr
 

@@ -49,6 +49,7 @@ import numpy as np
 from pragmodels.errors import PragmodelsError
 from pragmodels.inference import fitting
 from pragmodels.inference.diagnostics import FitWarning
+from pragmodels.inference.nuts import one_device_chain_method
 from pragmodels.inference.workers import (
     compilation_cache_dir,
     configure_worker,
@@ -86,7 +87,7 @@ NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
 #: seconds without a line after which ``progress="lines"`` says how many fits are done
 HEARTBEAT_S = 60.0
 _MANAGED = ("name", "priors", "out")  # fit() arguments that fit_many sets itself
-_SAMPLER_DEFAULTS = {"chain_method": "vectorized", "progress_bar": False}
+_SAMPLER_DEFAULTS = {"progress_bar": False}  # and chain_method: nuts.one_device_chain_method() where the fit runs
 
 
 @dataclass(frozen=True, eq=False)  # eq=False: data holds arrays, which do not compare to a bool
@@ -108,7 +109,10 @@ class FitSpec:
     sampler : dict
         Keyword arguments of :func:`pragmodels.fit` (``num_warmup``, ``num_chains``,
         ``init``, ``strict``, ...; not ``name``, ``priors`` or ``out``). ``fit_many`` defaults
-        ``chain_method`` to ``"vectorized"`` and ``progress_bar`` to False.
+        ``progress_bar`` to False and ``chain_method`` to the one-device method of the backend the fit
+        runs on (:func:`~pragmodels.inference.nuts.one_device_chain_method`: ``"sequential"`` on a CPU,
+        ``"vectorized"`` on a GPU), whichever the executor: a worker has one device, and a seed gives the
+        same draws in process and in a worker.
     seed : int
         The fit's explicit seed (keyword-only, required).
     """
@@ -365,7 +369,7 @@ def run_fit(name: str, spec: FitSpec | bytes, out_path: str | None = None, *, co
             raise type(e)(f"{e} (in this worker, importing what the caller had imported by location failed: "
                           f"{failed_imports})") from e
         model = resolve_model(fit_spec.model) if isinstance(fit_spec.model, str) else fit_spec.model
-        settings = {**_SAMPLER_DEFAULTS, **fit_spec.sampler}
+        settings = {**_SAMPLER_DEFAULTS, "chain_method": one_device_chain_method(), **fit_spec.sampler}
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", FitWarning)
             tree = fitting.fit(fit_spec.seed, model, fit_spec.data, priors=fit_spec.priors, **settings)

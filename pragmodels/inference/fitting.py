@@ -58,6 +58,7 @@ from pragmodels.inference.nuts import (
     NutsRun,
     as_rng_key,
     dense_mass_key,
+    one_device_chain_method,
     pointwise_log_likelihood,
     run_nuts,
 )
@@ -138,10 +139,11 @@ def validate_data(data: object) -> dict[str, Any]:
 
 def default_chain_method() -> ChainMethod:
     """``fit``'s ``chain_method`` when none is given: ``"parallel"`` where JAX has several devices
-    (:func:`pragmodels.configure_host_devices`, or GPUs); on one GPU or other accelerator ``"vectorized"``
-    (one kernel launch per operation for all chains); on one CPU device ``"sequential"``: one chain's program,
-    compiled once and run per chain, compiles faster than the chains under ``vmap`` and runs no slower, as
-    no chain waits for the longest trajectory of the others (``benchmarks/results/chain_method.md``).
+    (:func:`pragmodels.configure_host_devices`, or GPUs); on one device
+    :func:`~pragmodels.inference.nuts.one_device_chain_method`: ``"vectorized"`` on a GPU or other
+    accelerator (one kernel launch per operation for all chains), ``"sequential"`` on a CPU (one chain's
+    program, compiled once and run per chain, compiles faster than the chains under ``vmap`` and runs no
+    slower, as no chain waits for the longest trajectory of the others; ``benchmarks/results/chain_method.md``).
 
     Returns
     -------
@@ -149,7 +151,7 @@ def default_chain_method() -> ChainMethod:
     """
     if jax.local_device_count() > 1:
         return "parallel"
-    return "sequential" if jax.default_backend() == "cpu" else "vectorized"
+    return one_device_chain_method()
 
 
 def check_settings(num_warmup: object, num_samples: object, num_chains: object, chain_method: object,
@@ -438,8 +440,10 @@ def fit(
     chain_method : {None, "parallel", "vectorized", "sequential"}
         ``parallel`` splits the chains over the CPU devices (see
         :func:`pragmodels.configure_host_devices`) or GPUs that divide them evenly, vectorised
-        within a device. When the chains run otherwise than asked (e.g. ``parallel`` on one
-        device runs ``vectorized``) ``fit`` warns and records both in ``sampler_settings``.
+        within a device; where they cannot split the chains (one device, or 3 chains on 2) the chains run
+        as on one device (:func:`~pragmodels.inference.nuts.one_device_chain_method`: ``sequential`` on a
+        CPU, ``vectorized`` on a GPU). When the chains run otherwise than asked ``fit`` warns and records
+        both in ``sampler_settings``.
         ``None`` (default): :func:`default_chain_method`, without a warning.
     dims, coords : dict, optional
         Extra ArviZ dims (``{site: [dim, ...]}``) and coords (``{dim: labels}``); declared dims and
