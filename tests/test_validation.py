@@ -154,6 +154,16 @@ def lexicons(draw):
 PROPS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
+# The property tests run the agents under jit, as a fit does (a traced alpha; the concrete checks of an eager
+# call are tested apart): one program per lexicon shape, depth and dtype instead of every operation compiled
+# eagerly for each new shape (measured: 17.8 -> 8.7 s for the listener's 25 examples)
+@functools.partial(jax.jit, static_argnums=2)
+def _listener_and_alpha_gradient(sem, alpha, depth):
+    safe = lambda x: jnp.where(jnp.isfinite(x), x, 0.0)  # noqa: E731
+    grad = jax.grad(lambda a: jnp.sum(safe(agents.pragmatic_listener(sem, a, None, None, depth))))(alpha)
+    return agents.pragmatic_listener(sem, alpha, None, None, depth), grad
+
+
 @PROPS
 @given(log_sem=lexicons(), log_alpha=strategies.floats(np.log(1e-3), np.log(1e3)), depth=strategies.integers(0, 10),
        dtype=strategies.sampled_from(["float32", "float64"]))
@@ -163,15 +173,14 @@ def test_listener_finite_where_defined(log_sem, log_alpha, depth, dtype):
     with jax.enable_x64(dtype == "float64"):
         sem = jnp.asarray(log_sem, dtype)
         alpha = jnp.asarray(np.exp(log_alpha), dtype)
-        out = np.asarray(agents.pragmatic_listener(sem, alpha, None, None, depth), float)
+        out, g = _listener_and_alpha_gradient(sem, alpha, depth)
+        out = np.asarray(out, float)
         assert not np.isnan(out).any()
         p = np.exp(out)
         sums = p.sum(-1)
         defined = sums > 0
         np.testing.assert_allclose(sums[defined], 1.0, atol=1e-4)
         assert np.all(np.isneginf(out[~defined]))
-        safe = lambda x: jnp.where(jnp.isfinite(x), x, 0.0)  # noqa: E731
-        g = jax.grad(lambda a: jnp.sum(safe(agents.pragmatic_listener(sem, a, None, None, depth))))(alpha)
         assert np.isfinite(float(g))
 
 
@@ -194,15 +203,19 @@ def test_choice_likelihood_finite_under_a_lapse(log_sem, w, seed):
     rng = np.random.default_rng(seed)
     n_u, n_s = log_sem.shape
     utt, choice = rng.integers(0, n_u, 8), rng.integers(0, n_s, 8)
+    v, g = _choice_log_likelihood_and_gradient(jnp.float32(w), jnp.asarray(log_sem, jnp.float32), choice, utt)
+    assert np.isfinite(float(v)) and np.isfinite(float(g))
 
+
+@jax.jit
+def _choice_log_likelihood_and_gradient(lapse, log_sem, choice, utt):
     def total(lapse):
-        log_l = agents.pragmatic_listener(jnp.asarray(log_sem, jnp.float32), 1.5)
+        log_l = agents.pragmatic_listener(log_sem, 1.5)
         tr = handlers.trace(handlers.seed(functools.partial(likelihoods.listener_choices, "c"), 0)).get_trace(
             log_l, choice, lapse=lapse, rows=utt)
         return jnp.sum(tr["c"]["fn"].log_prob(tr["c"]["value"]))
 
-    v, g = jax.value_and_grad(total)(jnp.float32(w))
-    assert np.isfinite(float(v)) and np.isfinite(float(g))
+    return jax.value_and_grad(total)(lapse)
 
 
 def test_check_one_of_returns_the_value_or_names_setting_value_and_choices():
