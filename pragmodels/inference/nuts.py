@@ -423,7 +423,8 @@ def run_nuts(
     num_chains : int
     chain_method : {"parallel", "vectorized", "sequential"}
         ``parallel``: chains split over the most devices (``jax.local_devices()``) that divide
-        them evenly, vectorized within a device; with one device it runs ``vectorized``.
+        them evenly, vectorized within a device; where none split them (one device, or 3 chains on 2) it
+        runs as one device would (:func:`one_device_chain_method`: ``sequential`` on a CPU).
         ``vectorized``: ``vmap`` over chains in one program. ``sequential``: one chain after the
         other with one compiled single-chain program (shared with ``num_chains=1``).
         :attr:`NutsRun.chain_method` says what ran.
