@@ -320,3 +320,12 @@ def test_the_default_chain_method_follows_the_devices(monkeypatch):
         monkeypatch.setattr(jax, "local_device_count", lambda n=n: n)
         monkeypatch.setattr(jax, "default_backend", lambda b=backend: b)
         assert default_chain_method() == expected, (n, backend)
+    # parallel where the devices cannot split the chains runs as one device of the backend would
+    from pragmodels.inference.nuts import _layout
+
+    for n, backend, chains, expected in ((1, "cpu", 4, ("sequential", 1)), (1, "gpu", 4, ("vectorized", 1)),
+                                         (2, "cpu", 3, ("sequential", 1)), (2, "gpu", 3, ("vectorized", 1)),
+                                         (3, "cpu", 4, ("parallel", 2)), (2, "gpu", 1, ("single", 1))):
+        monkeypatch.setattr(jax, "local_device_count", lambda n=n: n)
+        monkeypatch.setattr(jax, "default_backend", lambda b=backend: b)
+        assert _layout("parallel", chains) == expected, (n, backend, chains)

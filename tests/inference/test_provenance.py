@@ -44,7 +44,8 @@ def test_fit_and_fit_batched_agree_on_every_shared_attribute():
     layout = ("chain_method", "chain_method_requested", "devices")
     assert {k: s_batched[k] for k in s_single if k not in layout} == {k: v for k, v in s_single.items() if k not in layout}
     assert s_single["chain_method"] == default_chain_method() and s_single["chain_method_requested"] == "auto"
-    assert s_batched["chain_method"] == s_batched["chain_method_requested"] == "vectorized"
+    assert s_batched["chain_method"] == s_batched["chain_method_requested"] == "vectorized" and s_batched["devices"] == 1
+    assert s_single["devices"] == (jax.local_device_count() if s_single["chain_method"] == "parallel" else 1)
     assert s_single["dense_mass"] is True and s_single["max_tree_depth"] == 6
     assert json.loads(single["priors"])["mu"]["loc"] == 0.5  # the prior as sampled, not as declared
     assert json.loads(single["seed"]) == 3 and single["model"] == "tiny"
