@@ -316,7 +316,8 @@ def sized_fits(named: dict[str, tuple[Any, dict[str, Any]]], seeds: dict[str, in
     Returns
     -------
     dict
-        ``{name: tree}``; a refitted tree records ``draws_resized``.
+        ``{name: tree}``; a refitted tree records ``draws_resized`` (the kept attempt) and, where a refit
+        missed more of the standards than the attempt before it, ``refits_not_kept`` (:func:`resized_rows`).
     """
     safe = {name.replace(" ", "_"): name for name in named}  # FitSpec names are file-safe ("log-prob_L0")
     seed = {name: SEED + k for k, name in enumerate(named)} | (seeds or {})
@@ -327,21 +328,24 @@ def sized_fits(named: dict[str, tuple[Any, dict[str, Any]]], seeds: dict[str, in
 
 
 #: the parameter-table rows of :func:`resized_rows`
-AGAIN, NOT_KEPT = "sampled again: draws / target_accept", "sampled again, not kept: draws / target_accept"
+AGAIN = "sampled again: draws / target_accept / warm-up"
+NOT_KEPT = "sampled again, not kept: draws / target_accept / warm-up"
 
 
 def resized_rows(fit: str, tree: Any) -> list[dict[str, Any]]:
     """The parameter-table rows for a fit that :func:`sized_fits` sampled again (none otherwise): the kept
-    attempt's draws per chain (``mean``) and ``target_accept`` (``lo``), under :data:`AGAIN`; and each refit that
-    missed more of the standards than the attempt before it, so was not kept (``pragmodels.top_up``), under
-    :data:`NOT_KEPT` (its round in ``hi``). Without the second, a fit refitted in vain read as never refitted."""
+    attempt's draws per chain (``mean``), ``target_accept`` (``lo``) and warm-up iterations (``hi``), under
+    :data:`AGAIN`; and the same for each refit that missed more of the standards than the attempt before it, so
+    was not kept (``pragmodels.top_up``), under :data:`NOT_KEPT`. Without the second, a fit refitted in vain
+    read as never refitted; without the warm-up, a refit that only lengthened it read as the first attempt."""
     rows = []
     if "draws_resized" in tree.attrs:
         r = json.loads(tree.attrs["draws_resized"])
         ta = r["target_accept"][1] if "target_accept" in r else SAMPLER.get("target_accept", np.nan)  # raised, or as set
-        rows.append({"fit": fit, "parameter": AGAIN, "mean": float(r["to"]), "lo": float(ta), "hi": np.nan})
+        warmup = r["num_warmup"][1] if "num_warmup" in r else SAMPLER.get("num_warmup", np.nan)  # lengthened, or as set
+        rows.append({"fit": fit, "parameter": AGAIN, "mean": float(r["to"]), "lo": float(ta), "hi": float(warmup)})
     rows += [{"fit": fit, "parameter": NOT_KEPT, "mean": float(a["draws"]), "lo": float(a["target_accept"]),
-              "hi": float(a["round"])} for a in json.loads(tree.attrs.get("refits_not_kept", "[]"))]
+              "hi": float(a["num_warmup"])} for a in json.loads(tree.attrs.get("refits_not_kept", "[]"))]
     return rows
 
 
@@ -610,8 +614,8 @@ def build(out: Path, only: str | None = None) -> Path:
              "numbers are "
              "not to be relied on. A fit short of the sampling standards at the settings above was sampled again "
              "(`pragmodels.top_up`: more draws per chain, or a higher `target_accept` where it diverged; its "
-             "`sampled again: draws / target_accept` row gives the kept attempt's, and a `sampled again, not kept` row "
-             "each refit that missed more of the standards than the attempt before it, with its round), as in every "
+             "`sampled again: draws / target_accept / warm-up` row gives the kept attempt's, and a `sampled again, not "
+             "kept` row each refit that missed more of the standards than the attempt before it), as in every "
              "study's full run; "
              "the cut posterior's per-draw fits were not.", "",
              "## What these runs can and cannot show", "",

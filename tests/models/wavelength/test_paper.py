@@ -224,7 +224,7 @@ def test_a_samples_only_lms_report_fits_joint_and_cut_listeners(tmp_path, monkey
 
 
 def test_the_parameter_table_says_which_refits_were_kept():
-    """resized_rows: the kept refit's draws and target_accept, and one row per refit not kept (with its round);
+    """resized_rows: the kept refit's draws, target_accept and warm-up, and the same for each refit not kept;
     none for a fit that was not sampled again."""
     import xarray as xr
 
@@ -233,11 +233,15 @@ def test_the_parameter_table_says_which_refits_were_kept():
     tree = xr.DataTree()
     assert paper_report.resized_rows("f", tree) == []
     tree.attrs["draws_resized"] = json.dumps({"from": 100, "to": 250, "target_accept": [0.8, 0.9]})
-    tree.attrs["refits_not_kept"] = json.dumps([{"round": 2, "draws": 400, "target_accept": 0.95, "missed": ["r_hat"]}])
+    tree.attrs["refits_not_kept"] = json.dumps([{"round": 2, "draws": 400, "num_warmup": 600, "target_accept": 0.95,
+                                                 "missed": ["r_hat"]}])
     kept, worse = paper_report.resized_rows("f", tree)
-    assert kept == {"fit": "f", "parameter": paper_report.AGAIN, "mean": 250.0, "lo": 0.9, "hi": kept["hi"]}
-    assert np.isnan(kept["hi"])
-    assert worse == {"fit": "f", "parameter": paper_report.NOT_KEPT, "mean": 400.0, "lo": 0.95, "hi": 2.0}
+    warmup = float(paper_report.SAMPLER["num_warmup"])  # not lengthened: as the fits ran
+    assert kept == {"fit": "f", "parameter": paper_report.AGAIN, "mean": 250.0, "lo": 0.9, "hi": warmup}
+    assert worse == {"fit": "f", "parameter": paper_report.NOT_KEPT, "mean": 400.0, "lo": 0.95, "hi": 600.0}
+    # a refit that only lengthened the warm-up (trajectories at the depth cap) says so
+    tree.attrs["draws_resized"] = json.dumps({"from": 100, "to": 100, "num_warmup": [300, 600]})
+    assert paper_report.resized_rows("f", tree)[0]["hi"] == 600.0
     del tree.attrs["draws_resized"]
     assert [r["parameter"] for r in paper_report.resized_rows("f", tree)] == [paper_report.NOT_KEPT]
 
