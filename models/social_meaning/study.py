@@ -180,6 +180,8 @@ def fit_spec(name: str, kind: str, df: pd.DataFrame, participants: bool, seed: i
     names = set(declared.priors) | set(declared.fixed) | {how["parameter"] for how in declared.scaled.values()}
     own = {k: v for k, v in (priors or {}).items() if k in names}
     coords = dict(COORDS, feature=list(rsa.FEATURE_SETS[link])) if kind == "rsa" else dict(COORDS)
+    # chain_method None unless the config sets it: pm.fit's default for the devices, so that the CLI's in-process
+    # run (one CPU device per core) runs parallel chains, where fit_many's own default is one device's
     settings = {"chain_method": None, **settings, "coords": coords}
     return pm.FitSpec(name, model, data, priors=own or None, sampler=settings, seed=seed)
 

@@ -1,7 +1,8 @@
 """``fit_many``: run many fits in process, on a local process pool or on a Dask cluster.
 
 Layering: imports :mod:`pragmodels.inference.fitting`, :mod:`pragmodels.inference.diagnostics`,
-:mod:`pragmodels.inference.workers`, :mod:`pragmodels.io.netcdf` and :mod:`pragmodels.io.imports`;
+:mod:`pragmodels.inference.nuts`, :mod:`pragmodels.inference.workers`, :mod:`pragmodels.io.netcdf` and
+:mod:`pragmodels.io.imports`;
 ``tqdm`` and ``pandas`` lazily; ``distributed`` never (a Dask ``Client`` is recognised by its type
 once the caller has imported it).
 
@@ -112,7 +113,8 @@ class FitSpec:
         ``progress_bar`` to False and ``chain_method`` to the one-device method of the backend the fit
         runs on (:func:`~pragmodels.inference.nuts.one_device_chain_method`: ``"sequential"`` on a CPU,
         ``"vectorized"`` on a GPU), whichever the executor: a worker has one device, and a seed gives the
-        same draws in process and in a worker.
+        same draws in process and in a worker. ``chain_method=None`` asks for :func:`pragmodels.fit`'s
+        default for the devices of the process the fit runs in.
     seed : int
         The fit's explicit seed (keyword-only, required).
     """

@@ -71,7 +71,9 @@ class SamplerSettings(Strict):
     num_samples: int = Field(1000, ge=1, description="draws kept per chain")
     num_chains: int = Field(4, ge=1, description="number of chains")
     chain_method: Literal["parallel", "vectorized", "sequential"] | None = Field(
-        None, description="how chains run (default: parallel when there are enough devices)")
+        None, description="how chains run; null: pm.fit's default for the devices (parallel over several, else "
+                          "sequential on a CPU, vectorized on a GPU); a study's fits through fit_many that leave it "
+                          "out: one device's (sequential on a CPU)")
     target_accept: float = Field(0.8, gt=0, lt=1, description="NUTS target acceptance probability, in (0, 1)")
     max_tree_depth: int = Field(10, ge=1, le=30, description="maximum NUTS tree depth")
     dense_mass: bool | DenseMassBlocks = Field(False, description="dense mass matrix: true, or blocks of latent "
