@@ -785,7 +785,9 @@ def cross_validate(rng_key: int, models: Mapping[str, Callable[..., Any]], data:
 
 
 def _worst_fold(acc: dict[str, float], tree: Any) -> None:
-    """Fold one fit's convergence into ``acc``: the worst r_hat and ESS so far, divergences summed.
+    """Fold one fit's convergence into ``acc``: the worst r_hat and ESS so far, divergences summed, and the
+    folds that ``top_up`` sampled again (``folds_sampled_again``: the refit kept) or refitted in vain
+    (``folds_refit_not_kept``: a refit that missed more of the standards than the attempt before it).
 
     Over the global sites only (no ``item`` axis): the held-out items are scored with those and
     fresh prior draws of their own, so the training items' own sites do not enter the CV's elpd.
@@ -802,6 +804,8 @@ def _worst_fold(acc: dict[str, float], tree: Any) -> None:
     acc["min_ess_bulk"] = min(acc.get("min_ess_bulk", np.inf), float(d.min_ess_bulk))
     acc["min_ess_tail"] = min(acc.get("min_ess_tail", np.inf), float(d.min_ess_tail))
     acc["divergences"] = acc.get("divergences", 0) + int(d.divergences)
+    acc["folds_sampled_again"] = acc.get("folds_sampled_again", 0) + int("draws_resized" in tree.attrs)
+    acc["folds_refit_not_kept"] = acc.get("folds_refit_not_kept", 0) + int("refits_not_kept" in tree.attrs)
 
 
 def listener_for(name: str, params: Mapping[str, ArrayLike], data: Mapping[str, Any]) -> jax.Array:

@@ -624,7 +624,8 @@ def _cv_section(t: Path, summary: dict[str, Any], pairs: pd.DataFrame | None) ->
            "control with no LM (each item's location uniform on the scale, a discretised Gaussian spread, the slider's "
            "width, lapse and rounding); `lm_location` is the same with the LM's literal listener as the locations' "
            "prior (density ∝ L0^beta on each state's bin; beta = 0 is the control). max_rhat, min_ess_* and "
-           "divergences: the worst over the folds' fits.", "", _md(cv, ".4g"), ""]
+           "divergences: the worst over the folds' fits; folds_sampled_again and folds_refit_not_kept (where "
+           "present): the folds whose fit `top_up` sampled again, the refit kept or not.", "", _md(cv, ".4g"), ""]
     if pairs is not None:
         out += ["Paired differences (model minus against):", "", _md(pairs, ".1f"), ""]
         for lm in pairs["lm"].unique():

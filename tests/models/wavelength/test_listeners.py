@@ -425,14 +425,21 @@ def test_cross_validate_reports_each_models_worst_fold(monkeypatch):
 
     def fake_fold(rng_key, model, data, test, **kwargs):
         assert kwargs["keep_tree"]
-        return crossval.FoldResult(items=np.asarray(test), elpd=np.zeros(len(test)), mc_se=np.zeros(len(test)),
-                                   tree=tree(3.0 if (model is listeners.literal_model and 0 in test) else 0.0))
+        t = tree(3.0 if (model is listeners.literal_model and 0 in test) else 0.0)
+        if model is listeners.literal_model:  # top_up's records: one fold's refit kept, another's not
+            t.attrs.update({"draws_resized": "{}"} if 0 in test else {"refits_not_kept": "[]"} if 1 in test else {})
+        return crossval.FoldResult(items=np.asarray(test), elpd=np.zeros(len(test)), mc_se=np.zeros(len(test)), tree=t)
 
     monkeypatch.setattr(listeners, "cv_fold", fake_fold)
     out = listeners.cross_validate(0, {"literal": listeners.literal_model, "uniform": listeners.uniform_model}, data, k=3)
     assert out["diagnostics"]["literal"]["max_rhat"] > 1.5  # the stuck fold shows
     assert out["diagnostics"]["uniform"]["max_rhat"] < 1.05  # the training items' own sites do not count
     assert out["diagnostics"]["uniform"]["divergences"] == 0
+    # the folds that top_up sampled again are counted, the refit kept or not
+    together = any(0 in f and 1 in f for f in out["folds"])  # items 0 and 1 in one fold: no fold "not kept"
+    lit = out["diagnostics"]["literal"]
+    assert lit["folds_sampled_again"] == 1 and lit["folds_refit_not_kept"] == (0 if together else 1)
+    assert out["diagnostics"]["uniform"]["folds_sampled_again"] == out["diagnostics"]["uniform"]["folds_refit_not_kept"] == 0
 
 
 @pytest.mark.slow
