@@ -130,14 +130,13 @@ def test_a_constrained_models_draws_deterministic_sites_and_statistics():
 
 
 IDENTITY_SCRIPT = """
-import json, sys, numpy as np
+import json, numpy as np
 import jax; jax.config.update("jax_enable_x64", True)
 from numpyro.infer import MCMC, NUTS, init_to_median
 from pragmodels.inference import compile_cache, nuts
 from tests.inference.test_nuts import normal_means, YN, SHORT
-CASES = json.loads(sys.argv[1])
 out = []
-for nc, method in CASES:
+for nc, method in [(1, "vectorized"), (3, "vectorized"), (3, "sequential")]:
     mc = MCMC(NUTS(normal_means, init_strategy=init_to_median(num_samples=15)), num_chains=nc,
               chain_method=method, progress_bar=False, **SHORT)
     mc.run(jax.random.key(3), y=YN, extra_fields=("num_steps", "potential_energy"))
@@ -154,8 +153,8 @@ print(json.dumps(out))
 """
 
 
-def _run_script(script, *args):
-    """Run ``script`` with ``args`` in a fresh process; its last line of output, read as JSON. The process gets
+def _run_script(script):
+    """Run ``script`` in a fresh process; its last line of output, read as JSON. The process gets
     this run's XLA flags less any device count (the scripts that need devices ask for them): the tests' flags
     compile without LLVM's optimisation passes (tests/conftest.py), which the float64 identities below hold
     under as they do optimised (measured: 1e-12 both ways)."""
@@ -163,21 +162,10 @@ def _run_script(script, *args):
     flags = " ".join(f for f in os.environ.get("XLA_FLAGS", "").split()
                      if not f.startswith("--xla_force_host_platform_device_count"))
     env = dict(os.environ, PYTHONPATH=root, XLA_FLAGS=flags)
-    out = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, env=env, cwd=root,
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, cwd=root,
                          timeout=900)
     assert out.returncode == 0, out.stderr[-3000:]
     return json.loads(out.stdout.strip().splitlines()[-1])
-
-
-def _assert_draws_equal_numpyros(cases):
-    for r in _run_script(IDENTITY_SCRIPT, json.dumps(cases)):
-        assert r["dtype"] == "float64" and r["shape"] == [r["nc"], SHORT["num_samples"], 3], r
-        assert r["used"] == ("single" if r["nc"] == 1 else r["method"]), r
-        assert r["mu_sq"] < 1e-8, r  # deterministic sites are computed from the kept draws
-        if r["key"] == 3:
-            assert r["steps"] == 1.0 and r["mu"] < 1e-8 and r["lp"] < 1e-8, r
-        else:
-            assert r["steps"] < 0.8 and r["mu"] > 0.1, r
 
 
 @pytest.mark.nuts
@@ -192,7 +180,14 @@ def test_draws_equal_numpyro_mcmc():
     differ (not in distribution); in float64 the draws agree to ~1e-12 (measured), so 1e-8 leaves
     four orders of magnitude for other hosts. The negative control, our draws with another key against
     numpyro's with the first, agrees in a part of the tree sizes and differs by ~1 in the draws."""
-    _assert_draws_equal_numpyros([(1, "vectorized"), (3, "vectorized"), (3, "sequential")])
+    for r in _run_script(IDENTITY_SCRIPT):
+        assert r["dtype"] == "float64" and r["shape"] == [r["nc"], SHORT["num_samples"], 3], r
+        assert r["used"] == ("single" if r["nc"] == 1 else r["method"]), r
+        assert r["mu_sq"] < 1e-8, r  # deterministic sites are computed from the kept draws
+        if r["key"] == 3:
+            assert r["steps"] == 1.0 and r["mu"] < 1e-8 and r["lp"] < 1e-8, r
+        else:
+            assert r["steps"] < 0.8 and r["mu"] > 0.1, r
 
 
 @pytest.mark.nuts
