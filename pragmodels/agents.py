@@ -41,7 +41,7 @@ from pragmodels.boolean_rsa import (
     safe_range,
     speaker_table,
 )
-from pragmodels.logmath import log_mix_uniform, log_normalize, log_sum_exp, masked_scale
+from pragmodels.logmath import log_mix_uniform, log_normalize, log_sum_exp, masked_scale, settled
 from pragmodels.validation import check_numeric, check_precision, check_shape, check_values, concrete
 
 __all__ = [
@@ -170,17 +170,16 @@ def _scaled_utility(util: jax.Array, alpha: ArrayLike, cost: ArrayLike | None,
                     cost_scaling: CostScaling) -> jax.Array:
     """``alpha (U − cost)`` ("inside") or ``alpha U − cost`` ("outside") where ``U`` is finite.
 
-    Entries with ``U = -inf`` stay ``-inf`` and pass no gradient (the double ``where`` of
-    :func:`pragmodels.logmath.masked_scale`), so 0/1 lexica stay differentiable.
+    Entries with ``U = -inf`` stay ``-inf`` and pass no gradient (the custom JVP of
+    :func:`pragmodels.logmath.masked_scale`), so 0/1 lexica stay differentiable; the forward pass is
+    one multiplication (and subtraction) per entry.
     Shapes: ``util [utterance, state]``, ``cost [utterance]`` -> ``[utterance, state]``.
     """
     alpha = jnp.asarray(alpha, util.dtype)
     cost_col = _cost_column(cost, util.dtype, util.ndim)
     if cost_scaling == "inside":
         return masked_scale(util, alpha, cost_col)
-    ok = util > -jnp.inf
-    safe = jnp.where(ok, util, 0.0)
-    return jnp.where(ok, alpha * safe - cost_col, -jnp.inf)
+    return masked_scale(util, alpha, 0.0) - cost_col
 
 
 def _speaker_us(log_listener: jax.Array, alpha: ArrayLike, cost: ArrayLike | None, qud: ArrayLike | None,
@@ -188,7 +187,7 @@ def _speaker_us(log_listener: jax.Array, alpha: ArrayLike, cost: ArrayLike | Non
     """Speaker in [utterance, state] layout from a listener in [utterance, state] layout."""
     if qud is not None:
         log_listener = qud_project(log_listener, qud)
-    return log_normalize(_scaled_utility(log_listener, alpha, cost, cost_scaling), axis=0)
+    return settled(log_normalize(_scaled_utility(log_listener, alpha, cost, cost_scaling), axis=0))
 
 
 def _listener_us(log_w: jax.Array, log_prior: ArrayLike | None) -> jax.Array:

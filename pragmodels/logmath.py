@@ -38,28 +38,74 @@ def log_sum_exp(x: jax.Array, axis: int, keepdims: bool = False) -> jax.Array:
 def log_normalize(x: jax.Array, axis: int) -> jax.Array:
     """Normalise log-weights along ``axis`` (``x - logsumexp(x, axis)``), safely.
 
-    Slices whose entries are all ``-inf`` come back as all ``-inf`` with zero gradient,
-    instead of NaN. ``+inf`` and NaN inputs are not supported (validate inputs eagerly with
+    Slices whose entries are all ``-inf`` come back as all ``-inf``, instead of NaN, and no NaN
+    enters the gradient. ``+inf`` and NaN inputs are not supported (validate inputs eagerly with
     :func:`pragmodels.semantics.check_log_semantics`).
+
+    The per-element work is one subtraction, as in the plain ``x - logsumexp(x)``: the safety is a
+    select on the normaliser vector (an all ``-inf`` slice minus 0 stays ``-inf``), kept out of the
+    per-element loop by :func:`settled`. Until 2026-12-07 a select per element made the agents'
+    tables too costly for XLA to recompute where they are read, so the listener wrote one more
+    ``[utterance, state]`` buffer (1.1-1.2x the plain-JAX listener; ``benchmarks/listener_forms.py``).
 
     Shapes: ``x [...]`` -> the same shape.
     """
     lse = log_sum_exp(x, axis, keepdims=True)
-    ok = lse > -jnp.inf
-    return jnp.where(ok, x - jnp.where(ok, lse, 0.0), -jnp.inf)
+    return x - settled(jnp.where(lse > -jnp.inf, lse, 0.0))
 
 
-def masked_scale(log_p: jax.Array, alpha: jax.Array, offset: jax.Array) -> jax.Array:
-    """``alpha * (log_p - offset)`` where ``log_p`` is finite, ``-inf`` elsewhere.
+def settled(x: jax.Array) -> jax.Array:
+    """``x``, computed once where it stands (an ``optimization_barrier``; values and gradients unchanged).
 
-    The double ``where`` keeps ``d/d alpha`` at zero (not ``-inf * 0 = NaN``) for entries
-    with zero probability, which is what makes 0/1 lexica differentiable.
+    Two uses. A *vector* broadcast against a table (a normaliser): without the barrier XLA fuses
+    its selects and logs into the elementwise loop over the table, where they run once per element
+    (at 3000 x 3000 the listener ran 1.2x slower with them fused). A *table* with a product in it
+    (``alpha * log L``) that a reduction and an elementwise loop both read: without the barrier XLA
+    may recompute it in each, and the two need not round alike (at ``xla_backend_optimization_level=0``
+    a YNNPACK reduction and an LLVM loop differ by an ulp), so a row would be normalised by the
+    log-sum-exp of slightly different numbers, an error the recursion multiplies by ``alpha`` at
+    every level (rows summing to 0.9996 at depth 5, alpha = 7.4). Settled, every reader sees the
+    same numbers; sums and differences of settled tables and vectors round alike wherever they
+    are recomputed.
+
+    Shapes: any -> the same.
+    """
+    return lax.optimization_barrier(x)
+
+
+def masked_scale(log_p: jax.Array, alpha: ArrayLike, offset: ArrayLike) -> jax.Array:
+    """``alpha * (log_p - offset)`` where ``log_p`` is finite, ``-inf`` elsewhere, for ``alpha >= 0``.
+
+    The forward pass is the bare product, one multiplication per element (``-inf`` times a
+    positive ``alpha`` is ``-inf``), :func:`settled`; ``alpha = 0`` is taken as the smallest normal
+    float, whose product with a finite entry is zero to within 1e-35 and with ``-inf`` is ``-inf``
+    (the speaker then picks uniformly among the true utterances). A negative ``alpha`` is outside
+    the domain (its false entries come back ``+inf``); the agents reject a concrete one. A custom
+    JVP keeps ``d/d alpha`` at zero (not ``-inf * 0 = NaN``) for entries with zero probability,
+    which is what makes 0/1 lexica differentiable; it uses the true ``alpha``, so the gradient at
+    ``alpha = 0`` is exact.
 
     Shapes: ``log_p [...]``; ``alpha`` and ``offset`` broadcast against it -> the broadcast shape.
     """
+    log_p = jnp.asarray(log_p)
+    dtype = log_p.dtype if jnp.issubdtype(log_p.dtype, jnp.floating) else jnp.result_type(float)
+    return _masked_scale(log_p.astype(dtype), jnp.asarray(alpha, dtype), jnp.asarray(offset, dtype))
+
+
+@jax.custom_jvp
+def _masked_scale(log_p: jax.Array, alpha: jax.Array, offset: jax.Array) -> jax.Array:
+    a = settled(jnp.where(alpha == 0, jnp.finfo(alpha.dtype).tiny, alpha))
+    return settled(a * (log_p - offset))
+
+
+@_masked_scale.defjvp
+def _masked_scale_jvp(primals: tuple, tangents: tuple) -> tuple:
+    log_p, alpha, offset = primals
+    d_log_p, d_alpha, d_offset = tangents
     ok = log_p > -jnp.inf
     safe = jnp.where(ok, log_p, 0.0)
-    return jnp.where(ok, alpha * (safe - offset), -jnp.inf)
+    tangent = jnp.where(ok, alpha * (d_log_p - d_offset) + d_alpha * (safe - offset), 0.0)
+    return _masked_scale(log_p, alpha, offset), tangent
 
 
 def check_weight(weight: ArrayLike, what: str, name: str = "weight") -> None:

@@ -171,7 +171,9 @@ def test_vmap_equals_loop_over_alphas_and_items():
     f = jax.jit(jax.vmap(lambda s, a: pm.pragmatic_listener(s, a, depth=2)))
     batched = np.asarray(f(sems, alphas))
     looped = np.stack([np.asarray(pm.pragmatic_listener(s, a, depth=2)) for s, a in zip(sems, alphas)])
-    np.testing.assert_allclose(batched, looped, atol=1e-6)
+    # float32: eager ops and XLA's fused program round differently; either is within 1.9e-6 of the
+    # float64 listener on these lexica, so they may differ by twice that (measured: 1.7e-6)
+    np.testing.assert_allclose(batched, looped, atol=4e-6)
 
 
 @pytest.mark.parametrize("depth", [1, 2, 3, 5])
@@ -307,7 +309,7 @@ def test_boolean_closed_form_falls_back_where_float32_would_underflow():
     mask = (log_sem > -jnp.inf).astype(jnp.float32)
     _, _, spread, _ = boolean_recursion(mask, jnp.float32(60.0), jnp.zeros(30), jnp.zeros(40), 1, False)
     assert float(spread) > safe_range(jnp.float32)  # the case does exercise the fallback
-    ref = pm.pragmatic_listener(log_sem, 60.0)
+    ref = jax.jit(lambda a: pm.pragmatic_listener(log_sem, a))(60.0)
     got = jax.jit(lambda a: pm.pragmatic_listener(log_sem, a, boolean=True))(60.0)
     np.testing.assert_array_equal(np.asarray(got), np.asarray(ref))
 
