@@ -1,8 +1,8 @@
 """Time pragmodels, the plain-JAX floor and memo (PyPI memo-lang) on one random N x N Boolean lexicon.
 
 Run as ``python -m benchmarks._memo_worker N DEPTH REPEATS SEED [--no-memo] [--grad]`` from the
-repository root; prints one JSON line. Every case is timed in this one process, round-robin (one
-call of each case per repeat, the order rotated), after two warm-up calls; the figure is the
+repository root; prints one JSON line. Every case is timed in this one process, interleaved (one
+call of each case per repeat, in a fresh random order), after two warm-up calls; the figure is the
 median of the repeats, each ended by ``jax.block_until_ready``. A separate process per size
 because memo parses module-level source and its domains must be globals.
 
@@ -100,7 +100,11 @@ if WITH_MEMO:
 
 
 def bench(cases, reps):
-    """Median ms per case, calls interleaved round-robin; first-call (compile + run) seconds."""
+    """Median ms per case, calls interleaved in a fresh random order each round; first-call (compile + run) seconds.
+
+    Not round-robin: in a rotation each case always follows the same one, and a case after memo's
+    (heavier) calls ran up to 1.3x slower at 1000² than in a run without memo (measured 2026-12-07).
+    """
     first, times = {}, {name: [] for name in cases}
     for name, f in cases.items():
         t0 = time.perf_counter()
@@ -108,9 +112,9 @@ def bench(cases, reps):
         first[name] = time.perf_counter() - t0
         jax.block_until_ready(f())
     names = list(cases)
-    for r in range(reps):
-        k = r % len(names)
-        for name in names[k:] + names[:k]:
+    order = np.random.default_rng(len(names))
+    for _ in range(reps):
+        for name in order.permutation(names):
             t0 = time.perf_counter()
             jax.block_until_ready(cases[name]())
             times[name].append(time.perf_counter() - t0)

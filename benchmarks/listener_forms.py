@@ -4,21 +4,35 @@ Usage: python -m benchmarks.listener_forms [n ...]   (default 200 1000 3000)
 
 Why: issue 38 item 3 asks for the listener at or below the floor at every size. With ``boolean=True``
 (a 0/1 lexicon) the closed form of :mod:`pragmodels.boolean_rsa` is below it (``listener_table.md``);
-the general listener, :func:`pragmodels.pragmatic_listener` on a graded lexicon, is at 1.0-1.2x. Its
-compiled program makes the same passes over the table as the floor's (XLA:CPU, jax 0.12: two
-YNNPACK reductions per log-sum-exp, three [n, n] tables written, eight reads), so this script
-measures the forms that would change the passes or the work per element:
+the general listener, :func:`pragmodels.pragmatic_listener` on a graded lexicon, was at 1.0-1.2x.
 
-- ``select-free``: the safety of :mod:`pragmodels.logmath` without per-element selects in the forward
-  pass (``x - where(ok, lse, inf)``; ``alpha * log_p`` with the double ``where`` in a custom JVP only;
-  for ``alpha > 0``: at ``alpha = 0`` a false entry gives ``0 * -inf = NaN`` where ``masked_scale`` keeps it out);
+What made it slower (found 2026-12-07, measured here in the columns ``temp MB`` and ``faults``): the
+floor's program (XLA:CPU, jax 0.12) writes its three ``[n, n]`` tables one after another into the
+output's own buffer, and recomputes each from the lexicon where it is read again, so one fresh buffer
+is allocated per call; at 3000² that buffer (36 MB) is new memory whose first touch costs ~9,000
+page faults, about 10 ms of the floor's 25-30. The listener as it was (``before``) had per-element
+selects in its tables (``masked_scale``'s double ``where`` and ``log_normalize``'s ``where``):
+XLA would not recompute such a table in its consumers, so it kept it in a second 36 MB buffer
+(twice the faults); and the selects on the normaliser vectors were fused into the elementwise
+loops, where they ran once per element. Shipped since: the forward pass has one multiplication or
+subtraction per element (the safety in a custom JVP and on the vectors), and each normaliser
+vector is computed on its own (``pragmodels.logmath._vector``, an ``optimization_barrier``).
+
+Forms measured, each checked against the floor (max abs difference of log L1 below 1e-4) first:
+
+- ``pragmodels``: :func:`pragmodels.pragmatic_listener` as shipped;
+- ``before``: the listener as it was until 2026-12-07 (its ``log_normalize`` and ``masked_scale``,
+  restated below), the same run's anchor for the change;
 - ``row blocks``: the table in blocks of 128 utterances (a ``fori_loop``), each block's rows
   normalised in cache, the speaker's column log-sum-exp accumulated online; two reads of the table;
 - ``factored``: the same listener with its cancellations taken out, exactly, in log space: the prior's
   ``alpha log P(s)`` cancels in the speaker's normaliser and the utterance's ``-alpha log Z0(u)`` in the
   listener's, so ``log L1 = normalise_s(alpha log_semantics + lv[s])`` with
   ``lv[s] = -logsumexp_u(alpha log_semantics[u, s] - alpha log Z0[u])`` (uniform prior, as measured; a
-  prior adds its ``log P(s)`` to ``lv``): no L0 or S1 table;
+  prior adds its ``log P(s)`` to ``lv``): no L0 or S1 table. It does not save a pass: XLA:CPU's
+  reductions (YNNPACK fusions) fuse a vector into their input only along the axes they keep, so a
+  column log-sum-exp of ``alpha (log_semantics[u, s] - log Z0[u])`` needs that table written first,
+  as the floor does;
 - ``closed form``: the graded analogue of the Boolean closed form,
   ``L1(s | u) = K[u, s] v[s] / (K v)[u]`` with ``K = exp(alpha log_semantics)`` and
   ``v = P / (w^T K)``, ``w[u] = exp(-alpha cost[u]) Z0[u]^-alpha``: two matrix-vector products on a
@@ -28,14 +42,15 @@ measures the forms that would change the passes or the work per element:
   NaN (a 3 x 3 lexicon with one column at 1e-30 does). The check below uses random graded lexicons,
   which never come near that.
 
-Each form is checked against the floor (max abs difference of log L1 below 1e-4) before timing;
-milliseconds per call after two warm-up calls, the forms interleaved, medians. Writes
-``results/listener_forms.{csv,md}``.
+Milliseconds per call after two warm-up calls, the forms interleaved, medians; ``temp MB``: the
+compiled program's temporary buffers (``memory_analysis``), beside its 4 n² bytes of output;
+``faults``: minor page faults per call (``getrusage``). Writes ``results/listener_forms.{csv,md}``.
 """
 
 from __future__ import annotations
 
 import json
+import resource
 import sys
 import time
 from pathlib import Path
@@ -49,35 +64,31 @@ from benchmarks.listener_table import floor_listener
 from pragmodels.logmath import log_sum_exp, masked_scale
 
 ALPHA = 2.0
-REPS = {200: 400, 1000: 60, 3000: 12}
+REPS = {200: 2000, 1000: 200, 3000: 40}
 
 
 def _load() -> str:
     return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
-def _normalize(x, axis):
+def _normalize_before(x, axis):
+    """``logmath.log_normalize`` until 2026-12-07: a select per element."""
     lse = log_sum_exp(x, axis, keepdims=True)
-    return x - jnp.where(lse > -jnp.inf, lse, jnp.inf)  # an all -inf slice stays -inf, no per-element select
+    ok = lse > -jnp.inf
+    return jnp.where(ok, x - jnp.where(ok, lse, 0.0), -jnp.inf)
 
 
-@jax.custom_jvp
-def _scale(log_p, alpha):
-    return alpha * log_p
-
-
-@_scale.defjvp
-def _scale_jvp(primals, tangents):
-    log_p, alpha = primals
-    dlog_p, dalpha = tangents
+def _masked_scale_before(log_p, alpha, offset):
+    """``logmath.masked_scale`` until 2026-12-07: the double ``where`` in the forward pass."""
     ok = log_p > -jnp.inf
     safe = jnp.where(ok, log_p, 0.0)
-    return jnp.where(ok, alpha * safe, -jnp.inf), jnp.where(ok, alpha * dlog_p + dalpha * safe, 0.0)
+    return jnp.where(ok, alpha * (safe - offset), -jnp.inf)
 
 
-def select_free(log_sem, alpha):
-    spk = _normalize(_scale(_normalize(log_sem, 1), alpha), 0)
-    return _normalize(spk, 1)
+def before(log_sem, alpha):
+    """``pragmatic_listener(log_sem, alpha)`` (depth 1, no cost or prior) as it was computed until 2026-12-07."""
+    spk = _normalize_before(_masked_scale_before(_normalize_before(log_sem, 1), alpha, 0.0), 0)
+    return _normalize_before(spk, 1)
 
 
 def row_blocks(log_sem, alpha, block=128):
@@ -135,7 +146,7 @@ def factored(log_sem, alpha):
     return t - jnp.where(z1 > -jnp.inf, z1, jnp.inf)
 
 
-FORMS = {"select-free": select_free, "row blocks": row_blocks, "factored": factored, "closed form": closed_form}
+FORMS = {"before": before, "row blocks": row_blocks, "factored": factored, "closed form": closed_form}
 
 
 def main(sizes: list[int]) -> None:
@@ -154,35 +165,48 @@ def main(sizes: list[int]) -> None:
         bad = {k: d for k, d in diff.items() if not d < 1e-4}
         if bad:
             raise AssertionError(f"forms that disagree with the floor at n = {n}: {bad}")
+        temp = {k: f.lower(log_sem).compile().memory_analysis().temp_size_in_bytes / 1e6 for k, f in fns.items()}
         for f in fns.values():
             f(log_sem).block_until_ready()
         load0 = _load()
         times: dict[str, list[float]] = {k: [] for k in fns}
+        faults = dict.fromkeys(fns, 0)
+        order = np.random.default_rng(n)
         for _ in range(REPS.get(n, 12)):
-            for k, f in fns.items():
+            for k in order.permutation(list(fns)):  # a fresh order each round: no form always follows another
+                f = fns[k]
+                f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
                 t = time.perf_counter()
                 f(log_sem).block_until_ready()
                 times[k].append(time.perf_counter() - t)
+                faults[k] += resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0
         floor = float(np.median(times["floor"]))
+        prior = float(np.median(times["before"]))
         for k in fns:
             med = float(np.median(times[k]))
-            rows.append(dict(n=n, form=k, ms=1e3 * med, over_floor=med / floor, max_abs_diff=diff[k],
-                             reps=len(times[k]), load=f"{load0} / {_load()}"))
+            q1, q3 = np.percentile(times[k], [25, 75]) / floor
+            rows.append(dict(n=n, form=k, ms=1e3 * med, over_floor=med / floor, iqr=f"{q1:.2f}-{q3:.2f}",
+                             over_before=med / prior, temp_mb=temp[k], faults=faults[k] / len(times[k]),
+                             max_abs_diff=diff[k], reps=len(times[k]), load=f"{load0} / {_load()}"))
             print(json.dumps(rows[-1]), flush=True)
     write_results(rows, "listener_forms", "The general listener at depth 1: forms tried against the floor",
                   "Random graded lexicon (log of uniform(0, 1)), alpha = 2, depth 1; "
                   "`python -m benchmarks.listener_forms`.",
                   md_columns={"n": "n", "form": "form", "ms": "ms per call", "over_floor": "against the floor",
+                              "iqr": "quartiles against the floor", "over_before": "against before",
+                              "temp_mb": "temp MB", "faults": "faults per call",
                               "max_abs_diff": "max abs diff of log L1 from the floor", "reps": "reps",
                               "load": "load before / after"},
-                  notes="One process per run; each size's forms interleaved, each call ended by "
-                        "block_until_ready, medians. `floor`: benchmarks.listener_table.floor_listener; "
-                        "`pragmodels`: pragmatic_listener as shipped. The module docstring says what each form is. "
-                        "Between runs a ratio at 3000² moves by up to 0.3 (12 calls of 35-45 ms on a 2-core "
-                        "machine; on 2026-12-07 three runs within an hour gave pragmodels 0.98x, 1.06x and 1.00x, "
-                        "the closed form 0.95x, 1.26x and 1.13x); at 200² and 1000² only the closed form is below "
-                        "the floor in every run (0.71-0.90x).")
-
+                  notes="One process per run; each size's forms interleaved (in a fresh random order each round), each call ended by "
+                        "block_until_ready, medians (quartiles: the 25th and 75th percentiles of the form's calls "
+                        "over the floor's median). `floor`: benchmarks.listener_table.floor_listener; "
+                        "`pragmodels`: pragmatic_listener as shipped; `before`: as it was until 2026-12-07. "
+                        "`temp MB`: XLA's temporary buffers besides the output (4 n² bytes); `faults`: minor page "
+                        "faults per call, i.e. fresh memory touched (9,000 for one 36 MB buffer at 3000²). The "
+                        "module docstring says what each form is. Three runs within five minutes on 2026-12-07 (idle "
+                        "cores) gave pragmodels 0.98-1.00x / 0.90-0.98x / 0.84-0.87x the floor at 200² / 1000² / "
+                        "3000², before 0.99-1.00x / 1.01-1.08x / 1.12-1.20x; with the forms in a fixed order, "
+                        "the 200² ratios moved by up to 0.3 between runs.")
 
 if __name__ == "__main__":
     main([int(a) for a in sys.argv[1:]] or [200, 1000, 3000])
