@@ -14,9 +14,10 @@ page faults, about 10 ms of the floor's 25-30. The listener as it was (``before`
 selects in its tables (``masked_scale``'s double ``where`` and ``log_normalize``'s ``where``):
 XLA would not recompute such a table in its consumers, so it kept it in a second 36 MB buffer
 (twice the faults); and the selects on the normaliser vectors were fused into the elementwise
-loops, where they ran once per element. Shipped since: the forward pass has one multiplication or
-subtraction per element (the safety in a custom JVP and on the vectors), and each normaliser
-vector is computed on its own (``pragmodels.logmath._vector``, an ``optimization_barrier``).
+loops, where they ran once per element. Shipped since: ``log_normalize`` is one subtraction per
+element (its select on the normaliser vector), and the normaliser vectors, the scaled table
+``alpha * log L0`` and the speaker are each computed once (``pragmodels.logmath.settled``, an
+``optimization_barrier``), so the tables are written in turn into one buffer.
 
 Forms measured, each checked against the floor (max abs difference of log L1 below 1e-4) first:
 
@@ -203,10 +204,10 @@ def main(sizes: list[int]) -> None:
                         "`pragmodels`: pragmatic_listener as shipped; `before`: as it was until 2026-12-07. "
                         "`temp MB`: XLA's temporary buffers besides the output (4 n² bytes); `faults`: minor page "
                         "faults per call, i.e. fresh memory touched (9,000 for one 36 MB buffer at 3000²). The "
-                        "module docstring says what each form is. Three runs within five minutes on 2026-12-07 (idle "
-                        "cores) gave pragmodels 0.98-1.00x / 0.90-0.98x / 0.84-0.87x the floor at 200² / 1000² / "
-                        "3000², before 0.99-1.00x / 1.01-1.08x / 1.12-1.20x; with the forms in a fixed order, "
-                        "the 200² ratios moved by up to 0.3 between runs.")
+                        "module docstring says what each form is. Four runs within ten minutes on 2026-12-07 (idle "
+                        "cores, the code as committed) gave pragmodels 0.98-1.03x / 0.95-0.97x / 0.88-0.92x the floor "
+                        "at 200² / 1000² / 3000², before 0.98-1.00x / 1.04-1.09x / 1.13-1.21x; with the forms in a "
+                        "fixed order, the 200² ratios moved by up to 0.3 between runs.")
 
 if __name__ == "__main__":
     main([int(a) for a in sys.argv[1:]] or [200, 1000, 3000])

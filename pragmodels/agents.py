@@ -170,16 +170,16 @@ def _scaled_utility(util: jax.Array, alpha: ArrayLike, cost: ArrayLike | None,
                     cost_scaling: CostScaling) -> jax.Array:
     """``alpha (U − cost)`` ("inside") or ``alpha U − cost`` ("outside") where ``U`` is finite.
 
-    Entries with ``U = -inf`` stay ``-inf`` and pass no gradient (the custom JVP of
-    :func:`pragmodels.logmath.masked_scale`), so 0/1 lexica stay differentiable; the forward pass is
-    one multiplication (and subtraction) per entry.
+    Entries with ``U = -inf`` stay ``-inf`` and pass no gradient (the double ``where`` of
+    :func:`pragmodels.logmath.masked_scale`), so 0/1 lexica stay differentiable; the table is
+    settled (written once, :func:`pragmodels.logmath.settled`).
     Shapes: ``util [utterance, state]``, ``cost [utterance]`` -> ``[utterance, state]``.
     """
     alpha = jnp.asarray(alpha, util.dtype)
     cost_col = _cost_column(cost, util.dtype, util.ndim)
     if cost_scaling == "inside":
         return masked_scale(util, alpha, cost_col)
-    return masked_scale(util, alpha, 0.0) - cost_col
+    return masked_scale(util, alpha, jnp.zeros((), util.dtype)) - cost_col
 
 
 def _speaker_us(log_listener: jax.Array, alpha: ArrayLike, cost: ArrayLike | None, qud: ArrayLike | None,
@@ -376,7 +376,12 @@ def _boolean_agent(log_semantics: jax.Array, alpha: ArrayLike, cost: ArrayLike |
     def closed() -> jax.Array:
         return poisoned(table().astype(out.dtype))
 
-    return jax.lax.cond(spread <= safe_range(out.dtype), closed, lambda: poisoned(log_space()))
+    # each branch under jax.checkpoint: differentiated, a cond returns the residuals of both branches, so the
+    # closed form wrote the log-space recursion's tables too, as zeros (at 3000^2 six [n, n] buffers per gradient,
+    # 1.17-1.19x the floor's time); checkpointed, a branch keeps only its inputs and recomputes its own forward
+    # pass in the backward one (three buffers)
+    return jax.lax.cond(spread <= safe_range(out.dtype), jax.checkpoint(closed),
+                        jax.checkpoint(lambda: poisoned(log_space())))
 
 
 def _batch_inputs(fn: str, log_semantics: ArrayLike, alpha: ArrayLike, cost: ArrayLike | None,

@@ -73,39 +73,19 @@ def settled(x: jax.Array) -> jax.Array:
     return lax.optimization_barrier(x)
 
 
-def masked_scale(log_p: jax.Array, alpha: ArrayLike, offset: ArrayLike) -> jax.Array:
-    """``alpha * (log_p - offset)`` where ``log_p`` is finite, ``-inf`` elsewhere, for ``alpha >= 0``.
+def masked_scale(log_p: jax.Array, alpha: jax.Array, offset: jax.Array) -> jax.Array:
+    """``alpha * (log_p - offset)`` where ``log_p`` is finite, ``-inf`` elsewhere, :func:`settled`.
 
-    The forward pass is the bare product, one multiplication per element (``-inf`` times a
-    positive ``alpha`` is ``-inf``), :func:`settled`; ``alpha = 0`` is taken as the smallest normal
-    float, whose product with a finite entry is zero to within 1e-35 and with ``-inf`` is ``-inf``
-    (the speaker then picks uniformly among the true utterances). A negative ``alpha`` is outside
-    the domain (its false entries come back ``+inf``); the agents reject a concrete one. A custom
-    JVP keeps ``d/d alpha`` at zero (not ``-inf * 0 = NaN``) for entries with zero probability,
-    which is what makes 0/1 lexica differentiable; it uses the true ``alpha``, so the gradient at
-    ``alpha = 0`` is exact.
+    The double ``where`` keeps ``d/d alpha`` at zero (not ``-inf * 0 = NaN``) for entries
+    with zero probability, which is what makes 0/1 lexica differentiable. Settled, the table is
+    written once and read by the normaliser and the elementwise loops alike (its selects would
+    otherwise keep XLA from recomputing it where it is read, and it kept a second copy).
 
     Shapes: ``log_p [...]``; ``alpha`` and ``offset`` broadcast against it -> the broadcast shape.
     """
-    log_p = jnp.asarray(log_p)
-    dtype = log_p.dtype if jnp.issubdtype(log_p.dtype, jnp.floating) else jnp.result_type(float)
-    return _masked_scale(log_p.astype(dtype), jnp.asarray(alpha, dtype), jnp.asarray(offset, dtype))
-
-
-@jax.custom_jvp
-def _masked_scale(log_p: jax.Array, alpha: jax.Array, offset: jax.Array) -> jax.Array:
-    a = settled(jnp.where(alpha == 0, jnp.finfo(alpha.dtype).tiny, alpha))
-    return settled(a * (log_p - offset))
-
-
-@_masked_scale.defjvp
-def _masked_scale_jvp(primals: tuple, tangents: tuple) -> tuple:
-    log_p, alpha, offset = primals
-    d_log_p, d_alpha, d_offset = tangents
     ok = log_p > -jnp.inf
     safe = jnp.where(ok, log_p, 0.0)
-    tangent = jnp.where(ok, alpha * (d_log_p - d_offset) + d_alpha * (safe - offset), 0.0)
-    return _masked_scale(log_p, alpha, offset), tangent
+    return settled(jnp.where(ok, alpha * (safe - offset), -jnp.inf))
 
 
 def check_weight(weight: ArrayLike, what: str, name: str = "weight") -> None:
