@@ -1,5 +1,6 @@
 """The notebooks execute and show their figures, and the CLI main job writes a complete run folder."""
 
+import asyncio
 import json
 import os
 import re
@@ -51,8 +52,10 @@ def test_notebooks_run_and_show_their_figures(name, kernel_dir, mirror, monkeypa
                        os.environ.get("PRAGMODELS_COMPILATION_CACHE", str(ROOT / ".pytest_cache" / "jax")))
     before = (_files(ROOT), _files(ROOT / "notebooks"))
     nb = nbformat.read(ROOT / "notebooks" / name, as_version=4)
-    NotebookClient(nb, timeout=600, kernel_name="python3",
-                   resources={"metadata": {"path": str(ROOT / kernel_dir)}}).execute()
+    # in an event loop of its own, closed at the end: `.execute()` leaves jupyter_core's loop set in
+    # this thread, unclosed, and whatever test later replaces it fails on its ResourceWarnings
+    asyncio.run(NotebookClient(nb, timeout=600, kernel_name="python3",
+                               resources={"metadata": {"path": str(ROOT / kernel_dir)}}).async_execute())
     code = [c for c in nb.cells if c.cell_type == "code"]
     errors = [o for c in code for o in c.outputs if o.output_type == "error"]
     assert not errors, errors

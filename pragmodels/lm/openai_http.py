@@ -103,17 +103,50 @@ class _Echo:
 
 class _Loop:
     """An event loop in a daemon thread of its own, with the SDK's client on it; closed by
-    :meth:`close` or when its model is garbage-collected."""
+    :meth:`close` or when its model is garbage-collected.
+
+    The thread closes what it runs: once its loop stops, however it was stopped, it cancels the
+    tasks left, closes the client and closes the loop (a loop only stopped, and later collected,
+    warns of its unclosed sockets wherever the collector happens to run).
+    """
 
     def __init__(self, make_client: Callable[[], Any]):
         self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, name="pragmodels-lm-http", daemon=True)
+        self.client: Any = None
+        self.thread = threading.Thread(target=self._serve, name="pragmodels-lm-http", daemon=True)
         self.thread.start()
-        self.client = self.run(self._make(make_client))
+        try:
+            self.client = self.run(self._make(make_client))
+        except BaseException:
+            self.close()
+            raise
 
     @staticmethod
     async def _make(make_client: Callable[[], Any]) -> Any:
         return make_client()
+
+    def _serve(self) -> None:
+        loop = self.loop
+        try:
+            loop.run_forever()
+        finally:
+            try:
+                loop.run_until_complete(self._shutdown())
+                loop.run_until_complete(loop.shutdown_asyncgens())
+            except Exception:  # closed regardless: the loop's own sockets come first
+                pass
+            finally:
+                loop.close()
+
+    async def _shutdown(self) -> None:
+        me = asyncio.current_task()
+        tasks = [t for t in asyncio.all_tasks() if t is not me]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        if self.client is not None:
+            await asyncio.wait_for(self.client.close(), 10)
+        await asyncio.sleep(0)  # the transports' connection_lost callbacks, scheduled by the close
 
     def submit(self, coro: Coroutine[Any, Any, Any]) -> concurrent.futures.Future[Any]:
         return asyncio.run_coroutine_threadsafe(coro, self.loop)
@@ -127,18 +160,18 @@ class _Loop:
             raise
 
     def close(self) -> None:
+        """Stop the loop; its thread closes the client and the loop (waited for up to 20 s, unless
+        called on that thread: collected there, it cannot wait for itself)."""
         if self.loop.is_closed():
             return
-        if threading.current_thread() is self.thread:  # collected on the loop's own thread: it cannot wait for itself
-            self.loop.call_soon(self.loop.stop)
+        if threading.current_thread() is self.thread:
+            self.loop.stop()
             return
-        if self.thread.is_alive():
-            try:
-                self.run(self.client.close())
-            finally:
-                self.loop.call_soon_threadsafe(self.loop.stop)
-                self.thread.join(10)
-        self.loop.close()
+        try:
+            self.loop.call_soon_threadsafe(self.loop.stop)
+        except RuntimeError:  # closed meanwhile by its thread
+            return
+        self.thread.join(20)
 
 
 class OpenAICompatibleLM:

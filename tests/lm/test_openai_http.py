@@ -11,6 +11,7 @@ Python for each), so the scored prompt is short: the SmolLM2 chat markup without
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import pickle
@@ -321,6 +322,33 @@ def test_bad_answers(fake, mode, error, match):
     lm = fake()
     with pytest.raises(error, match=match):
         lm.score("Q", ["ab"])
+
+
+@pytest.mark.parametrize("where", ["another thread", "the loop's thread"])
+def test_a_model_dropped_unclosed_closes_its_client_and_loop(fake_server, where):
+    """A model garbage-collected without ``close()`` closes its client and its event loop, wherever
+    the collector runs: a loop that was only stopped warns of its unclosed sockets later, in
+    whatever test the collector happens to run (the CI failure of 2026-12-07 was such a warning)."""
+    fake_server.reset()  # not the `fake` fixture: it would close the model itself
+    lm = OpenAICompatibleLM(f"http://127.0.0.1:{fake_server.server_address[1]}", "fake", prompt_format="plain",
+                            max_retries=1, backoff_s=0.01)
+    np.testing.assert_allclose(lm.score("Q", ["ab"]), [-1.0])
+    runner = lm._loop
+    client = runner.client
+    assert runner.thread.is_alive() and not client.is_closed()
+    if where == "another thread":
+        del lm
+        gc.collect()
+    else:  # what the finaliser does when the collector runs on the loop's own thread
+
+        async def collected_here() -> None:
+            runner.close()
+
+        runner.submit(collected_here())
+        runner.thread.join(20)
+    assert not runner.thread.is_alive()
+    assert runner.loop.is_closed()
+    assert client.is_closed()
 
 
 def test_an_echo_that_cannot_be_checked_for_a_shift(fake):
