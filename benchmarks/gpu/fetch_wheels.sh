@@ -5,17 +5,12 @@
 #
 #   bash benchmarks/gpu/fetch_wheels.sh     # pip of $PY (default: .venv/bin/python, else python3)
 #
-# What and why: `import pragmodels` needs numpy, scipy, pandas, xarray, jax and numpyro at module
-# level, and arviz-base / arviz-stats / h5netcdf lazily (pm.fit, diagnostics, netCDF). The H200
-# image has jax 0.11.2 (CUDA), numpyro 0.21, numpy, scipy, pandas, h5py, tqdm, tabulate and an
-# xarray of unknown version, but no arviz 1.x and no h5netcdf. The project's own jax 0.12 CUDA
-# wheels are far over 64 MiB, so the device keeps its jax; we carry only the pure-Python
-# packages below, at the versions pyproject.toml pins (read from it, so they stay in sync) or,
-# for a dependency it does not pin (xarray-einstats, which arviz-stats needs for loo/ess), the
-# version installed in $PY's environment (the project venv).
-# All are py3-none-any; no compiled wheel is needed (pandas and h5py are on the image: a
-# compiled pandas for cp310-cp313 would be ~4 x 12 MiB, too close to the limit to carry
-# "just in case").
+# What: the names in benchmarks/gpu/carried.txt (pragmodels' runtime dependencies that the
+# device image lacks, and theirs), at the versions pyproject.toml pins with `==` or else the ones
+# installed in $PY's environment (the project venv). The image has jax 0.11.2 (CUDA), numpyro 0.21,
+# numpy, scipy, pandas and h5py; the project's own jax 0.12 CUDA wheels are far over 64 MiB, so
+# the device keeps its jax. All wheels are pure Python but pydantic-core's, fetched for the
+# device's CPython ($PYVER) on manylinux x86_64 (about 2 MiB).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 if [ -z "${PY:-}" ]; then [ -x .venv/bin/python ] && PY=.venv/bin/python || PY=python3; fi
@@ -23,32 +18,48 @@ DEST=benchmarks/gpu/wheels
 # the device's python3 was 3.12.3 when last read (KINDS.md); pure wheels fit any 3.x that their
 # Requires-Python allows, so this only filters the metadata check
 PYVER=${PYVER:-3.12}
-# gguf: transformers reads GGUF files with it (hf_listener.py); the image has transformers but not gguf
-PKGS=(xarray xarray-einstats arviz-base arviz-stats h5netcdf tqdm tabulate gguf)
+mapfile -t PKGS < <(sed -e 's/#.*//' -e 's/[[:space:]]//g' benchmarks/gpu/carried.txt | grep -v '^$')
+COMPILED=(pydantic-core)
 
-mapfile -t PINS < <("$PY" - "${PKGS[@]}" <<'PYEOF'
+PINFILE=$(mktemp)
+trap 'rm -f "$PINFILE"' EXIT
+# a file, not a process substitution: a name that cannot be resolved stops the script
+"$PY" - "${PKGS[@]}" >"$PINFILE" <<'PYEOF'
 import re, sys, tomllib
 from importlib import metadata
-deps = tomllib.load(open("pyproject.toml", "rb"))["project"]["dependencies"]
-pins = {re.split(r"[\[=<>!~ ]", d, 1)[0].lower(): d for d in deps}
+project = tomllib.load(open("pyproject.toml", "rb"))["project"]
+deps = project["dependencies"] + [d for group in project.get("optional-dependencies", {}).values() for d in group]
+pins = {re.split(r"[\[=<>!~ ;]", d, 1)[0].lower().replace("_", "-"): re.sub(r"\[.*?\]", "", d) for d in deps}
 for name in sys.argv[1:]:
-    pin = pins.get(name.lower())
+    pin = pins.get(name.lower().replace("_", "-"))
     if pin is not None and "==" in pin:
-        print(re.sub(r"\[.*?\]", "", pin))
+        print(pin)
         continue
-    try:
+    try:  # the version the project venv runs
         print(f"{name}=={metadata.version(name)}")
     except metadata.PackageNotFoundError:
-        sys.exit(f"fetch_wheels: {name} has no '==' pin in pyproject.toml and is not installed in {sys.executable}")
+        if pin is None:
+            sys.exit(f"fetch_wheels: {name} is neither in pyproject.toml nor installed in {sys.executable}")
+        print(pin)  # not installed here (an extra's package): the newest version its pin allows
 PYEOF
-)
+mapfile -t PINS <"$PINFILE"
+PURE=() NATIVE=()
+for pin in "${PINS[@]}"; do
+    name=${pin%%==*}
+    if [[ " ${COMPILED[*]} " == *" $name "* ]]; then NATIVE+=("$pin"); else PURE+=("$pin"); fi
+done
 rm -rf "$DEST" && mkdir -p "$DEST"
 "$PY" -m pip download -q --no-deps --only-binary=:all: -d "$DEST" \
     --python-version "$PYVER" --implementation py --abi none --platform any \
-    "${PINS[@]}"
+    "${PURE[@]}"
 for w in "$DEST"/*.whl; do
     case "$(basename "$w")" in *-py3-none-any.whl|*-py2.py3-none-any.whl) ;;
         *) echo "fetch_wheels: $(basename "$w") is not a pure-Python wheel" >&2; exit 1;; esac
 done
+if [ "${#NATIVE[@]}" -gt 0 ]; then
+    "$PY" -m pip download -q --no-deps --only-binary=:all: -d "$DEST" \
+        --python-version "$PYVER" --implementation cp --abi "cp${PYVER/./}" \
+        --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 "${NATIVE[@]}"
+fi
 ls -l "$DEST"
 du -sh "$DEST"

@@ -71,7 +71,7 @@ import sys
 from importlib import metadata
 import jax
 names = ["jax", "jaxlib", "numpyro", "numpy", "scipy", "pandas", "xarray", "arviz-base", "arviz-stats",
-         "h5netcdf", "tqdm", "pragmodels"]
+         "h5netcdf", "tqdm", "lazy_loader", "pydantic", "pragmodels"]
 plugins = [d.metadata["Name"] for d in metadata.distributions() if "jax-cuda" in (d.metadata["Name"] or "")]
 for n in names + sorted(set(plugins)):
     try:
