@@ -186,6 +186,58 @@ def scaling(sizes: list[int], rounds: int, chains: int = 2) -> list[dict]:
     return rows
 
 
+#: block layouts compared by ``--blocks``: (items per block, whole table up to this many items);
+#: the first is the anchor (the layout shipped until 2026-12-07)
+BLOCK_LAYOUTS = [(512, 512), (64, 256), (128, 128), (64, 128)]
+
+
+def block_layouts(sizes: list[int], chain_counts: list[int], rounds: int) -> list[dict]:
+    """Per leapfrog CPU time of the after form under each of ``BLOCK_LAYOUTS`` (``rsa_models.ITEM_BLOCK``,
+    ``WHOLE_TABLE_ITEMS``), for 1, 2 and 4 chains vmapped in one program, rounds in a fresh random
+    order; ratios against the first layout at the same size and chain count, in this run."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    from pragmodels import rsa_models
+
+    shipped = rsa_models.ITEM_BLOCK, rsa_models.WHOLE_TABLE_ITEMS
+    runs = {}
+    try:
+        for n in sizes:
+            arrays, z = _setup(n)
+            steps = max(10, 40_000 // n)
+            for chains in chain_counts:
+                zc = jax.tree.map(lambda x, c=chains: jnp.stack([x] * c), z)
+                for layout in BLOCK_LAYOUTS:
+                    rsa_models.ITEM_BLOCK, rsa_models.WHOLE_TABLE_ITEMS = layout  # read when traced
+                    loop = _loop(_potential("after", n), steps, chains)
+                    jax.block_until_ready(loop(zc, arrays))
+                    runs[(n, chains, layout)] = dict(loop=loop, args=(zc, arrays), steps=steps, cpu=[], load=[])
+            print(f"  compiled {n} items (load {_load():.1f})", flush=True)
+    finally:
+        rsa_models.ITEM_BLOCK, rsa_models.WHOLE_TABLE_ITEMS = shipped
+    order, rng = list(runs), np.random.default_rng(0)
+    for k in range(rounds):
+        rng.shuffle(order)
+        for key in order:
+            r = runs[key]
+            r["cpu"].append(_time(r["loop"], *r["args"])[1] / r["steps"])
+            r["load"].append(_load())
+        print(f"  round {k + 1}/{rounds} (load {_load():.1f})", flush=True)
+    rows = []
+    for (n, chains, layout), r in runs.items():
+        med = float(np.median(r["cpu"]))
+        anchor = float(np.median(runs[(n, chains, BLOCK_LAYOUTS[0])]["cpu"]))
+        small = runs.get((min(sizes), chains, layout))
+        rows.append(dict(kind="block layout", variant=f"blocks of {layout[0]}, whole up to {layout[1]}",
+                         shipped=layout == shipped, n_items=n, chains=chains, loop_cpu_us=1e6 * med,
+                         cpu_ns_per_item=1e9 * med / n, vs_anchor=med / anchor,
+                         per_item_vs_smallest=(med / n) / (float(np.median(small["cpu"])) / min(sizes)),
+                         load_min=float(np.min(r["load"])), load_max=float(np.max(r["load"]))))
+    return rows
+
+
 def fits(repeats: int) -> list[dict]:
     import json
 
@@ -238,6 +290,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--fit", action="store_true", help="also time the 100-item fit, both forms")
     ap.add_argument("--fit-repeats", type=int, default=3)
     ap.add_argument("--no-write", action="store_true")
+    ap.add_argument("--blocks", action="store_true",
+                    help="only compare the item-block layouts (BLOCK_LAYOUTS) for 1, 2 and 4 chains at --sizes; "
+                         "writes results/hier_blocks.csv/.md")
     ap.add_argument("--render", metavar="COMMAND", default=None,
                     help="measure nothing: rewrite the markdown (with its notes) from results/hier_scaling.csv, "
                          "naming COMMAND as the run that wrote the CSV")
@@ -257,6 +312,13 @@ def main(argv: list[str] | None = None) -> None:
         write_results(rows, "hier_scaling", TITLE, detail, COLUMNS, notes=_notes(rows))
         return
     load0 = _load()
+    if args.blocks:
+        rows = block_layouts(args.sizes, [1, 2, 4], args.rounds)
+        if not args.no_write:
+            detail = (f"`python -m benchmarks.hier_scaling {' '.join(sys.argv[1:])}`; 1-minute load average "
+                      f"{load0:.1f} at the start, {_load():.1f} at the end. Medians of rounds in a fresh random order.")
+            write_results(rows, "hier_blocks", BLOCKS_TITLE, detail, BLOCKS_COLUMNS, notes=BLOCKS_NOTES)
+        return
     rows = scaling(args.sizes, args.rounds)
     if args.fit:
         rows += fits(args.fit_repeats)
@@ -276,6 +338,19 @@ COLUMNS = {"kind": "kind", "variant": "form", "n_items": "items", "loop_cpu_us":
             "min_bulk_ess": "min bulk ESS", "max_rhat": "max r_hat", "divergences": "divergences",
             "value_diff": "value - before", "max_grad_diff": "max abs grad - before",
             "load_min": "load min", "load_max": "load max"}
+
+BLOCKS_TITLE = "Hierarchical listener: item-block layouts against chains per program"
+BLOCKS_COLUMNS = {"variant": "layout", "shipped": "shipped", "chains": "chains", "n_items": "items",
+                  "loop_cpu_us": "CPU us per leapfrog", "cpu_ns_per_item": "CPU ns per item",
+                  "vs_anchor": "/ blocks of 512", "per_item_vs_smallest": "per item / smallest size",
+                  "load_min": "load min", "load_max": "load max"}
+BLOCKS_NOTES = """
+The after form (`rsa_models.item_listener_counts_log_lik`) runs above `WHOLE_TABLE_ITEMS` items as a `lax.map`
+over blocks of `ITEM_BLOCK` items, so that a block's arrays stay in a core's L2 (1 MiB per core here). The
+sampler vmaps its chains over the potential (1 chain per program by default on a CPU, 2 per device with
+`parallel` on 2 host devices, 4 with `vectorized`), so a block's arrays are `chains x 5 x 21 x items` floats,
+and the block size is chosen where the chain count cannot be seen. `/ blocks of 512` is the layout shipped
+until 2026-12-07, at the same size and chain count, in this run; 1 chain is the CPU default."""
 
 #: the committed idle run of the same fit (results/fit_overhead_hier.md): repeat wall and CPU seconds
 #: a 1-minute load average above this: the wall figures are not taken as idle
@@ -325,18 +400,20 @@ used by the sampler's potential when the lapse is fixed at 0 and depth is 1) wri
 `Σ counts · log L1 = Σ_i [alpha_i A_i - Σ_s m_si log z_si - Σ_u n_ui log W_ui] + const` with statistics
 `A, m, n` of the count table (data only: hoisted out of the loops), exponent shifts linear in alpha (no
 max-reductions), each item's derivative in closed form in the same forward pass (a custom JVP: no reverse
-pass), and above 512 items `lax.map` over equal blocks so that each block's arrays stay in a core's 2 MB L2.
+pass), and above `WHOLE_TABLE_ITEMS` (256) items `lax.map` over equal blocks of at most `ITEM_BLOCK` (64)
+items, so that each block's arrays stay in a core's L2 (1 MiB per core here). Until 2026-12-07 the blocks
+held 512 items: `results/hier_blocks.md` compares the layouts for 1, 2 and 4 chains per program.
 
 Why the per-item cost still rises with N. At 2 chains x 105 cells x 4 bytes, one table-sized array is
-0.84 kB per item. On idle cores (the run of 2026-12-06 06:49, every other process stopped) the after
-form's cost per item is flat from 1,600 to 10,000 items (1,210, 1,361 and 1,272 ns: linear in items over
-that range) and rises only below it: 508 ns at 100 items, where a table-sized array (84 kB) and the
-pass's other arrays stay in a core's L1 and L2, 992 ns at 400 (336 kB per array: L2), 1,210 ns at
-1,600, where each 512-item block keeps several 430 kB arrays alive, more than a 2 MB L2 holds, so the
-passes stream from the shared L3. So the departure from linear is the cache hierarchy below about 1,600
-items, not the scatter (see below) or the layout; smaller blocks would keep a block in L2 (not yet
-measured). Under load (load 18-19, the run before) the per-item rise was steeper for both forms
-(before 2.91x, after 1.75x at 10,000): contention for the shared L3 and memory bandwidth with other
+0.84 kB per item. At 100 items a table-sized array (84 kB) and the pass's other arrays stay in a core's
+L1 and L2; above that the statistics and the per-item results stream through the shared L3, and the loop
+over blocks adds a fixed cost per block. With blocks of 512 (the run of 2026-12-06 06:49, idle cores) the
+per-item cost was flat from 1,600 to 10,000 items (1,210, 1,361 and 1,272 ns) and rose only below it (508
+ns at 100 items, 992 at 400): each 512-item block kept several 430 kB arrays alive, more than the L2
+holds. Blocks of 64 (54 kB per array at 2 chains) stay in L2 for up to 4 chains, and cost 0.62-0.85x as
+much per leapfrog at 1,600-10,000 items (`results/hier_blocks.md`); what is left of the rise is L1 against
+L2 and L3, not the scatter (see below) or the layout. Under load (load 18-19, a run before that) the
+per-item rise was steeper for both forms (before 2.91x, after 1.75x at 10,000): contention for the shared L3 and memory bandwidth with other
 processes, and XLA:CPU splitting the larger fusions over both cores (`outer_dimension_partitions`),
 which on busy cores waits for the other core.
 

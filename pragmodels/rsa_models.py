@@ -303,16 +303,22 @@ def _items_log_lik(a: jax.Array, data: tuple[jax.Array, ...]) -> jax.Array:
     return _by_item_blocks(a, data)[0]
 
 
-#: items per block of :func:`_by_item_blocks`: 2 chains x 5 x 21 x 512 float32 arrays (0.4 MB)
-#: stay in a core's L2 cache (2 MB here) through the whole pass
-ITEM_BLOCK = 512
+#: items per block of :func:`_by_item_blocks`, and up to how many items the table is computed whole.
+#: What counts is a block's arrays (chains x 5 x 21 x items float32) against a core's L2 (1 MiB
+#: here), and the chains that the sampler vmaps are not visible here. Per leapfrog at 1,600-10,000
+#: items (benchmarks/results/hier_blocks.md), blocks of 64 took 0.62-0.78x the time of blocks of 512
+#: for 1 chain, 0.81-0.85x for 2 and 0.81-0.84x for 4 (vectorized); blocks of 128 were faster for
+#: 1-2 chains (0.58-0.73x) but 1.5x slower for 4. Up to 256 items the whole table is as fast (200
+#: items in blocks of 64 took 1.8x as long for 1 chain).
+ITEM_BLOCK = 64
+WHOLE_TABLE_ITEMS = 256
 
 
 def _by_item_blocks(a: jax.Array, data: tuple[jax.Array, ...]) -> tuple[jax.Array, jax.Array]:
     """:func:`_items_value_and_slope` over equal blocks of at most ``ITEM_BLOCK`` items (``lax.map``):
     each block's exponentials and sums run in cache rather than as whole-table passes through memory."""
     n = a.shape[-1]
-    if n <= ITEM_BLOCK or jax.default_backend() != "cpu":  # a GPU wants the whole table in one kernel
+    if n <= WHOLE_TABLE_ITEMS or jax.default_backend() != "cpu":  # a GPU wants the whole table in one kernel
         return _items_value_and_slope(a, data)
     nb = -(-n // ITEM_BLOCK)
     size = -(-n // nb)  # blocks of equal size <= ITEM_BLOCK: at most nb - 1 padded items

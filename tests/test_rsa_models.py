@@ -43,6 +43,7 @@ def test_sufficient_statistics_equal_the_listener_table_value_and_gradient(share
     (``block=4``: 9 items in 3 blocks of 4, the last one padded)."""
     if block:
         monkeypatch.setattr(rsa_models, "ITEM_BLOCK", block)
+        monkeypatch.setattr(rsa_models, "WHOLE_TABLE_ITEMS", block)
     sem, alpha, rng = _case(3 + 2 * shared + zeros, shared, zeros)
     log_prior = None if prior is None else jnp.log(jnp.asarray(rng.dirichlet(np.ones(sem.shape[1])), jnp.float32))
     prior_at = prior or "all"
@@ -58,6 +59,8 @@ def test_sufficient_statistics_equal_the_listener_table_value_and_gradient(share
 
     v_ref, g_ref = jax.value_and_grad(by_table)(alpha)
     v, g = jax.value_and_grad(by_stats)(alpha)
+    # the blocks are a loop (lax.map) in the program, the whole table none
+    assert ("scan" in str(jax.make_jaxpr(jax.value_and_grad(by_stats))(alpha))) == bool(block)
     assert np.isfinite(float(v)) and np.all(np.isfinite(np.asarray(g)))
     np.testing.assert_allclose(float(v), float(v_ref), rtol=1e-5)
     np.testing.assert_allclose(np.asarray(g), np.asarray(g_ref), atol=1e-4 * float(jnp.abs(g_ref).max()))
