@@ -74,6 +74,13 @@ TRIALS = [
      "what": "the same code but the review's fixes (the forest's draws, padding keyed without JAX)",
      "note": "idle cores, cold cache; the same 15 fits, draw for draw, as the run after (identical ESS), "
              "which took 503 s an hour later: the spread between the two is this machine's"},
+    {"run": "benchmarks/results/runs/social_meaning_2026-12-07T13-06.json",
+     "what": "the committed config on the code of 2026-12-07 13:00 (the listener settled: 30ced10, ef430bb)",
+     "note": "idle cores, cold cache, written to /tmp (not committed as the study's run); the listener's new "
+             "rounding changed every fit's draws, and three fits sized to the ESS standard from the run before fell "
+             "short (human motives ESS 374, Claude COM 15% at the depth cap, Gemini COM ESS 391, r_hat 1.011): "
+             "first round 588 s, the refit round about 380 s. Item 1 is not met on this code until the draws are "
+             "sized again"},
 ]
 
 
