@@ -1,0 +1,151 @@
+"""Does a new run of the main job give the committed run's posteriors, within Monte Carlo error?
+
+Usage: python -m benchmarks.posterior_agreement [--before REV] [--run fits/social_meaning/full]
+
+Issue 38 (item 1) asks that the faster job give "the same posteriors as the committed run within Monte
+Carlo error". The committed run keeps its tables, not its posteriors, so the check compares what the
+tables hold: for every fit and key parameter (``parameters.csv``: alpha, the cost of the precise form,
+the response noise, the lapse rate, theta_mu, and the noise per attribute), the posterior median and
+the 3% and 97% quantiles, and the three human models' LOO ``elpd`` (``loo_compare.csv``).
+
+- The new run's value and its MCSE come from its posteriors on disk (arviz-stats' ``mcse``, method
+  "median" or "quantile"); each value is checked against the new run's own table first.
+- The old run's MCSE is not on record. It is taken as the new one scaled by ``sqrt(S_new / S_old)``,
+  ``S`` the draws of all chains (the same ESS per draw in both runs: the model, data and sampler
+  are the same, only the draws differ).
+- ``z = (new - old) / sqrt(mcse_new^2 + mcse_old^2)``. Two runs of one posterior give ``|z| > 2``
+  for about 5% of the rows and ``|z| > 3`` for about 0.3% (normal MCSE; the rows of one fit are
+  correlated, so the share has a wide spread).
+- An ``elpd``'s MCSE is estimated from the spread of the same LOO computed on the three ways to split
+  four chains into halves: half the root mean square difference of the two halves.
+
+Writes ``results/posterior_agreement.{csv,md}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import math
+import os
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+os.environ.setdefault("PRAGMODELS_DATA_DIR", str(ROOT.parent / "shared" / "data"))
+RUN = "fits/social_meaning/full"
+#: (column suffix in parameters.csv, quantile)
+STATS = (("", 0.5), ("_lo", 0.03), ("_hi", 0.97))
+KEYS = ("alpha", "cost_precise", "noise", "lapse", "theta_mu")
+
+
+def _git(rev: str, path: str) -> str:
+    return subprocess.run(["git", "show", f"{rev}:{path}"], cwd=ROOT, check=True, capture_output=True,
+                          text=True).stdout
+
+
+def _draws(run: dict, label: str) -> int:
+    s = run["fits"][label]["sampler_settings"]
+    return int(s["num_chains"]) * int(s["num_samples"])
+
+
+def _mcse(da, q: float) -> float:
+    from arviz_stats import mcse
+
+    if q == 0.5:
+        return float(mcse(da, method="median"))
+    return float(mcse(da, method="quantile", prob=q))
+
+
+def parameter_rows(before: str, run_dir: Path) -> list[dict]:
+    import xarray as xr
+
+    old_tab = pd.read_csv(io.StringIO(_git(before, f"{RUN}/tables/parameters.csv"))).set_index("fit")
+    old_run = json.loads(_git(before, f"{RUN}/run.json"))
+    new_tab = pd.read_csv(run_dir / "tables" / "parameters.csv").set_index("fit")
+    new_run = json.loads((run_dir / "run.json").read_text())
+    rows = []
+    for label in new_tab.index:
+        if label not in old_tab.index:
+            continue
+        post = xr.open_datatree(run_dir / new_run["fits"][label]["file"])["posterior"].to_dataset()
+        scale = math.sqrt(_draws(new_run, label) / _draws(old_run, label))
+        cells = [(k, post[k]) for k in KEYS]
+        if "noise_attribute" in post:
+            cells += [(f"noise_{a}", post["noise_attribute"].sel(attribute=a))
+                      for a in post["noise_attribute"]["attribute"].values]
+        for name, da in cells:
+            for suffix, q in STATS:
+                col = name + suffix
+                if col not in new_tab.columns:
+                    continue
+                new = float(np.quantile(da.values, q))
+                if not math.isclose(new, float(new_tab.loc[label, col]), rel_tol=1e-4, abs_tol=1e-6):
+                    raise RuntimeError(f"{label} {col}: the posterior gives {new}, its table {new_tab.loc[label, col]}")
+                old = float(old_tab.loc[label, col])
+                se_new = _mcse(da, q)
+                se = math.hypot(se_new, se_new * scale)
+                rows.append({"part": "parameter", "fit": label, "quantity": col, "old": old, "new": new,
+                             "mcse_new": se_new, "z": (new - old) / se if se > 0 else math.nan})
+    return rows
+
+
+def elpd_rows(before: str, run_dir: Path) -> list[dict]:
+    import xarray as xr
+    from arviz_stats import loo
+
+    old = pd.read_csv(io.StringIO(_git(before, f"{RUN}/tables/loo_compare.csv")), index_col=0)
+    new = pd.read_csv(run_dir / "tables" / "loo_compare.csv", index_col=0)
+    old_run = json.loads(_git(before, f"{RUN}/run.json"))
+    new_run = json.loads((run_dir / "run.json").read_text())
+    label = {"rsa": "human", "rsa_motives": "human (motives link)", "baseline": "human baseline"}
+    rows = []
+    for model in new.index:
+        tree = xr.open_datatree(run_dir / new_run["fits"][label[model]]["file"])
+        halves = [(a, b) for a, b in (([0, 1], [2, 3]), ([0, 2], [1, 3]), ([0, 3], [1, 2]))]
+        d = [loo(tree.isel(chain=a)).elpd - loo(tree.isel(chain=b)).elpd for a, b in halves]
+        se_new = float(np.sqrt(np.mean(np.square(d))) / 2)
+        scale = math.sqrt(_draws(new_run, label[model]) / _draws(old_run, label[model]))
+        se = math.hypot(se_new, se_new * scale)
+        rows.append({"part": "elpd", "fit": label[model], "quantity": "elpd_loo", "old": float(old.loc[model, "elpd"]),
+                     "new": float(new.loc[model, "elpd"]), "mcse_new": se_new,
+                     "z": (float(new.loc[model, "elpd"]) - float(old.loc[model, "elpd"])) / se})
+    return rows
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--before", default="HEAD", help="git revision of the committed run (default HEAD)")
+    ap.add_argument("--run", default=RUN, help="the new run folder, with its posteriors")
+    args = ap.parse_args(argv)
+    import warnings
+
+    from benchmarks._results import write_results
+
+    run_dir = ROOT / args.run
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rows = parameter_rows(args.before, run_dir) + elpd_rows(args.before, run_dir)
+    z = np.abs([r["z"] for r in rows if r["part"] == "parameter"])
+    worst = max((r for r in rows if r["part"] == "parameter"), key=lambda r: abs(r["z"]))
+    summary = (f"{len(z)} parameter rows: |z| > 2 for {np.mean(z > 2):.1%} (about 5% expected), |z| > 3 for "
+               f"{np.mean(z > 3):.1%} (about 0.3%); largest |z| {abs(worst['z']):.2f} ({worst['fit']}, {worst['quantity']}). "
+               + "; ".join(f"{r['fit']} elpd {r['old']:.2f} -> {r['new']:.2f} (z {r['z']:.2f})"
+                           for r in rows if r["part"] == "elpd") + ".")
+    print(summary)
+    old_run = json.loads(_git(args.before, f"{RUN}/run.json"))
+    new_run = json.loads((run_dir / "run.json").read_text())
+    rev = subprocess.run(["git", "rev-parse", "--short", args.before], cwd=ROOT, check=True, capture_output=True,
+                         text=True).stdout.strip()
+    write_results(rows, "posterior_agreement", "The main job's posteriors against the committed run's",
+                  f"Old: git {rev} ({old_run['started_at'][:16]}, config {old_run['config_sha256'][:12]}); "
+                  f"new: {args.run} ({new_run['started_at'][:16]}, config {new_run['config_sha256'][:12]}).",
+                  notes=summary + " How the MCSEs are found: this script's docstring.")
+
+
+if __name__ == "__main__":
+    main()
