@@ -14,6 +14,8 @@ Three parts, each printed and written to ``results/main_job.{csv,md}`` with the 
   vectorized chains, for an LLM fit and the human fit, each in a fresh process;
 - the draws: NUTS iterations of every fit (chains x (warm-up + draws)) under the two configs, and the
   iterations each run sampled (every basin's chains, from its run.json);
+- the levers' shares: the fits' core seconds saved between the two runs, attributed to the draws, the rater
+  nodes and the rest of each group's cost per iteration in turn (:func:`share_rows`);
 - with ``--fits``, whole fits of the full run (GPT ALT and the human RSA fit) in fresh processes, the
   chains vectorized and sequential: wall and CPU seconds, r_hat and ESS.
 """
@@ -228,6 +230,44 @@ def draw_rows(before: str) -> list[dict]:
     return rows
 
 
+def share_rows(before: str, draws: list[dict], gradients: list[dict]) -> list[dict]:
+    """Each lever's share of the fits' core seconds saved between the run before the levers and the committed
+    run, attributed in turn (sequential attribution: each lever's ratio applied to what the levers before it
+    left): the human fits' draws (config iterations), then their rater nodes (the one-chain gradient at 41
+    against 81 nodes, measured in this process), then the rest of their cost per iteration (chains sequential,
+    the Laplace mass matrix, starts and compiling: not separable from the runs' records); the LLM fits' draws,
+    then the rest of theirs (the lapse mixed in one step, starts and programs compiled once, padding, the
+    Laplace mass matrix). Core seconds of a fit: its wall time, on one core (the run before recorded no
+    ``cpu_time_s``)."""
+    from models.social_meaning.study import LLM_LABELS
+
+    runs = (_git_json(before, "fits/social_meaning/full/run.json"),
+            json.loads((ROOT / "fits/social_meaning/full/run.json").read_text()))
+    groups = {"human fits": lambda k: k.startswith("human"), "LLM fits": lambda k: k in LLM_LABELS,
+              "ESR measurement": lambda k: k == "esr measurement"}
+    core = {g: [sum(float(f["wall_time_s"]) for k, f in run["fits"].items() if pick(k)) for run in runs]
+            for g, pick in groups.items()}
+    ratio = {r["case"].split(":")[0]: r["ratio"] for r in draws}
+    grad = {r["case"]: r["ms"] for r in gradients}
+    nodes = grad["human RSA, 41 nodes, 1 chain"] / grad["human RSA, 81 nodes, 1 chain"]
+    levers = {"human fits": [("draws sized to the ESS standard", ratio["human fits"]), ("41 rater nodes", nodes)],
+              "LLM fits": [("draws sized to the ESS standard", ratio["LLM fits"])], "ESR measurement": []}
+    rest = {"human fits": "the rest per iteration: chains sequential, Laplace mass matrix, starts, compiling",
+            "LLM fits": "the rest per iteration: lapse in one step, starts and programs compiled once, padding, "
+                        "Laplace mass matrix", "ESR measurement": "all"}
+    saved_total = sum(b - a for b, a in core.values())
+    rows = []
+    for g, (b, a) in core.items():
+        left = b
+        for lever, r in levers[g] + [(rest[g], None)]:
+            r = r if r is not None else a / left
+            rows.append({"part": "share", "case": f"{g}: {lever}", "before": left, "after": left * r, "ratio": r,
+                         "note": f"{100 * (left - left * r) / saved_total:.0f}% of the {saved_total:.0f} fit core "
+                                 "seconds saved"})
+            left *= r
+    return rows
+
+
 def _sampled(run: dict, sampler: dict) -> dict:
     """NUTS iterations each fit of a run sampled: its chains (every basin's, from ``attrs["basins"]`` as
     run.json records them; else the config's) x (warm-up + draws)."""
@@ -320,8 +360,10 @@ def main(argv: list[str] | None = None) -> None:
     from benchmarks._results import write_results
 
     load0 = _load()
-    rows = job_rows(args.before) + draw_rows(args.before) + sampled_rows(args.before)
-    rows += gradient_rows(5 if args.quick else 30)
+    draws = draw_rows(args.before)
+    rows = job_rows(args.before) + draws + sampled_rows(args.before)
+    gradients = gradient_rows(5 if args.quick else 30)
+    rows += gradients + share_rows(args.before, draws, gradients)
     if not args.no_compile:
         rows += compile_rows()
     if args.fits:
@@ -332,7 +374,9 @@ def main(argv: list[str] | None = None) -> None:
     write_results(rows, "main_job", "The main job (make run) and issue 38's levers",
                   f"Load average (1, 5, 15 min) {load0} at the start, {load1} at the end. Before: git {args.before}.",
                   notes="`ratio`: against the first row of its part (job: before; gradient: 81 nodes, one chain; "
-                        "compile and fit: vectorized, CPU; draws and sampled: before). Gradients are medians in one process; compile "
+                        "compile and fit: vectorized, CPU; draws and sampled: before; share: what the levers before it in its group "
+                        "left; the rater nodes' share rests on one process's gradient medians, 0.53x and 0.68x in two runs on "
+                        "2026-12-07, so it and the rest's share trade a few points). Gradients are medians in one process; compile "
                         "figures are CPU seconds of a fresh process that imports, traces and compiles one program.")
 
 
