@@ -14,8 +14,8 @@ Three parts, each printed and written to ``results/main_job.{csv,md}`` with the 
   vectorized chains, for an LLM fit and the human fit, each in a fresh process;
 - the draws: NUTS iterations of every fit (chains x (warm-up + draws)) under the two configs, and the
   iterations each run sampled (every basin's chains, from its run.json);
-- the levers' shares: the fits' core seconds saved between the two runs, attributed to the draws, the rater
-  nodes and the rest of each group's cost per iteration in turn (:func:`share_rows`);
+- the levers' shares: the fits' core seconds saved between the two runs, split by log ratio among the
+  iterations, the rater nodes and the rest of each group's cost per iteration (:func:`share_rows`);
 - with ``--fits``, whole fits of the full run (GPT ALT and the human RSA fit) in fresh processes, the
   chains vectorized and sequential: wall and CPU seconds, r_hat and ESS.
 """
@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import subprocess
 import sys
@@ -208,14 +209,20 @@ def compile_rows() -> list[dict]:
     return rows
 
 
-def _iterations(sampler: dict) -> dict:
+def _iteration_parts(sampler: dict) -> dict[str, tuple[int, int]]:
+    """Each fit's NUTS iterations under a config: ``(chains x warm-up, chains x draws)``."""
     from models.social_meaning.study import FIT_LABELS, split_sampler
 
     out = {}
     for label in FIT_LABELS:
         settings = split_sampler(sampler, label)[0 if label.startswith("human") else 1]
-        out[label] = settings.get("num_chains", 4) * (settings.get("num_warmup", 1000) + settings.get("num_samples", 1000))
+        chains = settings.get("num_chains", 4)
+        out[label] = (chains * settings.get("num_warmup", 1000), chains * settings.get("num_samples", 1000))
     return out
+
+
+def _iterations(sampler: dict) -> dict:
+    return {label: w + d for label, (w, d) in _iteration_parts(sampler).items()}
 
 
 def draw_rows(before: str) -> list[dict]:
@@ -230,41 +237,57 @@ def draw_rows(before: str) -> list[dict]:
     return rows
 
 
-def share_rows(before: str, draws: list[dict], gradients: list[dict]) -> list[dict]:
+def log_shares(before: float, after: float, ratios: list[float]) -> list[float]:
+    """Split ``before - after`` among multiplicative levers, order-free: lever ``i`` (its ratio ``r_i``) gets
+    ``(before - after) x log r_i / log(after / before)``, and the last entry is the rest, whose ratio is what the
+    levers leave, ``after / (before x prod r_i)``. The entries sum to ``before - after``; a lever with ``r_i > 1``
+    gets a negative share (it cost time)."""
+    if before <= 0 or after <= 0 or any(r <= 0 for r in ratios):
+        raise ValueError(f"core seconds and ratios must be positive, got {before}, {after}, {ratios}")
+    rest = after / (before * math.prod(ratios))
+    total = math.log(after / before)
+    if total == 0:
+        return [0.0] * (len(ratios) + 1)
+    return [(before - after) * math.log(r) / total for r in [*ratios, rest]]
+
+
+def share_rows(before: str, gradients: list[dict]) -> list[dict]:
     """Each lever's share of the fits' core seconds saved between the run before the levers and the committed
-    run, attributed in turn (sequential attribution: each lever's ratio applied to what the levers before it
-    left): the human fits' draws (config iterations), then their rater nodes (the one-chain gradient at 41
-    against 81 nodes, measured in this process), then the rest of their cost per iteration (chains sequential,
-    the Laplace mass matrix, starts and compiling: not separable from the runs' records); the LLM fits' draws,
-    then the rest of theirs (the lapse mixed in one step, starts and programs compiled once, padding, the
-    Laplace mass matrix). Core seconds of a fit: its wall time, on one core (the run before recorded no
-    ``cpu_time_s``)."""
+    run, split order-free by :func:`log_shares` within each group: the human fits' NUTS iterations (chains x
+    (warm-up + draws), from the two configs: shorter warm-ups with the Laplace mass matrix, draws sized to the
+    ESS standard; the row says how much of each), their rater nodes (the one-chain gradient at 41 against 81
+    nodes, measured in this process) and the rest of their cost per iteration (chains sequential, the mass
+    matrix's effect on tree sizes, starts and compiling: not separable from the runs' records); the LLM fits'
+    iterations and the rest of theirs (the lapse mixed in one step, starts and programs compiled once, padding,
+    tree sizes). Iterations are counted alike, though a warm-up iteration of the run before took several times
+    a draw's leapfrog steps (``results/warmup.md``): the iterations' share is a lower bound of the warm-up's and
+    the draws', the rest's an upper bound. Core seconds of a fit: its wall time, on one core (the run before
+    recorded no ``cpu_time_s``)."""
     from models.social_meaning.study import LLM_LABELS
 
     runs = (_git_json(before, "fits/social_meaning/full/run.json"),
             json.loads((ROOT / "fits/social_meaning/full/run.json").read_text()))
-    groups = {"human fits": lambda k: k.startswith("human"), "LLM fits": lambda k: k in LLM_LABELS,
-              "ESR measurement": lambda k: k == "esr measurement"}
-    core = {g: [sum(float(f["wall_time_s"]) for k, f in run["fits"].items() if pick(k)) for run in runs]
-            for g, pick in groups.items()}
-    ratio = {r["case"].split(":")[0]: r["ratio"] for r in draws}
+    parts = (_iteration_parts(_git_json(before, "fits/social_meaning.json")["sampler"]["full"]),
+             _iteration_parts(json.loads((ROOT / "fits/social_meaning.json").read_text())["sampler"]["full"]))
+    groups = {"human fits": lambda k: k.startswith("human"), "LLM fits": lambda k: k in LLM_LABELS}
     grad = {r["case"]: r["ms"] for r in gradients}
     nodes = grad["human RSA, 41 nodes, 1 chain"] / grad["human RSA, 81 nodes, 1 chain"]
-    levers = {"human fits": [("draws sized to the ESS standard", ratio["human fits"]), ("41 rater nodes", nodes)],
-              "LLM fits": [("draws sized to the ESS standard", ratio["LLM fits"])], "ESR measurement": []}
-    rest = {"human fits": "the rest per iteration: chains sequential, Laplace mass matrix, starts, compiling",
-            "LLM fits": "the rest per iteration: lapse in one step, starts and programs compiled once, padding, "
-                        "Laplace mass matrix", "ESR measurement": "all"}
+    core = {g: [sum(float(f["wall_time_s"]) for k, f in run["fits"].items() if pick(k)) for run in runs]
+            for g, pick in groups.items()}
     saved_total = sum(b - a for b, a in core.values())
     rows = []
-    for g, (b, a) in core.items():
-        left = b
-        for lever, r in levers[g] + [(rest[g], None)]:
-            r = r if r is not None else a / left
-            rows.append({"part": "share", "case": f"{g}: {lever}", "before": left, "after": left * r, "ratio": r,
-                         "note": f"{100 * (left - left * r) / saved_total:.0f}% of the {saved_total:.0f} fit core "
-                                 "seconds saved"})
-            left *= r
+    for g, pick in groups.items():
+        (w0, d0), (w1, d1) = ([sum(p[k][i] for k in p if pick(k)) for i in (0, 1)] for p in parts)
+        iters = (w1 + d1) / (w0 + d0)
+        levers = [(f"NUTS iterations (warm-up {w0:,} -> {w1:,}, draws {d0:,} -> {d1:,})", iters)]
+        levers += [("41 rater nodes (gradient)", nodes)] if g == "human fits" else []
+        b, a = core[g]
+        shares = log_shares(b, a, [r for _, r in levers])
+        rest_ratio = a / b / math.prod(r for _, r in levers)
+        for (lever, r), saved in zip([*levers, ("the rest of the cost per iteration", rest_ratio)], shares, strict=True):
+            rows.append({"part": "share", "case": f"{g}: {lever}", "before": b, "after": a, "ratio": r,
+                         "note": f"{100 * saved / saved_total:.0f}% of the {saved_total:.0f} fit core seconds saved "
+                                 f"({saved:.0f} s; the group's {b:.0f} -> {a:.0f} s split by log ratio)"})
     return rows
 
 
@@ -360,10 +383,9 @@ def main(argv: list[str] | None = None) -> None:
     from benchmarks._results import write_results
 
     load0 = _load()
-    draws = draw_rows(args.before)
-    rows = job_rows(args.before) + draws + sampled_rows(args.before)
+    rows = job_rows(args.before) + draw_rows(args.before) + sampled_rows(args.before)
     gradients = gradient_rows(5 if args.quick else 30)
-    rows += gradients + share_rows(args.before, draws, gradients)
+    rows += gradients + share_rows(args.before, gradients)
     if not args.no_compile:
         rows += compile_rows()
     if args.fits:
@@ -374,9 +396,9 @@ def main(argv: list[str] | None = None) -> None:
     write_results(rows, "main_job", "The main job (make run) and issue 38's levers",
                   f"Load average (1, 5, 15 min) {load0} at the start, {load1} at the end. Before: git {args.before}.",
                   notes="`ratio`: against the first row of its part (job: before; gradient: 81 nodes, one chain; "
-                        "compile and fit: vectorized, CPU; draws and sampled: before; share: what the levers before it in its group "
-                        "left; the rater nodes' share rests on one process's gradient medians, 0.53x and 0.68x in two runs on "
-                        "2026-12-07, so it and the rest's share trade a few points). Gradients are medians in one process; compile "
+                        "compile and fit: vectorized, CPU; draws and sampled: before; share: the group's before -> after, "
+                        "split by log ratio; the rater nodes' share rests on one process's gradient medians, 0.53x and 0.68x "
+                        "in two runs on 2026-12-07, which moves about 8 points between it and the rest). Gradients are medians in one process; compile "
                         "figures are CPU seconds of a fresh process that imports, traces and compiles one program.")
 
 

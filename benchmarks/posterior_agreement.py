@@ -9,15 +9,25 @@ the response noise, the lapse rate, theta_mu, and the noise per attribute), the 
 the 3% and 97% quantiles, and the three human models' LOO ``elpd`` (``loo_compare.csv``).
 
 - The new run's value and its MCSE come from its posteriors on disk (arviz-stats' ``mcse``, method
-  "median" or "quantile"); each value is checked against the new run's own table first.
-- The old run's MCSE is not on record. It is taken as the new one scaled by ``sqrt(S_new / S_old)``,
-  ``S`` the draws of all chains (the same ESS per draw in both runs: the model, data and sampler
-  are the same, only the draws differ).
+  "median" or "quantile"); each value is checked against the new run's own table first. The rows
+  are the fits of ``parameters.csv`` (the baseline has none of these parameters); the noise per
+  attribute has its median only.
+- The old run's MCSE is not on record. It is approximated by the new one scaled by
+  ``sqrt(ESS_new / ESS_old)``, with each run's least ESS of the fit as ``run.json`` records it (bulk
+  for a median, tail for a 3% or 97% quantile): the two runs' ESS per draw differ (the code's rounding
+  and three fits' warm-up or step-size settings changed between them), and a per-parameter ESS of the
+  old run is not on record. The least ESS of a fit is at most its parameter's, so this overstates the
+  old MCSE of most rows, and ``|z|`` is on the low side.
 - ``z = (new - old) / sqrt(mcse_new^2 + mcse_old^2)``. Two runs of one posterior give ``|z| > 2``
   for about 5% of the rows and ``|z| > 3`` for about 0.3% (normal MCSE; the rows of one fit are
   correlated, so the share has a wide spread).
 - An ``elpd``'s MCSE is estimated from the spread of the same LOO computed on the three ways to split
-  four chains into halves: half the root mean square difference of the two halves.
+  the four chains into halves: each half has twice the full run's variance if the error falls as one
+  over the square root of the draws, their difference four times, so the MCSE is half the root mean
+  square difference. Three splits of four chains give the estimate about 3 degrees of freedom (its
+  95% range about 0.6-3.7 times itself): read an elpd's ``z`` against a t distribution with 3 degrees
+  of freedom (``|z| > 3.18`` for 5%). The halves' largest Pareto k is kept (``k_max``; above 0.7 the
+  LOO of a half is unreliable).
 
 Writes ``results/posterior_agreement.{csv,md}``.
 """
@@ -48,9 +58,18 @@ def _git(rev: str, path: str) -> str:
                           text=True).stdout
 
 
-def _draws(run: dict, label: str) -> int:
-    s = run["fits"][label]["sampler_settings"]
-    return int(s["num_chains"]) * int(s["num_samples"])
+def _ess(run: dict, label: str, q: float) -> float:
+    """A fit's least ESS as its run recorded it: bulk for the median, tail for another quantile."""
+    d = run["fits"][label]["diagnostics"]
+    return float(d["min_ess_bulk"] if q == 0.5 else d["min_ess_tail"])
+
+
+def z_score(new: float, old: float, mcse_new: float, ess_new: float, ess_old: float) -> float:
+    """``(new - old) / sqrt(mcse_new^2 + mcse_old^2)``, the old run's MCSE taken as
+    ``mcse_new x sqrt(ess_new / ess_old)``."""
+    if not (ess_new > 0 and ess_old > 0 and mcse_new > 0):
+        raise ValueError(f"ESS and MCSE must be positive, got ESS {ess_new}, {ess_old} and MCSE {mcse_new}")
+    return (new - old) / math.hypot(mcse_new, mcse_new * math.sqrt(ess_new / ess_old))
 
 
 def _mcse(da, q: float) -> float:
@@ -73,7 +92,6 @@ def parameter_rows(before: str, run_dir: Path) -> list[dict]:
         if label not in old_tab.index:
             continue
         post = xr.open_datatree(run_dir / new_run["fits"][label]["file"])["posterior"].to_dataset()
-        scale = math.sqrt(_draws(new_run, label) / _draws(old_run, label))
         cells = [(k, post[k]) for k in KEYS]
         if "noise_attribute" in post:
             cells += [(f"noise_{a}", post["noise_attribute"].sel(attribute=a))
@@ -88,9 +106,9 @@ def parameter_rows(before: str, run_dir: Path) -> list[dict]:
                     raise RuntimeError(f"{label} {col}: the posterior gives {new}, its table {new_tab.loc[label, col]}")
                 old = float(old_tab.loc[label, col])
                 se_new = _mcse(da, q)
-                se = math.hypot(se_new, se_new * scale)
                 rows.append({"part": "parameter", "fit": label, "quantity": col, "old": old, "new": new,
-                             "mcse_new": se_new, "z": (new - old) / se if se > 0 else math.nan})
+                             "mcse_new": se_new, "z": z_score(new, old, se_new, _ess(new_run, label, q),
+                                                              _ess(old_run, label, q))})
     return rows
 
 
@@ -106,20 +124,24 @@ def elpd_rows(before: str, run_dir: Path) -> list[dict]:
     rows = []
     for model in new.index:
         tree = xr.open_datatree(run_dir / new_run["fits"][label[model]]["file"])
-        halves = [(a, b) for a, b in (([0, 1], [2, 3]), ([0, 2], [1, 3]), ([0, 3], [1, 2]))]
-        d = [loo(tree.isel(chain=a)).elpd - loo(tree.isel(chain=b)).elpd for a, b in halves]
+        if tree["posterior"].sizes["chain"] != 4:
+            raise ValueError(f"{label[model]}: the split-chain MCSE needs 4 chains, the fit has "
+                             f"{tree['posterior'].sizes['chain']}")
+        halves = [loo(tree.isel(chain=c), pointwise=True) for c in ([0, 1], [2, 3], [0, 2], [1, 3], [0, 3], [1, 2])]
+        d = [halves[i].elpd - halves[i + 1].elpd for i in (0, 2, 4)]
         se_new = float(np.sqrt(np.mean(np.square(d))) / 2)
-        scale = math.sqrt(_draws(new_run, label[model]) / _draws(old_run, label[model]))
-        se = math.hypot(se_new, se_new * scale)
         rows.append({"part": "elpd", "fit": label[model], "quantity": "elpd_loo", "old": float(old.loc[model, "elpd"]),
                      "new": float(new.loc[model, "elpd"]), "mcse_new": se_new,
-                     "z": (float(new.loc[model, "elpd"]) - float(old.loc[model, "elpd"])) / se})
+                     "z": z_score(float(new.loc[model, "elpd"]), float(old.loc[model, "elpd"]), se_new,
+                                  _ess(new_run, label[model], 0.5), _ess(old_run, label[model], 0.5)),
+                     "k_max": float(max(np.max(h.pareto_k) for h in halves))})
     return rows
 
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--before", default="HEAD", help="git revision of the committed run (default HEAD)")
+    ap.add_argument("--before", default="HEAD", help="git revision of the committed run to compare with (default "
+                    "HEAD: before the new run is committed; after, name the revision before it, e.g. 8d5cc84)")
     ap.add_argument("--run", default=RUN, help="the new run folder, with its posteriors")
     args = ap.parse_args(argv)
     import warnings
@@ -135,7 +157,7 @@ def main(argv: list[str] | None = None) -> None:
     summary = (f"{len(z)} parameter rows: |z| > 2 for {np.mean(z > 2):.1%} (about 5% expected), |z| > 3 for "
                f"{np.mean(z > 3):.1%} (about 0.3%); largest |z| {abs(worst['z']):.2f} ({worst['fit']}, {worst['quantity']}). "
                + "; ".join(f"{r['fit']} elpd {r['old']:.2f} -> {r['new']:.2f} (z {r['z']:.2f})"
-                           for r in rows if r["part"] == "elpd") + ".")
+                           for r in rows if r["part"] == "elpd") + " (elpd: read z against t with 3 degrees of freedom).")
     print(summary)
     old_run = json.loads(_git(args.before, f"{RUN}/run.json"))
     new_run = json.loads((run_dir / "run.json").read_text())
