@@ -397,8 +397,8 @@ def main(argv: list[str] | None = None) -> None:
                   f"Load average (1, 5, 15 min) {load0} at the start, {load1} at the end. Before: git {args.before}.",
                   notes="`ratio`: against the first row of its part (job: before; gradient: 81 nodes, one chain; "
                         "compile and fit: vectorized, CPU; draws and sampled: before; share: the group's before -> after, "
-                        "split by log ratio; the rater nodes' share rests on one process's gradient medians, 0.53x and 0.68x "
-                        "in two runs on 2026-12-07, which moves about 8 points between it and the rest). Gradients are medians in one process; compile "
+                        "split by log ratio; the rater nodes' share rests on one process's gradient medians, 0.53-0.69x "
+                        "in three runs on 2026-12-07, which moves about 10 points between it and the rest). Gradients are medians in one process; compile "
                         "figures are CPU seconds of a fresh process that imports, traces and compiles one program.")
 
 
