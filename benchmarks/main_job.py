@@ -2,7 +2,7 @@
 
 Usage: python -m benchmarks.main_job [--quick] [--no-compile] [--fits] [--before REV]
 
-Three parts, each printed and written to ``results/main_job.{csv,md}`` with the load average:
+Its parts, each printed and written to ``results/main_job.{csv,md}`` with the load average:
 
 - the job itself: wall and core seconds of the committed full run (``fits/social_meaning/full/run.json``)
   against the run at git revision ``--before`` (default: the last run before the levers), and of the

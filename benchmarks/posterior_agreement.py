@@ -80,17 +80,17 @@ def _mcse(da, q: float) -> float:
     return float(mcse(da, method="quantile", prob=q))
 
 
-def parameter_rows(before: str, run_dir: Path) -> list[dict]:
+def parameter_rows(before: str, run_dir: Path, old_run: dict, new_run: dict) -> list[dict]:
     import xarray as xr
 
     old_tab = pd.read_csv(io.StringIO(_git(before, f"{RUN}/tables/parameters.csv"))).set_index("fit")
-    old_run = json.loads(_git(before, f"{RUN}/run.json"))
     new_tab = pd.read_csv(run_dir / "tables" / "parameters.csv").set_index("fit")
-    new_run = json.loads((run_dir / "run.json").read_text())
+    if set(new_tab.index) != set(old_tab.index):
+        raise ValueError(f"the two runs fitted different models: only the new run has "
+                         f"{sorted(set(new_tab.index) - set(old_tab.index))}, only the old one "
+                         f"{sorted(set(old_tab.index) - set(new_tab.index))}")
     rows = []
     for label in new_tab.index:
-        if label not in old_tab.index:
-            continue
         post = xr.open_datatree(run_dir / new_run["fits"][label]["file"])["posterior"].to_dataset()
         cells = [(k, post[k]) for k in KEYS]
         if "noise_attribute" in post:
@@ -112,14 +112,12 @@ def parameter_rows(before: str, run_dir: Path) -> list[dict]:
     return rows
 
 
-def elpd_rows(before: str, run_dir: Path) -> list[dict]:
+def elpd_rows(before: str, run_dir: Path, old_run: dict, new_run: dict) -> list[dict]:
     import xarray as xr
     from arviz_stats import loo
 
     old = pd.read_csv(io.StringIO(_git(before, f"{RUN}/tables/loo_compare.csv")), index_col=0)
     new = pd.read_csv(run_dir / "tables" / "loo_compare.csv", index_col=0)
-    old_run = json.loads(_git(before, f"{RUN}/run.json"))
-    new_run = json.loads((run_dir / "run.json").read_text())
     label = {"rsa": "human", "rsa_motives": "human (motives link)", "baseline": "human baseline"}
     rows = []
     for model in new.index:
@@ -149,9 +147,12 @@ def main(argv: list[str] | None = None) -> None:
     from benchmarks._results import write_results
 
     run_dir = ROOT / args.run
+    old_run = json.loads(_git(args.before, f"{RUN}/run.json"))
+    new_run = json.loads((run_dir / "run.json").read_text())
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        rows = parameter_rows(args.before, run_dir) + elpd_rows(args.before, run_dir)
+        rows = (parameter_rows(args.before, run_dir, old_run, new_run)
+                + elpd_rows(args.before, run_dir, old_run, new_run))
     z = np.abs([r["z"] for r in rows if r["part"] == "parameter"])
     worst = max((r for r in rows if r["part"] == "parameter"), key=lambda r: abs(r["z"]))
     summary = (f"{len(z)} parameter rows: |z| > 2 for {np.mean(z > 2):.1%} (about 5% expected), |z| > 3 for "
@@ -159,8 +160,6 @@ def main(argv: list[str] | None = None) -> None:
                + "; ".join(f"{r['fit']} elpd {r['old']:.2f} -> {r['new']:.2f} (z {r['z']:.2f})"
                            for r in rows if r["part"] == "elpd") + " (elpd: read z against t with 3 degrees of freedom).")
     print(summary)
-    old_run = json.loads(_git(args.before, f"{RUN}/run.json"))
-    new_run = json.loads((run_dir / "run.json").read_text())
     rev = subprocess.run(["git", "rev-parse", "--short", args.before], cwd=ROOT, check=True, capture_output=True,
                          text=True).stdout.strip()
     write_results(rows, "posterior_agreement", "The main job's posteriors against the committed run's",
