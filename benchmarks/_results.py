@@ -4,12 +4,20 @@ from __future__ import annotations
 
 import os
 import platform
+import subprocess
 from pathlib import Path
 
 import jax
 import pandas as pd
 
 RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def git_show(rev: str, path: str) -> str:
+    """The text of ``path`` (relative to the repository root) at git revision ``rev``: a committed run or
+    config to compare with."""
+    return subprocess.run(["git", "show", f"{rev}:{path}"], cwd=RESULTS.parents[1], check=True,
+                          capture_output=True, text=True).stdout
 
 
 def write_results(rows: list[dict], stem: str, title: str, detail: str,

@@ -98,8 +98,9 @@ def _load() -> str:
 
 
 def _git_json(rev: str, path: str) -> dict:
-    return json.loads(subprocess.run(["git", "show", f"{rev}:{path}"], cwd=ROOT, check=True,
-                                     capture_output=True, text=True).stdout)
+    from benchmarks._results import git_show
+
+    return json.loads(git_show(rev, path))
 
 
 def job_rows(before: str) -> list[dict]:

@@ -45,17 +45,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from benchmarks._results import git_show
+
 ROOT = Path(__file__).resolve().parents[1]
 os.environ.setdefault("PRAGMODELS_DATA_DIR", str(ROOT.parent / "shared" / "data"))
 RUN = "fits/social_meaning/full"
 #: (column suffix in parameters.csv, quantile)
 STATS = (("", 0.5), ("_lo", 0.03), ("_hi", 0.97))
 KEYS = ("alpha", "cost_precise", "noise", "lapse", "theta_mu")
-
-
-def _git(rev: str, path: str) -> str:
-    return subprocess.run(["git", "show", f"{rev}:{path}"], cwd=ROOT, check=True, capture_output=True,
-                          text=True).stdout
 
 
 def _ess(run: dict, label: str, q: float) -> float:
@@ -83,7 +80,7 @@ def _mcse(da, q: float) -> float:
 def parameter_rows(before: str, run_dir: Path, old_run: dict, new_run: dict) -> list[dict]:
     import xarray as xr
 
-    old_tab = pd.read_csv(io.StringIO(_git(before, f"{RUN}/tables/parameters.csv"))).set_index("fit")
+    old_tab = pd.read_csv(io.StringIO(git_show(before, f"{RUN}/tables/parameters.csv"))).set_index("fit")
     new_tab = pd.read_csv(run_dir / "tables" / "parameters.csv").set_index("fit")
     if set(new_tab.index) != set(old_tab.index):
         raise ValueError(f"the two runs fitted different models: only the new run has "
@@ -116,7 +113,7 @@ def elpd_rows(before: str, run_dir: Path, old_run: dict, new_run: dict) -> list[
     import xarray as xr
     from arviz_stats import loo
 
-    old = pd.read_csv(io.StringIO(_git(before, f"{RUN}/tables/loo_compare.csv")), index_col=0)
+    old = pd.read_csv(io.StringIO(git_show(before, f"{RUN}/tables/loo_compare.csv")), index_col=0)
     new = pd.read_csv(run_dir / "tables" / "loo_compare.csv", index_col=0)
     label = {"rsa": "human", "rsa_motives": "human (motives link)", "baseline": "human baseline"}
     rows = []
@@ -147,7 +144,7 @@ def main(argv: list[str] | None = None) -> None:
     from benchmarks._results import write_results
 
     run_dir = ROOT / args.run
-    old_run = json.loads(_git(args.before, f"{RUN}/run.json"))
+    old_run = json.loads(git_show(args.before, f"{RUN}/run.json"))
     new_run = json.loads((run_dir / "run.json").read_text())
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
